@@ -1,0 +1,197 @@
+"""The ``bench`` command line: parses arguments into validated option models and dispatches.
+
+Every BenchError ends here as one line on stderr and its exit code; anything else is a bug and
+keeps its traceback (in the log file, and on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from rich.console import Console
+
+from bench import __version__, redact
+from bench.errors import BenchError, ConfigError
+from bench.home import bench_home
+
+log = logging.getLogger("bench")
+
+
+def _kv_list(values: list[str] | None, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in values or []:
+        for part in filter(None, (p.strip() for p in item.split(","))):
+            k, sep, v = part.partition(":")
+            if not sep or not k:
+                raise ConfigError(f"{what}: '{part}' is not key:value")
+            out[k.strip()] = v.strip()
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bench", description="Benchmark Elasticsearch and OpenSearch clusters.")
+    p.add_argument("--version", action="version", version=f"bench {__version__}")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("race", help="run a benchmark (a trial) and print its summary")
+    r.add_argument("--track", help="built-in track name (see 'bench list tracks')")
+    r.add_argument("--track-path", help="a folder containing track.json (e.g. an unchanged Rally track)")
+    r.add_argument("--track-params", help="k:v,k2:v2 or a JSON file")
+    r.add_argument("--ignore-unused-track-params", action="store_true")
+    r.add_argument("--challenge")
+    r.add_argument("--car", default="defaults", help="car and mixins, e.g. defaults,4gheap,security")
+    r.add_argument("--car-params", help="k:v,... or a JSON file: values for car config variables")
+    r.add_argument("--distribution-version", default="8.19.21")
+    r.add_argument("--distribution-repository", help="URL template for the distribution, with {version}")
+    r.add_argument("--distribution-path", help="a local archive (zip/tar.gz) or unpacked install")
+    r.add_argument("--nodes", type=int, default=1, help="nodes of the local cluster (default 1)")
+    r.add_argument("--http-port", type=int, help="first HTTP port of the local cluster (default: free ports)")
+    r.add_argument("--target-hosts", help="benchmark existing clusters: host:port,... or name:host:port,... or JSON")
+    r.add_argument("--client-options", help="k:v,... or JSON file: basic_auth_user, basic_auth_password, api_key, "
+                                            "use_ssl, verify_certs, ca_certs, client_cert, client_key, timeout, "
+                                            "http_compress")
+    r.add_argument("--test-mode", action="store_true", help="a tiny, fast version of the track to check it works")
+    r.add_argument("--on-error", choices=["continue", "abort"], default="continue")
+    r.add_argument("--user-tag", action="append", help="k:v (repeatable or comma-separated)")
+    r.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
+    r.add_argument("--report-file", help="also write the summary to this file")
+    r.add_argument("--keep-cluster", action="store_true", help="leave the local cluster running")
+    r.add_argument("--worker-processes", type=int, default=1,
+                   help="load driver processes (clients are dealt out to them; default 1)")
+
+    ls = sub.add_parser("list", help="list trials, tracks or cars")
+    ls.add_argument("what", choices=["trials", "tracks", "cars"])
+    ls.add_argument("--limit", type=int, default=30)
+
+    sh = sub.add_parser("show", help="print the summary of a stored trial")
+    sh.add_argument("trial", help="trial id or unique prefix")
+    sh.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
+    return p
+
+
+def _params(spec: str | None, what: str) -> dict[str, Any]:
+    from bench.track.params import parse_params
+
+    return parse_params(spec, what=what)
+
+
+def _race(a: argparse.Namespace, console: Console) -> int:
+    from bench.options import RaceOptions
+    from bench.race import run_race
+
+    if not a.track and not a.track_path:
+        raise ConfigError("bench race needs --track=NAME (see 'bench list tracks') or --track-path=DIR")
+    raw_client_options = _params(a.client_options, "--client-options")
+    for key in ("basic_auth_password", "api_key"):
+        if raw_client_options.get(key):
+            redact.register_secret(str(raw_client_options[key]))
+    try:
+        opts = RaceOptions(
+            track=a.track, track_path=a.track_path, track_params=_params(a.track_params, "--track-params"),
+            ignore_unused_track_params=a.ignore_unused_track_params, challenge=a.challenge,
+            car=[c.strip() for c in a.car.split(",") if c.strip()], car_params=_params(a.car_params, "--car-params"),
+            distribution_version=a.distribution_version, distribution_repository=a.distribution_repository,
+            distribution_path=a.distribution_path, nodes=a.nodes, http_port=a.http_port,
+            target_hosts=a.target_hosts, client_options=raw_client_options, test_mode=a.test_mode,
+            on_error=a.on_error, user_tags=_kv_list(a.user_tag, "--user-tag"), report_format=a.report_format,
+            report_file=a.report_file, keep_cluster=a.keep_cluster, worker_processes=a.worker_processes,
+            progress=not a.quiet)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise ConfigError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+    result = run_race(opts, console=console)
+    console.print()
+    console.print(result.report, highlight=False, markup=False, soft_wrap=True)
+    console.print(f"\nTrial [bold]{result.trial_id}[/bold] stored ({result.status}).", highlight=False)
+    return 0
+
+
+def _list(a: argparse.Namespace, console: Console) -> int:
+    from tabulate import tabulate
+
+    if a.what == "tracks":
+        from bench.track.loader import list_tracks
+
+        rows = [(t.name, t.description, ", ".join(t.challenges), t.default_challenge) for t in list_tracks()]
+        console.print(tabulate(rows, headers=["Name", "Description", "Challenges", "Default"]), markup=False)
+    elif a.what == "cars":
+        from bench.provision.car import list_cars
+
+        console.print(tabulate(list_cars(), headers=["Name", "Type", "Description"]), markup=False)
+    else:
+        from bench.store import TrialStore
+
+        with TrialStore() as store:
+            trials = store.list_trials(a.limit)
+        rows = [(t.id[:12], t.start_time.strftime("%Y-%m-%d %H:%M:%S"), t.track, t.challenge, "+".join(t.car) or "-",
+                 t.status, ",".join(f"{k}={v}" for k, v in t.user_tags.items())) for t in trials]
+        console.print(tabulate(rows, headers=["Trial", "Started (UTC)", "Track", "Challenge", "Car", "Status",
+                                              "Tags"]), markup=False)
+    return 0
+
+
+def _show(a: argparse.Namespace, console: Console) -> int:
+    from bench.report import render_summary
+    from bench.store import TrialStore
+    from bench.summary import summarize
+
+    with TrialStore() as store:
+        trial = store.get_trial(a.trial)
+        summary = store.summary(trial.id)
+        if summary is None:
+            df = store.samples(trial.id)
+            summary = summarize(df) if not df.empty else None
+    console.print(f"Trial {trial.id}: {trial.track}/{trial.challenge}, {trial.status}, started "
+                  f"{trial.start_time:%Y-%m-%d %H:%M:%S} UTC" + (f", error: {trial.error}" if trial.error else ""),
+                  highlight=False, markup=False)
+    if summary is None:
+        console.print("No samples were stored for this trial.")
+        return 0
+    console.print(render_summary(summary, a.report_format), highlight=False, markup=False, soft_wrap=True)
+    return 0
+
+
+def _setup_logging() -> Path:
+    logs = bench_home() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    path = logs / "bench.log"
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    root.addHandler(handler)
+    redact.install_log_filter()
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    console = Console()
+    err = Console(stderr=True)
+    try:
+        _setup_logging()
+        if args.command == "race":
+            return _race(args, console)
+        if args.command == "list":
+            return _list(args, console)
+        if args.command == "show":
+            return _show(args, console)
+        raise ConfigError(f"unknown command {args.command}")
+    except BenchError as e:
+        log.error("%s", e)
+        err.print(f"error: {redact.redact_text(str(e))}", highlight=False, markup=False, style="red")
+        return e.exit_code
+    except KeyboardInterrupt:
+        err.print("[bold red]interrupted[/bold red]")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

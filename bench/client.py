@@ -1,0 +1,294 @@
+"""Connecting to clusters: client options, target hosts, elasticsearch-py clients, and turning
+connection/auth/TLS failures into one-line errors.
+
+Two clients exist per cluster: elasticsearch-py's AsyncElasticsearch for administrative and search
+operations, and a bare aiohttp session (``RawHttp``) for the bulk hot path, where the body is prepared
+bytes (optionally pre-gzipped) and the response is only parsed when it reports errors.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from bench import redact
+from bench.errors import ClusterError, ConfigError
+
+DEFAULT_CLUSTER = "default"
+
+
+class ClientOptions(BaseModel):
+    """``--client-options``: Rally's names where Rally has them."""
+
+    model_config = ConfigDict(extra="forbid")
+    basic_auth_user: str | None = None
+    basic_auth_password: SecretStr | None = None
+    api_key: SecretStr | None = None  # "id:key" or the base64 encoded form
+    use_ssl: bool = False
+    verify_certs: bool = True
+    ca_certs: Path | None = None
+    client_cert: Path | None = None
+    client_key: Path | None = None
+    timeout: float = Field(default=60.0, gt=0)
+    http_compress: bool = False
+
+    @field_validator("ca_certs", "client_cert", "client_key")
+    @classmethod
+    def _exists(cls, v: Path | None) -> Path | None:
+        if v is not None and not Path(v).expanduser().is_file():
+            raise ValueError(f"file {v} does not exist")
+        return Path(v).expanduser() if v is not None else None
+
+    def auth_header(self) -> str | None:
+        if self.api_key is not None:
+            key = self.api_key.get_secret_value()
+            if ":" in key:
+                key = base64.b64encode(key.encode()).decode()
+            return f"ApiKey {key}"
+        if self.basic_auth_user is not None:
+            pw = self.basic_auth_password.get_secret_value() if self.basic_auth_password else ""
+            return "Basic " + base64.b64encode(f"{self.basic_auth_user}:{pw}".encode()).decode()
+        return None
+
+    def public(self) -> dict[str, Any]:
+        """What may be stored with a trial: everything but secrets."""
+        d = self.model_dump(mode="json", exclude={"basic_auth_password", "api_key"})
+        d["basic_auth_password"] = redact.MASK if self.basic_auth_password else None
+        d["api_key"] = redact.MASK if self.api_key else None
+        return d
+
+
+def parse_client_options(raw: dict[str, Any]) -> ClientOptions:
+    for key in ("basic_auth_password", "api_key"):
+        if raw.get(key):
+            redact.register_secret(str(raw[key]))
+    try:
+        return ClientOptions.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "?"
+        raise ConfigError(f"--client-options: '{field}': {err['msg']}") from None
+
+
+class ClusterTarget(BaseModel):
+    """How to reach one cluster of a race."""
+
+    name: str = DEFAULT_CLUSTER
+    hosts: list[str]
+    options: ClientOptions = Field(default_factory=ClientOptions)
+
+    def urls(self) -> list[str]:
+        scheme = "https" if self.options.use_ssl else "http"
+        return [h if "://" in h else f"{scheme}://{h}" for h in self.hosts]
+
+
+def parse_target_hosts(spec: str) -> dict[str, list[str]]:
+    """``host:port,host:port`` (one cluster named 'default'), ``leader:host:port,follower:host:port``
+    (named clusters), or a JSON file ``{"leader": ["host:port"], "follower": [...]}`` (Rally's form)."""
+    spec = spec.strip()
+    p = Path(spec).expanduser()
+    if spec.endswith(".json") or p.is_file():
+        try:
+            data = json.loads(p.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"--target-hosts: file {spec} does not exist") from None
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"--target-hosts: {spec}:{e.lineno}:{e.colno}: {e.msg}") from None
+        if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+            raise ConfigError(f"--target-hosts: {spec} must map cluster names to lists of host:port")
+        return {k: [str(h) for h in v] for k, v in data.items()}
+    out: dict[str, list[str]] = {}
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        parts = item.split(":")
+        if "://" in item:  # a URL; a cluster name may precede it as name:http://...
+            name, _, url = item.partition(":") if not item.startswith(("http://", "https://")) else ("", "", item)
+            out.setdefault(name or DEFAULT_CLUSTER, []).append(url)
+        elif len(parts) == 3:
+            out.setdefault(parts[0], []).append(f"{parts[1]}:{parts[2]}")
+        elif len(parts) in (1, 2):
+            out.setdefault(DEFAULT_CLUSTER, []).append(item)
+        else:
+            raise ConfigError(f"--target-hosts: cannot read '{item}': use host:port or name:host:port")
+    if not out:
+        raise ConfigError("--target-hosts is empty: give host:port[,host:port] or name:host:port,...")
+    return out
+
+
+def ssl_context(opts: ClientOptions) -> ssl.SSLContext | None:
+    if not opts.use_ssl:
+        return None
+    ctx = ssl.create_default_context(cafile=str(opts.ca_certs) if opts.ca_certs else None)
+    if not opts.verify_certs:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if opts.client_cert:
+        ctx.load_cert_chain(str(opts.client_cert), str(opts.client_key) if opts.client_key else None)
+    return ctx
+
+
+def es_client(target: ClusterTarget, *, connections: int = 8) -> Any:
+    """An AsyncElasticsearch for one cluster. Imported lazily: it is heavy and workers need it late."""
+    from elasticsearch import AsyncElasticsearch
+
+    o = target.options
+    kw: dict[str, Any] = dict(
+        request_timeout=o.timeout,
+        http_compress=o.http_compress,
+        connections_per_node=max(1, connections),
+        retry_on_timeout=False,
+        max_retries=0,
+    )
+    ctx = ssl_context(o)
+    if ctx is not None:
+        kw["ssl_context"] = ctx
+    if o.api_key is not None:
+        kw["api_key"] = o.api_key.get_secret_value()
+    elif o.basic_auth_user is not None:
+        kw["basic_auth"] = (o.basic_auth_user, o.basic_auth_password.get_secret_value() if o.basic_auth_password else "")
+    return AsyncElasticsearch(target.urls(), **kw)
+
+
+class RawHttp:
+    """A minimal aiohttp client for the hot path: round-robins over a cluster's hosts."""
+
+    def __init__(self, target: ClusterTarget, *, connections: int) -> None:
+        self._urls = target.urls()
+        self._i = 0
+        self._headers: dict[str, str] = {"Content-Type": "application/x-ndjson"}
+        auth = target.options.auth_header()
+        if auth:
+            self._headers["Authorization"] = auth
+        self._ssl = ssl_context(target.options)
+        self._timeout = aiohttp.ClientTimeout(total=target.options.timeout)
+        self._connections = connections
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> "RawHttp":
+        conn = aiohttp.TCPConnector(limit=self._connections, ssl=self._ssl if self._ssl is not None else False,
+                                    ttl_dns_cache=None, enable_cleanup_closed=True)
+        # skip_auto_headers: no Accept-Encoding negotiation or per-request UA work on the hot path.
+        self._session = aiohttp.ClientSession(connector=conn, timeout=self._timeout, headers=self._headers,
+                                              skip_auto_headers=("User-Agent",), auto_decompress=True)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    def _next_url(self) -> str:
+        url = self._urls[self._i]
+        self._i = (self._i + 1) % len(self._urls)
+        return url
+
+    async def post(self, path: str, body: bytes, *, gzipped: bool = False) -> tuple[int, bytes]:
+        """The bulk hot path: send prepared bytes, return status and raw body."""
+        assert self._session is not None
+        headers = {"Content-Encoding": "gzip"} if gzipped else None
+        async with self._session.post(self._next_url() + path, data=body, headers=headers) as resp:
+            return resp.status, await resp.read()
+
+    async def request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
+                      body: Any = None, headers: dict[str, str] | None = None,
+                      timeout: float | None = None) -> tuple[int, Any]:
+        """A JSON request; returns status and the parsed body (or raw text when it is not JSON).
+
+        Plain ``application/json`` on purpose: the same call works on Elasticsearch and OpenSearch
+        (elasticsearch-py 8 rejects servers that do not identify as Elasticsearch).
+        """
+        assert self._session is not None
+        data: bytes | None
+        if body is None:
+            data = None
+        elif isinstance(body, (bytes, str)):
+            data = body.encode() if isinstance(body, str) else body
+        else:
+            data = json.dumps(body).encode()
+        h = {"Content-Type": "application/json", "Accept": "application/json"}
+        if headers:
+            h.update(headers)
+        q = {k: _param(v) for k, v in (params or {}).items()}
+        kw: dict[str, Any] = {}
+        if timeout is not None:
+            kw["timeout"] = aiohttp.ClientTimeout(total=timeout)
+        async with self._session.request(method, self._next_url() + path, params=q, data=data, headers=h,
+                                         **kw) as resp:
+            raw = await resp.read()
+            status = resp.status
+        if not raw:
+            return status, None
+        try:
+            return status, json.loads(raw)
+        except ValueError:
+            return status, raw.decode(errors="replace")
+
+
+def _param(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return ",".join(str(x) for x in v)
+    return str(v)
+
+
+def describe_connection_error(url: str, exc: BaseException) -> ClusterError:
+    """One line a user can act on, for the usual ways of not reaching a cluster."""
+    text = redact.redact_text(str(exc))
+    low = text.lower()
+    chain = [exc] + [getattr(exc, "__cause__", None), getattr(exc, "__context__", None)]
+    if any(isinstance(e, ssl.SSLCertVerificationError) for e in chain if e is not None) or \
+            "certificate verify failed" in low:
+        return ClusterError(f"TLS certificate verification failed for {url}: pass --client-options="
+                            f"ca_certs:/path/to/ca.pem (or verify_certs:false to skip verification)")
+    if "wrong version number" in low or "ssl" in low and "record" in low:
+        return ClusterError(f"TLS handshake with {url} failed ({text[:120]}): does the cluster speak "
+                            f"{'https' if url.startswith('https') else 'http'}? set use_ssl accordingly")
+    if "refused" in low or "cannot connect" in low or "connect call failed" in low:
+        return ClusterError(f"cannot connect to {url}: connection refused - is the cluster running and "
+                            f"--target-hosts right?")
+    if "timed out" in low or "timeout" in low:
+        return ClusterError(f"cannot reach {url}: timed out - check --target-hosts and the network")
+    return ClusterError(f"cannot reach {url}: {text[:200]}")
+
+
+async def check_cluster(target: ClusterTarget) -> dict[str, Any]:
+    """Connect once and read what the race needs to know, without ``GET /`` (absent in some builds).
+
+    Returns ``{"name", "cluster_name", "engine", "version", "nodes"}``; raises ClusterError with one
+    line on connection, TLS or authentication problems.
+    """
+    url = target.urls()[0]
+    async with RawHttp(target, connections=1) as http:
+        assert http._session is not None
+        try:
+            async with http._session.get(url + "/_nodes/_all/none?filter_path=cluster_name,nodes.*.version,"
+                                               "nodes.*.name,nodes.*.build_flavor,nodes.*.roles,"
+                                               "nodes.*.attributes,nodes.*.transport_address") as resp:
+                body = await resp.read()
+                status = resp.status
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise describe_connection_error(url, e) from None
+    if status == 401:
+        raise ClusterError(f"authentication failed at {url} (HTTP 401): check basic_auth_user/basic_auth_password "
+                           f"or api_key in --client-options")
+    if status == 403:
+        raise ClusterError(f"{url} refused the request (HTTP 403): the user lacks the 'monitor' privilege")
+    if status >= 400:
+        raise ClusterError(f"{url} answered HTTP {status} to GET _nodes: {redact.redact_text(body[:200].decode(errors='replace'))}")
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise ClusterError(f"{url} does not look like Elasticsearch/OpenSearch: GET _nodes did not answer JSON") from None
+    nodes = data.get("nodes", {})
+    versions = sorted({n.get("version", "?") for n in nodes.values()})
+    flavor = {n.get("build_flavor") for n in nodes.values()}
+    # OpenSearch reports its own version and no build_flavor; Elasticsearch 8 reports "default".
+    engine = "opensearch" if flavor == {None} else "elasticsearch"
+    return {"name": target.name, "cluster_name": data.get("cluster_name"), "engine": engine,
+            "version": versions[0] if len(versions) == 1 else ",".join(versions), "nodes": len(nodes),
+            "hosts": target.urls()}

@@ -1,0 +1,117 @@
+"""Cluster-wide index totals from ``GET _stats`` (``_all.primaries`` and ``_all.total``).
+
+The summary shows the *cumulative* values read at the end of the race, as Rally does (so numbers
+include work done before the race, e.g. by an earlier trial against the same benchmark-only cluster).
+``delta(before, after)`` gives what happened during the race only, for callers that want it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from bench.errors import ClusterError
+
+# Only the metric groups we read: keeps the answer small on clusters with many indices.
+STATS_METRICS = "indexing,merge,refresh,flush,store,segments,docs"
+
+# Gauges describe the state at a point in time; everything else is a monotonically growing counter.
+GAUGES = frozenset({"store_size_bytes", "segment_count", "docs_count"})
+
+
+class ShardTotals(BaseModel):
+    """Sums over a set of shards (all primaries, or all copies)."""
+
+    index_total: int = 0
+    index_time_ms: int = 0
+    index_throttle_time_ms: int = 0
+    merge_total: int = 0
+    merge_time_ms: int = 0
+    merge_throttle_time_ms: int = 0
+    refresh_total: int = 0
+    refresh_time_ms: int = 0
+    flush_total: int = 0
+    flush_time_ms: int = 0
+    store_size_bytes: int = 0
+    segment_count: int = 0
+    docs_count: int = 0
+
+
+class ClusterTotals(BaseModel):
+    cluster: str | None = None  # the race's name for the cluster (e.g. "default", "leader")
+    primaries: ShardTotals = ShardTotals()
+    total: ShardTotals = ShardTotals()
+
+
+def _get(d: dict[str, Any], *path: str) -> int:
+    for key in path:
+        if not isinstance(d, dict):
+            return 0
+        d = d.get(key, {})
+    return int(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else 0
+
+
+def shard_totals(section: dict[str, Any]) -> ShardTotals:
+    """Parse one ``_all.primaries`` / ``_all.total`` section; a missing group counts as zero
+    (a cluster without indices answers ``{}``)."""
+    return ShardTotals(
+        index_total=_get(section, "indexing", "index_total"),
+        index_time_ms=_get(section, "indexing", "index_time_in_millis"),
+        index_throttle_time_ms=_get(section, "indexing", "throttle_time_in_millis"),
+        merge_total=_get(section, "merges", "total"),
+        merge_time_ms=_get(section, "merges", "total_time_in_millis"),
+        merge_throttle_time_ms=_get(section, "merges", "total_throttled_time_in_millis"),
+        refresh_total=_get(section, "refresh", "total"),
+        refresh_time_ms=_get(section, "refresh", "total_time_in_millis"),
+        flush_total=_get(section, "flush", "total"),
+        flush_time_ms=_get(section, "flush", "total_time_in_millis"),
+        store_size_bytes=_get(section, "store", "size_in_bytes"),
+        segment_count=_get(section, "segments", "count"),
+        docs_count=_get(section, "docs", "count"),
+    )
+
+
+def cluster_totals(stats_json: dict[str, Any], cluster: str | None = None) -> ClusterTotals:
+    """Parse a ``GET _stats`` answer. Raises ClusterError when it has no ``_all`` section."""
+    all_ = stats_json.get("_all") if isinstance(stats_json, dict) else None
+    if not isinstance(all_, dict):
+        keys = sorted(stats_json)[:5] if isinstance(stats_json, dict) else type(stats_json).__name__
+        raise ClusterError(f"cluster {cluster or '?'}: GET _stats answered without an '_all' section "
+                           f"(got {keys}); is this an Elasticsearch/OpenSearch cluster?")
+    return ClusterTotals(cluster=cluster, primaries=shard_totals(all_.get("primaries") or {}),
+                         total=shard_totals(all_.get("total") or {}))
+
+
+async def fetch_cluster_totals(client: Any, cluster: str | None = None) -> ClusterTotals:
+    """Read the totals from a cluster (elasticsearch-py AsyncElasticsearch)."""
+    from elasticsearch import ApiError, TransportError
+
+    try:
+        resp = await client.indices.stats(metric=STATS_METRICS)
+    except (ApiError, TransportError) as e:
+        raise ClusterError(f"cluster {cluster or '?'}: GET _stats/{STATS_METRICS} failed: {e}: "
+                           "check that the cluster is up and reachable") from e
+    body = resp.body if hasattr(resp, "body") else resp
+    return cluster_totals(dict(body), cluster)
+
+
+def _delta_totals(before: ShardTotals, after: ShardTotals) -> ShardTotals:
+    values: dict[str, int] = {}
+    for name in ShardTotals.model_fields:
+        a, b = getattr(after, name), getattr(before, name)
+        if name in GAUGES:
+            values[name] = a
+        else:
+            # A counter that went down was reset (an index deleted and recreated during the race):
+            # everything counted since then is ``after``, a lower bound of the work done.
+            values[name] = a - b if a >= b else a
+    return ShardTotals(**values)
+
+
+def delta(before: ClusterTotals, after: ClusterTotals) -> ClusterTotals:
+    """What happened between two readings: counters (totals, times) are subtracted; gauges
+    (store size, segment count, docs count) are the ``after`` values."""
+    return ClusterTotals(cluster=after.cluster or before.cluster,
+                         primaries=_delta_totals(before.primaries, after.primaries),
+                         total=_delta_totals(before.total, after.total))

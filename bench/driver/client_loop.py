@@ -1,0 +1,105 @@
+"""One client executing one task: wait until the next request is due, send it, time it, record it.
+
+Timing uses the monotonic clock (shared by all processes on the machine, so every worker agrees
+on a task's start); wall-clock timestamps are derived from it once per process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from bench.driver.runners import Context, Result, Runner
+from bench.driver.schedule import due_offsets
+from bench.samples import RequestSample
+from bench.track.model import Task
+
+# time.time() - time.monotonic(), fixed per process so absolute times are consistent with durations.
+WALL_OFFSET = time.time() - time.monotonic()
+
+
+@dataclass
+class Bounds:
+    """When a client stops: by iterations, by time, or when its parameter source is exhausted."""
+
+    warmup_iterations: int
+    iterations: int | None  # measured iterations; None = not iteration-bounded
+    warmup_end: float  # monotonic
+    deadline: float | None  # monotonic; None = not time-bounded
+
+    @staticmethod
+    def of(task: Task, start_at: float) -> "Bounds":
+        warmup_end = start_at + (task.warmup_time_period or 0.0)
+        deadline = warmup_end + task.time_period if task.time_period is not None else None
+        iterations = task.iterations
+        if iterations is None and deadline is None and task.operation.operation_type != "bulk":
+            iterations = 1  # Rally's default for a task that names neither iterations nor a time period
+        return Bounds(task.warmup_iterations or 0, iterations, warmup_end, deadline)
+
+
+def result_from_exception(e: BaseException) -> Result:
+    if isinstance(e, (asyncio.TimeoutError, TimeoutError)):
+        return Result(success=False, error_type="timeout", detail="request timed out")
+    if isinstance(e, aiohttp.ClientConnectionError | ConnectionError | OSError):
+        return Result(success=False, error_type="connection", detail=f"connection error: {e}")
+    if isinstance(e, aiohttp.ClientError):
+        return Result(success=False, error_type="transport", detail=f"{type(e).__name__}: {e}")
+    return Result(success=False, error_type=type(e).__name__, detail=f"{type(e).__name__}: {e}")
+
+
+async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, source: Iterator[dict[str, Any]],
+                     start_at: float, record: Callable[[RequestSample], None], stop: asyncio.Event,
+                     on_failure: Callable[[str], None] | None = None) -> None:
+    """Run one client of ``task`` until its bounds are reached, its source is exhausted, or ``stop``."""
+    b = Bounds.of(task, start_at)
+    rate = task.ops_per_second
+    offsets = due_offsets(rate / task.clients if rate else None, task.schedule, seed=client_id)
+    op = task.operation
+    total_iterations = None if b.iterations is None else b.warmup_iterations + b.iterations
+    now = time.monotonic()
+    if start_at > now:
+        await asyncio.sleep(start_at - now)
+    i = 0
+    while not stop.is_set():
+        if total_iterations is not None and i >= total_iterations:
+            break
+        if b.deadline is not None and time.monotonic() >= b.deadline:
+            break
+        try:
+            params = next(source)
+        except StopIteration:
+            break
+        off = next(offsets)
+        if off is None:
+            due = time.monotonic()
+        else:
+            due = start_at + off
+            wait = due - time.monotonic()
+            if wait > 0:
+                if b.deadline is not None and due >= b.deadline:
+                    break
+                try:  # sleep, but wake up at once when the step is stopped
+                    await asyncio.wait_for(stop.wait(), wait)
+                    break
+                except asyncio.TimeoutError:
+                    pass
+        t0 = time.monotonic()
+        try:
+            res = await runner(ctx, params)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - every failure of a request is data, not a crash
+            res = result_from_exception(e)
+        t1 = time.monotonic()
+        warmup = i < b.warmup_iterations if total_iterations is not None else due < b.warmup_end
+        record(RequestSample(task.name, op.name, op.operation_type, client_id, WALL_OFFSET + due, t1 - start_at,
+                             t1 - due, t1 - t0, res.units, res.unit, res.bytes_sent, res.success, res.error_type,
+                             warmup, res.failed_units))
+        if not res.success and on_failure is not None:
+            on_failure(f"task '{task.name}' ({op.operation_type}) failed: {res.detail or res.error_type}")
+        i += 1

@@ -1,0 +1,241 @@
+"""Runs a challenge's schedule across worker processes.
+
+Steps (a task, or a parallel block) run one after another. For each step the coordinator deals
+the clients out to the workers, lets them prepare (bulk bodies are built then), starts them at one
+common instant, forwards their samples to the sink as they arrive (the trial store and progress
+display), and ends the step when every client is done, when the ``completed-by`` task is done, on
+``--on-error=abort``, on a failed health check (a node died) or on request (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing as mp
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench.client import ClusterTarget
+from bench.driver.worker import StepPlan, worker_main
+from bench.errors import RaceError, RaceInterrupted
+from bench.samples import RequestSample
+from bench.track.model import DocumentsSpec, Parallel, Task, Track
+
+log = logging.getLogger(__name__)
+
+START_DELAY = 0.1  # seconds between "go" and the common start, so every worker starts on time
+WORKER_TIMEOUT = 30.0  # how long a worker may take to stop once told to
+
+
+class StepListener:
+    """What the coordinator tells about progress; the race's display implements it."""
+
+    def step_started(self, tasks: list[Task]) -> None: ...
+    def samples(self, batch: list[RequestSample]) -> None: ...
+    def task_done(self, task: str) -> None: ...
+    def step_ended(self) -> None: ...
+
+
+class Coordinator:
+    def __init__(self, *, processes: int, targets: list[ClusterTarget], default_cluster: str,
+                 on_error: str = "continue", sink: Callable[[list[RequestSample]], None],
+                 listener: StepListener | None = None,
+                 health_check: Callable[[], str | None] | None = None) -> None:
+        self.n = max(1, processes)
+        self.targets = targets
+        self.default_cluster = default_cluster
+        self.on_error = on_error
+        self.sink = sink
+        self.listener = listener or StepListener()
+        self.health_check = health_check
+        self._ctx = mp.get_context("spawn")  # fork would copy the parent's event loop and threads
+        self._procs: list[Any] = []
+        self._cmds: list[Any] = []
+        self._results: Any = None
+        self._messages: asyncio.Queue[tuple[Any, ...]] | None = None
+        self._interrupt: str | None = None
+        self._wake: asyncio.Event | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self._results = self._ctx.Queue()
+        for wid in range(self.n):
+            q = self._ctx.Queue()
+            p = self._ctx.Process(target=worker_main, args=(wid, q, self._results), name=f"bench-worker-{wid}",
+                                  daemon=True)
+            p.start()
+            self._cmds.append(q)
+            self._procs.append(p)
+
+    def close(self) -> None:
+        for q in self._cmds:
+            try:
+                q.put(("shutdown",))
+            except (OSError, ValueError):
+                pass
+        deadline = time.monotonic() + 5
+        for p in self._procs:
+            p.join(max(0.0, deadline - time.monotonic()))
+            if p.is_alive():
+                p.terminate()
+                p.join(2)
+        if self._results is not None:
+            # Wake the reader thread so it ends.
+            self._results.put(("closed",))
+        self._procs.clear()
+        self._cmds.clear()
+
+    def interrupt(self, reason: str) -> None:
+        """Ask the running step to stop (thread-safe from a signal handler on the loop)."""
+        self._interrupt = reason
+        if self._wake is not None:
+            self._wake.set()
+
+    # -- running -------------------------------------------------------------------------------
+    async def run_challenge(self, track: Track, schedule: list[Task | Parallel],
+                            documents: dict[str, list[DocumentsSpec]]) -> None:
+        loop = asyncio.get_running_loop()
+        self._messages = asyncio.Queue()
+        self._wake = asyncio.Event()
+        if self._interrupt:
+            self._wake.set()
+        reader = threading.Thread(target=self._read_results, args=(loop,), daemon=True, name="bench-results")
+        reader.start()
+        indices = {i.name: i.body_content for i in track.indices}
+        for no, step in enumerate(schedule):
+            tasks = step.tasks if isinstance(step, Parallel) else [step]
+            completed_by = step.completed_by if isinstance(step, Parallel) else None
+            await self._run_step(no, tasks, completed_by, documents, indices)
+
+    def _read_results(self, loop: asyncio.AbstractEventLoop) -> None:
+        assert self._messages is not None
+        while True:
+            try:
+                msg = self._results.get()
+            except (EOFError, OSError, ValueError):
+                return
+            if msg[0] == "closed":
+                return
+            try:
+                loop.call_soon_threadsafe(self._messages.put_nowait, msg)
+            except RuntimeError:
+                return
+
+    def _plans(self, no: int, tasks: list[Task], documents: dict[str, list[DocumentsSpec]],
+               indices: dict[str, Any]) -> list[StepPlan]:
+        plans = [StepPlan(no, tasks, [], self.targets, self.default_cluster,
+                          {t.name: documents.get(t.name, []) for t in tasks}, indices,
+                          report_failures=self.on_error == "abort") for _ in range(self.n)]
+        k = 0
+        for ti, task in enumerate(tasks):
+            for c in range(task.clients):
+                plans[k % self.n].clients.append((ti, c))
+                k += 1
+        return plans
+
+    async def _run_step(self, no: int, tasks: list[Task], completed_by: str | None,
+                        documents: dict[str, list[DocumentsSpec]], indices: dict[str, Any]) -> None:
+        assert self._messages is not None and self._wake is not None
+        plans = self._plans(no, tasks, documents, indices)
+        owners: dict[str, set[int]] = {t.name: set() for t in tasks}
+        for wid, plan in enumerate(plans):
+            for ti, _ in plan.clients:
+                owners[tasks[ti].name].add(wid)
+        for q, plan in zip(self._cmds, plans):
+            q.put(("step", plan))
+
+        ready: set[int] = set()
+        done: set[int] = set()
+        finished_tasks: set[str] = set()
+        task_done_by: dict[str, set[int]] = {t.name: set() for t in tasks}
+        errors: list[str] = []
+        failure: str | None = None
+        stopping = False
+        started = False
+        self._stop_requested_at = None
+
+        def stop_all() -> None:
+            nonlocal stopping
+            if not stopping:
+                stopping = True
+                for q in self._cmds:
+                    q.put(("stop",))
+
+        last_check = 0.0
+        while len(done) < self.n:
+            now = time.monotonic()
+            if now - last_check >= 1.0 or self._wake.is_set():
+                # Checked on a clock, not only when idle: samples arrive all the time in a busy step.
+                last_check = now
+                self._wake.clear()
+                if self._interrupt and not stopping:
+                    stop_all()
+                problem = self.health_check() if self.health_check and not stopping else None
+                if problem:
+                    errors.append(problem)
+                    stop_all()
+                if stopping and self._stop_overdue():
+                    errors.append(f"load driver workers did not stop within {WORKER_TIMEOUT:.0f} s")
+                    break
+                dead = [p for wid, p in enumerate(self._procs) if wid not in done and not p.is_alive()]
+                if dead:
+                    errors.append(f"load driver worker {dead[0].name} died (exit code {dead[0].exitcode})")
+                    stop_all()
+                    break
+            msg = await self._next_message()
+            if msg is None:
+                continue
+            kind, wid = msg[0], msg[1]
+            if kind == "ready":
+                ready.add(wid)
+                if len(ready) == self.n and not stopping:
+                    start_at = time.monotonic() + START_DELAY
+                    for q in self._cmds:
+                        q.put(("go", start_at))
+                    started = True
+                    self.listener.step_started(tasks)
+            elif kind == "samples":
+                self.sink(msg[2])
+                self.listener.samples(msg[2])
+            elif kind == "task-done":
+                name = msg[2]
+                task_done_by[name].add(wid)
+                if task_done_by[name] >= owners[name]:
+                    finished_tasks.add(name)
+                    self.listener.task_done(name)
+                    if completed_by and (completed_by == name or completed_by == "any"):
+                        stop_all()
+            elif kind == "failure":
+                failure = failure or msg[2]
+                stop_all()
+            elif kind == "error":
+                errors.append(msg[2])
+                stop_all()
+            elif kind == "step-done":
+                done.add(wid)
+                self._cmds[wid].put(("end-step",))
+        if started:
+            self.listener.step_ended()
+        if errors:
+            raise RaceError(errors[0])
+        if failure:
+            raise RaceError(f"{failure} (--on-error=abort)")
+        if self._interrupt:
+            raise RaceInterrupted(self._interrupt)
+
+    _stop_requested_at: float | None = None
+
+    def _stop_overdue(self) -> bool:
+        now = time.monotonic()
+        if self._stop_requested_at is None:
+            self._stop_requested_at = now
+        return now - self._stop_requested_at > WORKER_TIMEOUT
+
+    async def _next_message(self) -> tuple[Any, ...] | None:
+        assert self._messages is not None
+        try:
+            return await asyncio.wait_for(self._messages.get(), 0.25)
+        except asyncio.TimeoutError:
+            return None

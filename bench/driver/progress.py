@@ -1,0 +1,114 @@
+"""Live progress while a step runs: task, elapsed/remaining, docs/s (or ops/s) over the last
+second, requests and errors so far. A rich live table on a terminal; a plain line every 10 s when
+output is not a terminal (CI logs)."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from bench.driver.coordinator import StepListener
+from bench.samples import RequestSample
+from bench.track.model import Task
+
+
+@dataclass
+class _TaskProgress:
+    task: Task
+    started: float
+    requests: int = 0
+    errors: int = 0
+    units: int = 0
+    unit: str = "ops"
+    done: bool = False
+    recent: deque[tuple[float, int]] = field(default_factory=deque)  # (arrival, units)
+
+    def rate(self, now: float) -> float:
+        while self.recent and self.recent[0][0] < now - 2.0:
+            self.recent.popleft()
+        return sum(u for _, u in self.recent) / 2.0
+
+    def planned(self) -> float | None:
+        t = self.task
+        if t.time_period is not None:
+            return (t.warmup_time_period or 0) + t.time_period
+        return None
+
+
+class Progress(StepListener):
+    def __init__(self, console: Console | None = None, *, enabled: bool = True) -> None:
+        self.console = console or Console(stderr=True)
+        self.enabled = enabled
+        self.live = self.enabled and self.console.is_terminal
+        self._tasks: dict[str, _TaskProgress] = {}
+        self._live: Live | None = None
+        self._last_plain = 0.0
+
+    def step_started(self, tasks: list[Task]) -> None:
+        now = time.monotonic()
+        self._tasks = {t.name: _TaskProgress(t, now) for t in tasks}
+        if not self.enabled:
+            return
+        names = ", ".join(t.name for t in tasks)
+        if self.live:
+            self._live = Live(self._table(), console=self.console, refresh_per_second=2, transient=True)
+            self._live.start()
+        else:
+            self.console.print(f"Running {names}")
+            self._last_plain = now
+
+    def samples(self, batch: list[RequestSample]) -> None:
+        now = time.monotonic()
+        for s in batch:
+            tp = self._tasks.get(s.task)
+            if tp is None:
+                continue
+            tp.requests += 1
+            tp.errors += 0 if s.success else 1
+            tp.units += s.units
+            tp.unit = s.unit
+            tp.recent.append((now, s.units))
+        if not self.enabled:
+            return
+        if self._live is not None:
+            self._live.update(self._table())
+        elif now - self._last_plain >= 10:
+            self._last_plain = now
+            for name, tp in self._tasks.items():
+                if not tp.done:
+                    self.console.print(f"  {name}: {now - tp.started:.0f} s, {tp.rate(now):,.0f} {tp.unit}/s, "
+                                       f"{tp.requests} requests, {tp.errors} errors")
+
+    def task_done(self, task: str) -> None:
+        if task in self._tasks:
+            self._tasks[task].done = True
+
+    def step_ended(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        for name, tp in self._tasks.items():
+            err = f", [red]{tp.errors} errors[/red]" if tp.errors else ""
+            self.console.print(f"[green]done[/green] {name}: {tp.requests} requests, {tp.units:,} {tp.unit} "
+                               f"in {now - tp.started:.1f} s{err}")
+
+    def _table(self) -> Table:
+        now = time.monotonic()
+        t = Table(box=None, header_style="bold")
+        for col in ("Task", "Elapsed", "Remaining", "Rate now", "Requests", "Errors"):
+            t.add_column(col, justify="left" if col == "Task" else "right")
+        for name, tp in self._tasks.items():
+            el = now - tp.started
+            planned = tp.planned()
+            rem = "done" if tp.done else (f"{max(0.0, planned - el):.0f} s" if planned else "-")
+            t.add_row(name, f"{el:.0f} s", rem, f"{tp.rate(now):,.0f} {tp.unit}/s", f"{tp.requests:,}",
+                      f"[red]{tp.errors:,}[/red]" if tp.errors else "0")
+        return t

@@ -1,0 +1,269 @@
+"""What each operation type does against a cluster. One async function per type, registered in
+RUNNERS; each returns a Result (how much work, success, error type) and never raises for an HTTP
+error — the client loop turns transport exceptions into failed Results itself.
+
+Parameter names are Rally's (``request-params``, ``retry-until-success``, ``only-if-exists`` ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.client import RawHttp
+from bench.driver.bodies import BulkBody
+
+
+@dataclass(slots=True)
+class Result:
+    units: int = 1
+    unit: str = "ops"
+    bytes_sent: int = 0
+    success: bool = True
+    error_type: str | None = None
+    failed_units: int = 0
+    detail: str | None = None  # why it failed, for --on-error=abort and logs
+
+
+@dataclass
+class Context:
+    """What a client's runners can reach: one RawHttp per cluster, and the track's index definitions."""
+
+    http: dict[str, RawHttp]
+    default_cluster: str
+    indices: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # name -> body
+    templates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    composable_templates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def cluster(self, params: dict[str, Any]) -> RawHttp:
+        return self.http[params.get("cluster", self.default_cluster)]
+
+    def default_index(self) -> str:
+        return ",".join(self.indices) if self.indices else "_all"
+
+
+Runner = Callable[[Context, dict[str, Any]], Awaitable[Result]]
+
+
+def _fail(status: int, body: Any, *, units: int = 1, unit: str = "ops", bytes_sent: int = 0) -> Result:
+    reason = None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        err = body["error"]
+        reason = f"{err.get('type')}: {err.get('reason')}"
+    elif body:
+        reason = str(body)[:300]
+    return Result(units=units, unit=unit, bytes_sent=bytes_sent, success=False, error_type=f"http-{status}",
+                  failed_units=units if unit == "docs" else 0, detail=f"HTTP {status}: {reason}")
+
+
+def _req_params(p: dict[str, Any]) -> dict[str, Any]:
+    return dict(p.get("request-params") or {})
+
+
+async def bulk(ctx: Context, p: dict[str, Any]) -> Result:
+    b: BulkBody = p["body"]
+    # filter_path keeps a successful answer to {"errors":false,...} and lists only failed items.
+    status, raw = await ctx.cluster(p).post(p["path"], b.body, gzipped=b.gzipped)
+    if status >= 400:
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = raw[:300].decode(errors="replace")
+        return _fail(status, body, units=b.docs, unit="docs", bytes_sent=b.size)
+    if b'"errors":false' in raw[:128]:
+        return Result(units=b.docs, unit="docs", bytes_sent=b.size)
+    data = json.loads(raw)
+    if not data.get("errors"):
+        return Result(units=b.docs, unit="docs", bytes_sent=b.size)
+    items = data.get("items") or []
+    failed = [next(iter(i.values())) for i in items]
+    failed = [f for f in failed if isinstance(f, dict) and "error" in f]
+    first = failed[0]["error"] if failed else {}
+    return Result(units=b.docs, unit="docs", bytes_sent=b.size, success=False, error_type="bulk-item-failures",
+                  failed_units=len(failed) or b.docs,
+                  detail=f"{len(failed)} of {b.docs} documents failed, first: "
+                         f"{first.get('type') if isinstance(first, dict) else first}: "
+                         f"{first.get('reason') if isinstance(first, dict) else ''}")
+
+
+async def search(ctx: Context, p: dict[str, Any]) -> Result:
+    index = p.get("index") or ctx.default_index()
+    params = _req_params(p)
+    if "cache" in p:
+        params["request_cache"] = bool(p["cache"])
+    status, body = await ctx.cluster(p).request("POST", f"/{index}/_search", params=params, body=p.get("body") or {})
+    if status >= 400:
+        return _fail(status, body)
+    if isinstance(body, dict) and body.get("timed_out"):
+        return Result(success=False, error_type="search-timed-out", detail="search timed out")
+    return Result()
+
+
+def _indices_for(ctx: Context, p: dict[str, Any]) -> list[str]:
+    if p.get("index"):
+        return [p["index"]] if isinstance(p["index"], str) else list(p["index"])
+    return list(ctx.indices)
+
+
+async def create_index(ctx: Context, p: dict[str, Any]) -> Result:
+    http = ctx.cluster(p)
+    names = _indices_for(ctx, p)
+    extra_settings = p.get("settings") or {}
+    for name in names:
+        body = json.loads(json.dumps(ctx.indices.get(name) or p.get("body") or {}))
+        if extra_settings:
+            body.setdefault("settings", {}).update(extra_settings)
+        status, resp = await http.request("PUT", f"/{name}", params=_req_params(p), body=body)
+        if status >= 400:
+            return _fail(status, resp)
+    return Result(units=len(names))
+
+
+async def delete_index(ctx: Context, p: dict[str, Any]) -> Result:
+    http = ctx.cluster(p)
+    only_if_exists = p.get("only-if-exists", True)
+    names = _indices_for(ctx, p)
+    for name in names:
+        params = _req_params(p)
+        if only_if_exists:
+            params.setdefault("ignore_unavailable", True)
+            params.setdefault("allow_no_indices", True)
+        status, resp = await http.request("DELETE", f"/{name}", params=params)
+        if status == 404 and only_if_exists:
+            continue
+        if status >= 400:
+            return _fail(status, resp)
+    return Result(units=len(names))
+
+
+_HEALTH_ORDER = {"red": 0, "yellow": 1, "green": 2}
+
+
+async def cluster_health(ctx: Context, p: dict[str, Any]) -> Result:
+    params = _req_params(p)
+    index = p.get("index")
+    path = f"/_cluster/health/{index}" if index else "/_cluster/health"
+    status, body = await ctx.cluster(p).request("GET", path, params=params)
+    if status >= 400 and status != 408:  # 408: wait_for_* timed out, judged below
+        return _fail(status, body)
+    expected = params.get("wait_for_status", "green")
+    got = body.get("status", "red") if isinstance(body, dict) else "red"
+    if (isinstance(body, dict) and body.get("timed_out")) or _HEALTH_ORDER[got] < _HEALTH_ORDER.get(expected, 2):
+        return Result(success=False, error_type="cluster-health",
+                      detail=f"cluster health is {got}, expected {expected}")
+    if int(params.get("wait_for_no_relocating_shards", 0) or 0) and body.get("relocating_shards", 0):
+        return Result(success=False, error_type="cluster-health", detail="shards are still relocating")
+    return Result()
+
+
+async def refresh(ctx: Context, p: dict[str, Any]) -> Result:
+    index = p.get("index", "_all")
+    status, body = await ctx.cluster(p).request("POST", f"/{index}/_refresh", params=_req_params(p))
+    return _fail(status, body) if status >= 400 else Result()
+
+
+async def force_merge(ctx: Context, p: dict[str, Any]) -> Result:
+    index = p.get("index") or ctx.default_index()
+    params = _req_params(p)
+    if "max-num-segments" in p:
+        params["max_num_segments"] = p["max-num-segments"]
+    # A force merge may take far longer than a normal request: it is bounded by request-timeout only.
+    timeout = float(p.get("request-timeout", 7200))
+    status, body = await ctx.cluster(p).request("POST", f"/{index}/_forcemerge", params=params, timeout=timeout)
+    return _fail(status, body) if status >= 400 else Result()
+
+
+async def put_settings(ctx: Context, p: dict[str, Any]) -> Result:
+    status, body = await ctx.cluster(p).request("PUT", "/_cluster/settings", params=_req_params(p), body=p["body"])
+    return _fail(status, body) if status >= 400 else Result()
+
+
+def _path_get(doc: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(doc, dict) or part not in doc:
+            return None
+        doc = doc[part]
+    return doc
+
+
+async def index_stats(ctx: Context, p: dict[str, Any]) -> Result:
+    index = p.get("index", "_all")
+    status, body = await ctx.cluster(p).request("GET", f"/{index}/_stats", params=_req_params(p))
+    if status >= 400:
+        return _fail(status, body)
+    cond = p.get("condition")
+    if cond:
+        actual = _path_get(body, cond["path"])
+        if str(actual) != str(cond["expected-value"]):
+            return Result(success=False, error_type="condition",
+                          detail=f"{cond['path']} is {actual}, expected {cond['expected-value']}")
+    return Result()
+
+
+async def raw_request(ctx: Context, p: dict[str, Any]) -> Result:
+    method = p.get("method", "GET")
+    status, body = await ctx.cluster(p).request(method, p["path"], params=_req_params(p), body=p.get("body"),
+                                                headers=p.get("headers"))
+    ignore = p.get("ignore") or []
+    ignore = [ignore] if isinstance(ignore, int) else ignore
+    if status >= 400 and status not in ignore:
+        return _fail(status, body)
+    return Result()
+
+
+async def sleep(ctx: Context, p: dict[str, Any]) -> Result:
+    await asyncio.sleep(float(p["duration"]))
+    return Result()
+
+
+RUNNERS: dict[str, Runner] = {
+    "bulk": bulk,
+    "search": search,
+    "create-index": create_index,
+    "delete-index": delete_index,
+    "cluster-health": cluster_health,
+    "refresh": refresh,
+    "force-merge": force_merge,
+    "put-settings": put_settings,
+    "index-stats": index_stats,
+    "raw-request": raw_request,
+    "sleep": sleep,
+}
+
+
+def with_retries(runner: Runner, p: dict[str, Any]) -> Runner:
+    """Rally's retry parameters: retries, retry-wait-period, retry-on-error, retry-on-timeout,
+    retry-until-success. The whole retried sequence is one request: its service time includes the waits."""
+    until_success = bool(p.get("retry-until-success", False))
+    retries = int(p.get("retries", 0))
+    on_error = bool(p.get("retry-on-error", False)) or until_success
+    wait = float(p.get("retry-wait-period", 0.5))
+    # bench's bound on retry-until-success so a broken cluster cannot hang a race forever.
+    max_wait = float(p.get("retry-max-duration", 600))
+    if not (until_success or retries):
+        return runner
+
+    async def retrying(ctx: Context, params: dict[str, Any]) -> Result:
+        deadline = time.monotonic() + max_wait
+        attempt = 0
+        while True:
+            try:
+                res = await runner(ctx, params)
+            except (asyncio.TimeoutError, TimeoutError):
+                if not (p.get("retry-on-timeout") or until_success) or time.monotonic() > deadline:
+                    raise
+                res = None
+            if res is not None and (res.success or not on_error):
+                return res
+            attempt += 1
+            if (not until_success and attempt > retries) or time.monotonic() > deadline:
+                if res is None:
+                    raise asyncio.TimeoutError()
+                return res
+            await asyncio.sleep(wait)
+
+    return retrying

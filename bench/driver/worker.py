@@ -1,0 +1,162 @@
+"""A load-driver worker process: runs its share of a step's clients on its own asyncio loop.
+
+Protocol (tuples over multiprocessing queues):
+  coordinator -> worker: ("step", StepPlan) | ("go", start_at_monotonic) | ("stop",) | ("end-step",)
+                         | ("shutdown",)
+  worker -> coordinator: ("ready", wid) | ("samples", wid, [RequestSample]) | ("task-done", wid, task)
+                         | ("failure", wid, message) | ("error", wid, message) | ("step-done", wid)
+Bulk bodies are prepared between "step" and "ready"; the clock starts only at "go".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.client import ClusterTarget, RawHttp
+from bench.driver.client_loop import run_client
+from bench.driver.params import bulk_source, static_source
+from bench.driver.runners import RUNNERS, Context, with_retries
+from bench.errors import BenchError
+from bench.samples import RequestSample
+from bench.track.model import DocumentsSpec, Task
+
+FLUSH_INTERVAL = 0.5
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StepPlan:
+    step: int
+    tasks: list[Task]
+    # (index into tasks, client id within the task) for the clients this worker runs.
+    clients: list[tuple[int, int]]
+    targets: list[ClusterTarget]
+    default_cluster: str
+    documents: dict[str, list[DocumentsSpec]] = field(default_factory=dict)  # task name -> corpus files
+    indices: dict[str, Any] = field(default_factory=dict)
+    report_failures: bool = False  # --on-error=abort: tell the coordinator about the first failure
+
+
+def worker_main(wid: int, commands: Any, results: Any) -> None:
+    # Ctrl-C in a terminal reaches the whole process group: the coordinator decides when we stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        cmd = commands.get()
+        if cmd[0] == "shutdown":
+            return
+        if cmd[0] != "step":
+            continue  # a late "stop"/"go" of a step that already ended
+        loop = asyncio.new_event_loop()
+        stop = asyncio.Event()
+        go: asyncio.Future[float] = loop.create_future()
+        # During a step a thread owns the command queue; it returns at "end-step", which the coordinator
+        # sends once it has this worker's "step-done", so the two readers never compete.
+        listener = threading.Thread(target=_listen, args=(commands, loop, stop, go), daemon=True)
+        listener.start()
+        try:
+            loop.run_until_complete(_run_step(wid, cmd[1], results, stop, go))
+        except BenchError as e:
+            results.put(("error", wid, str(e)))
+        except Exception as e:  # noqa: BLE001 - reported to the coordinator, which fails the race
+            log.exception("worker %s failed", wid)
+            results.put(("error", wid, f"worker {wid}: {type(e).__name__}: {e}"))
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            results.put(("step-done", wid))
+            listener.join()
+            loop.close()
+
+
+def _listen(commands: Any, loop: asyncio.AbstractEventLoop, stop: asyncio.Event, go: asyncio.Future[float]) -> None:
+    def call(fn: Any) -> None:
+        try:
+            loop.call_soon_threadsafe(fn)
+        except RuntimeError:  # the loop already finished
+            pass
+
+    while True:
+        cmd = commands.get()
+        if cmd[0] == "go":
+            call(lambda c=cmd: go.done() or go.set_result(c[1]))
+        elif cmd[0] in ("stop", "end-step", "shutdown"):
+            call(stop.set)
+            call(lambda: go.done() or go.set_result(time.monotonic()))
+            if cmd[0] != "stop":
+                return
+
+
+async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event, go: asyncio.Future[float]) -> None:
+    per_cluster = max(1, len(plan.clients))
+    https = {t.name: RawHttp(t, connections=per_cluster) for t in plan.targets}
+    gzip_for = {t.name: t.options.http_compress for t in plan.targets}
+    ctx = Context(http=https, default_cluster=plan.default_cluster, indices=plan.indices)
+    jobs = []
+    for task_idx, client_id in plan.clients:
+        task = plan.tasks[task_idx]
+        op = task.operation
+        runner = with_retries(RUNNERS[op.operation_type], op.params)
+        if op.operation_type == "bulk":
+            cluster = op.params.get("cluster", plan.default_cluster)
+            default_index = next(iter(plan.indices), None) if len(plan.indices) == 1 else None
+            source = bulk_source(task, plan.documents.get(task.name, []), client=client_id,
+                                 gzip_bodies=gzip_for.get(cluster, False), default_index=default_index)
+        else:
+            source = static_source(task)
+        jobs.append((task, client_id, runner, source))
+
+    buffer: list[RequestSample] = []
+    failed = False
+
+    def on_failure(msg: str) -> None:
+        nonlocal failed
+        if plan.report_failures and not failed:
+            failed = True
+            results.put(("failure", wid, msg))
+
+    for h in https.values():
+        await h.__aenter__()
+    try:
+        results.put(("ready", wid))
+        start_at = await go
+
+        async def flusher() -> None:
+            while True:
+                await asyncio.sleep(FLUSH_INTERVAL)
+                if buffer:
+                    batch = buffer[:]
+                    buffer.clear()
+                    results.put(("samples", wid, batch))
+
+        async def one(task: Task, client_id: int, runner: Any, source: Any) -> None:
+            await run_client(task, client_id, ctx, runner, source, start_at, buffer.append, stop, on_failure)
+
+        by_task: dict[str, list[asyncio.Task[None]]] = {}
+        for task, client_id, runner, source in jobs:
+            by_task.setdefault(task.name, []).append(asyncio.create_task(one(task, client_id, runner, source)))
+
+        async def watch(name: str, ts: list[asyncio.Task[None]]) -> None:
+            await asyncio.gather(*ts)
+            if buffer:
+                batch = buffer[:]
+                buffer.clear()
+                results.put(("samples", wid, batch))
+            results.put(("task-done", wid, name))
+
+        fl = asyncio.create_task(flusher())
+        try:
+            await asyncio.gather(*(watch(n, ts) for n, ts in by_task.items()))
+        finally:
+            fl.cancel()
+            if buffer:
+                results.put(("samples", wid, buffer[:]))
+                buffer.clear()
+    finally:
+        for h in https.values():
+            await h.__aexit__(None, None, None)

@@ -1,0 +1,47 @@
+"""The options of ``bench race``, validated once at the CLI boundary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bench import redact
+
+ReportFormat = Literal["table", "markdown", "csv", "json"]
+
+
+class RaceOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    track: str | None = None
+    track_path: Path | None = None
+    track_params: dict[str, Any] = Field(default_factory=dict)
+    ignore_unused_track_params: bool = False
+    challenge: str | None = None
+    car: list[str] = Field(default_factory=lambda: ["defaults"])
+    car_params: dict[str, Any] = Field(default_factory=dict)
+    distribution_version: str = "8.19.21"
+    distribution_repository: str | None = None
+    distribution_path: Path | None = None
+    nodes: int = Field(default=1, ge=1)
+    http_port: int | None = Field(default=None, ge=1, le=65535)
+    target_hosts: str | None = None
+    client_options: dict[str, Any] = Field(default_factory=dict)
+    test_mode: bool = False
+    on_error: Literal["continue", "abort"] = "continue"
+    user_tags: dict[str, str] = Field(default_factory=dict)
+    report_format: ReportFormat = "table"
+    report_file: Path | None = None
+    keep_cluster: bool = False
+    worker_processes: int = Field(default=1, ge=1, le=64)
+    progress: bool = True
+
+    @property
+    def pipeline(self) -> str:
+        return "benchmark-only" if self.target_hosts else "from-distribution"
+
+    def public(self) -> dict[str, Any]:
+        """The options as stored with a trial: secrets masked."""
+        return redact.redact(self.model_dump(mode="json"))

@@ -1,0 +1,234 @@
+"""One race, end to end: load the track, store a trial, provision (or connect to) clusters, drive the
+challenge, read cluster totals, summarise, report — and, whatever happens, store what was measured
+with the right status and stop the clusters bench started."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+
+from bench import redact
+from bench.client import DEFAULT_CLUSTER, ClientOptions, ClusterTarget, RawHttp, check_cluster, \
+    parse_client_options, parse_target_hosts
+from bench.cluster_stats import STATS_METRICS, ClusterTotals, cluster_totals
+from bench.driver.coordinator import Coordinator
+from bench.driver.progress import Progress
+from bench.errors import BenchError, ClusterError, RaceInterrupted
+from bench.home import trials_dir
+from bench.options import RaceOptions
+from bench.provision.car import load_car
+from bench.provision.local import LocalProvisioner
+from bench.provision.model import ClusterInfo, ClusterSpec
+from bench.report import render_summary, write_report
+from bench.samples import RequestSample
+from bench.store import TrialInfo, TrialStore, machine_info, new_trial_id, utcnow
+from bench.summary import Summary, summarize
+from bench.track.corpus import bulk_documents, prepare_corpora
+from bench.track.loader import find_track, load_track
+from bench.track.model import Challenge, DocumentsSpec, Track
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RaceResult:
+    trial_id: str
+    status: str
+    summary: Summary | None
+    report: str = ""
+    clusters: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _Interrupted(BaseException):
+    """Raised from the SIGTERM handler outside the event loop (like KeyboardInterrupt for SIGINT)."""
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def handler(signum: int, frame: Any) -> None:
+        raise _Interrupted()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult:
+    console = console or Console()
+    track = load_track(find_track(opts.track, opts.track_path), opts.track_params,
+                       ignore_unused=opts.ignore_unused_track_params, test_mode=opts.test_mode)
+    challenge = track.challenge(opts.challenge)
+    client_options = parse_client_options(opts.client_options)
+    if not opts.target_hosts:
+        load_car(opts.car, opts.car_params)  # bad car names or params fail before anything starts
+        named = {}
+    else:
+        named = parse_target_hosts(opts.target_hosts)
+
+    store = TrialStore()
+    trial = TrialInfo(id=new_trial_id(), track=track.name, challenge=challenge.name,
+                      car=[] if opts.target_hosts else opts.car, track_params=track.params,
+                      user_tags=opts.user_tags, options=opts.public(), pipeline=opts.pipeline,
+                      test_mode=opts.test_mode, start_time=utcnow(), machine=machine_info())
+    store.create_trial(trial)
+    console.print(f"[bold]Trial {trial.id}[/bold]: track [cyan]{track.name}[/cyan], challenge "
+                  f"[cyan]{challenge.name}[/cyan]{' (test mode)' if opts.test_mode else ''}", highlight=False)
+    provisioner: LocalProvisioner | None = None
+    status, error = "failed", None
+    summary: Summary | None = None
+    clusters: list[dict[str, Any]] = []
+    try:
+        with _sigterm_as_interrupt():
+            prepare_corpora(track, challenge, test_mode=opts.test_mode)
+            documents = _documents_per_task(track, challenge)
+            if opts.target_hosts:
+                targets = [ClusterTarget(name=n, hosts=h, options=client_options) for n, h in named.items()]
+            else:
+                trial_dir = trials_dir() / trial.id
+                provisioner = LocalProvisioner(trial.id, trial_dir)
+                spec = ClusterSpec(name=DEFAULT_CLUSTER, nodes=opts.nodes, car=opts.car, car_params=opts.car_params,
+                                   version=opts.distribution_version, repository=opts.distribution_repository,
+                                   distribution_path=opts.distribution_path, http_port=opts.http_port)
+                console.print(f"Starting a {opts.nodes}-node Elasticsearch {opts.distribution_version} cluster "
+                              f"(car {'+'.join(opts.car)}) on 127.0.0.1 ...", highlight=False)
+                info = provisioner.start(spec)
+                targets = [_target_for(info, client_options)]
+            summary, clusters = asyncio.run(_drive(opts, store, trial.id, track, challenge, documents, targets,
+                                                   provisioner, console))
+        status = "complete"
+    except (KeyboardInterrupt, _Interrupted, RaceInterrupted) as e:
+        status, error = "aborted", f"interrupted ({e or 'Ctrl-C'})"
+        raise RaceInterrupted(f"race {trial.id} interrupted: stored as aborted with the samples taken so far") \
+            from None
+    except BenchError as e:
+        error = str(e)
+        raise
+    except BaseException as e:
+        error = f"{type(e).__name__}: {e}"
+        raise
+    finally:
+        if provisioner is not None:
+            stopped = provisioner.stop_all(keep=opts.keep_cluster)
+            for line in stopped or []:
+                console.print(line, highlight=False)
+        if summary is None:
+            summary = _summary_of_stored(store, trial.id, None)
+        if summary is not None:
+            store.set_summary(trial.id, summary)
+        store.finish_trial(trial.id, status, error)
+        store.close()
+    report = render_summary(summary, opts.report_format) if summary else ""
+    if opts.report_file:
+        write_report(report, opts.report_file)
+    return RaceResult(trial.id, status, summary, report, clusters)
+
+
+def _target_for(info: ClusterInfo, options: ClientOptions) -> ClusterTarget:
+    opts = options
+    if info.username and info.password is not None and opts.basic_auth_user is None and opts.api_key is None:
+        opts = options.model_copy(update={"basic_auth_user": info.username, "basic_auth_password": info.password})
+    return ClusterTarget(name=info.name, hosts=[h.removeprefix("http://") for h in info.hosts], options=opts)
+
+
+def _documents_per_task(track: Track, challenge: Challenge) -> dict[str, list[DocumentsSpec]]:
+    return {t.name: bulk_documents(track, t.operation.params) for t in challenge.tasks()
+            if t.operation.operation_type == "bulk"}
+
+
+def _summary_of_stored(store: TrialStore, trial_id: str, totals: ClusterTotals | None) -> Summary | None:
+    df = store.samples(trial_id)
+    if df.empty:
+        return None
+    return summarize(df, totals)
+
+
+def _health_check(provisioner: LocalProvisioner | None):  # type: ignore[no-untyped-def]
+    if provisioner is None:
+        return None
+
+    def check() -> str | None:
+        for node, procs in provisioner.processes().items():
+            alive = [p for p in procs if _running(p)]
+            if not alive:
+                log_path = provisioner.node_log_paths().get(node)
+                return f"node {node} died during the race (see {log_path})"
+        return None
+
+    return check
+
+
+def _running(p: Any) -> bool:
+    try:
+        return bool(p.is_running()) and p.status() != "zombie"
+    except Exception:  # noqa: BLE001 - psutil raises NoSuchProcess and friends
+        return False
+
+
+async def _drive(opts: RaceOptions, store: TrialStore, trial_id: str, track: Track, challenge: Challenge,
+                 documents: dict[str, list[DocumentsSpec]], targets: list[ClusterTarget],
+                 provisioner: LocalProvisioner | None, console: Console) -> tuple[Summary | None, list[dict[str, Any]]]:
+    clusters = [await check_cluster(t) for t in targets]
+    store.update_trial(trial_id, clusters=clusters)
+    for c in clusters:
+        console.print(f"Cluster [cyan]{c['name']}[/cyan]: {c['engine']} {c['version']}, {c['nodes']} node(s) at "
+                      f"{', '.join(c['hosts'])}", highlight=False)
+    default = DEFAULT_CLUSTER if any(t.name == DEFAULT_CLUSTER for t in targets) else targets[0].name
+
+    pending: list[RequestSample] = []
+    last_flush = time.monotonic()
+
+    def sink(batch: list[RequestSample]) -> None:
+        # Written as they arrive (about every half second per worker): a killed bench loses at most that.
+        nonlocal last_flush
+        pending.extend(batch)
+        if time.monotonic() - last_flush >= 0.5 or len(pending) > 50_000:
+            store.add_samples(trial_id, pending)
+            pending.clear()
+            last_flush = time.monotonic()
+
+    progress = Progress(Console(stderr=True), enabled=opts.progress)
+    coord = Coordinator(processes=opts.worker_processes, targets=targets, default_cluster=default,
+                        on_error=opts.on_error, sink=sink, listener=progress,
+                        health_check=_health_check(provisioner))
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, coord.interrupt, "Ctrl-C" if sig == signal.SIGINT else "SIGTERM")
+    coord.start()
+    try:
+        await coord.run_challenge(track, challenge.schedule, documents)
+    finally:
+        coord.close()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        if pending:
+            store.add_samples(trial_id, pending)
+            pending.clear()
+    totals = await _cluster_totals(targets[0]) if targets else None
+    return _summary_of_stored(store, trial_id, totals), clusters
+
+
+async def _cluster_totals(target: ClusterTarget) -> ClusterTotals | None:
+    try:
+        async with RawHttp(target, connections=1) as http:
+            status, body = await http.request("GET", f"/_stats/{STATS_METRICS}")
+    except Exception as e:  # noqa: BLE001 - totals are a nice-to-have at the end of a race
+        log.warning("could not read index stats of %s: %s", target.name, redact.redact_text(str(e)))
+        return None
+    if status >= 400 or not isinstance(body, dict):
+        log.warning("GET _stats on %s answered %s", target.name, status)
+        return None
+    try:
+        return cluster_totals(body, target.name)
+    except ClusterError as e:
+        log.warning("%s", e)
+        return None

@@ -1,0 +1,30 @@
+"""The records the load driver produces. Plain NamedTuples: cheap to create on the hot path,
+cheap to pickle between worker processes, and one row each in the trial store."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class RequestSample(NamedTuple):
+    task: str
+    operation: str
+    operation_type: str
+    client_id: int
+    # Wall-clock (epoch seconds) when the request was *scheduled* to start.
+    absolute_time: float
+    # Seconds since the task started (same clock as absolute_time) at request completion.
+    relative_time: float
+    # Completion minus scheduled start: includes waiting behind earlier requests (coordinated omission).
+    latency: float
+    # Completion minus actual start: how long the cluster took to answer.
+    service_time: float
+    # Work done by the request: documents for bulk, 1 for everything else.
+    units: int
+    unit: str  # "docs" or "ops"
+    bytes_sent: int
+    success: bool
+    error_type: str | None
+    warmup: bool
+    # Items of a bulk that failed (counted in the error rate per document).
+    failed_units: int = 0

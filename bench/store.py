@@ -1,0 +1,403 @@
+"""The trial store: one SQLite database (``db_path()``) holding trials, request samples, summaries and
+telemetry.
+
+Everything written passes through ``bench.redact`` first, so secrets never reach the file. Samples are
+appended in batches while the race runs (one executemany + commit each), so a killed bench process loses
+at most the last batch. One connection, shared across threads behind a lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import sqlite3
+import sys
+import threading
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal, NamedTuple, Sequence
+
+import pandas as pd
+import psutil
+from pydantic import BaseModel, Field
+
+import bench
+from bench.errors import StoreError
+from bench.home import db_path
+from bench.redact import redact, redact_text
+from bench.samples import RequestSample
+from bench.stats import SAMPLE_COLUMNS, normalize_frame
+from bench.summary import Summary
+
+TrialStatus = Literal["running", "complete", "failed", "aborted"]
+STATUSES: tuple[str, ...] = ("running", "complete", "failed", "aborted")
+
+
+class TrialInfo(BaseModel):
+    id: str
+    track: str
+    challenge: str
+    car: list[str] = []
+    track_params: dict[str, Any] = {}
+    # Per cluster: name, engine, version, nodes, hosts -- never credentials.
+    clusters: list[dict[str, Any]] = []
+    user_tags: dict[str, str] = {}
+    options: dict[str, Any] = {}  # the (redacted) CLI options
+    pipeline: str = "from-distribution"  # or "benchmark-only"
+    test_mode: bool = False
+    status: TrialStatus = "running"
+    error: str | None = None
+    start_time: datetime
+    end_time: datetime | None = None
+    bench_version: str = Field(default=bench.__version__)
+    machine: dict[str, Any] = {}
+
+
+class TelemetryRow(NamedTuple):
+    timestamp: float  # epoch seconds
+    cluster: str
+    node: str
+    device: str  # telemetry device name, e.g. "node-stats"
+    metric: str
+    value: float
+    raw: dict[str, Any] | None = None
+
+
+# Each entry migrates the schema from version i to i+1. Never edit a shipped entry; append.
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE trials (
+        id TEXT PRIMARY KEY,
+        track TEXT NOT NULL,
+        challenge TEXT NOT NULL,
+        car TEXT NOT NULL,
+        track_params TEXT NOT NULL,
+        clusters TEXT NOT NULL,
+        user_tags TEXT NOT NULL,
+        options TEXT NOT NULL,
+        pipeline TEXT NOT NULL,
+        test_mode INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        error TEXT,
+        start_time TEXT NOT NULL,
+        end_time TEXT,
+        bench_version TEXT NOT NULL,
+        machine TEXT NOT NULL
+    );
+    CREATE INDEX trials_start ON trials(start_time);
+    CREATE TABLE samples (
+        trial_id TEXT NOT NULL,
+        task TEXT NOT NULL,
+        operation TEXT NOT NULL,
+        operation_type TEXT NOT NULL,
+        client_id INTEGER NOT NULL,
+        absolute_time REAL NOT NULL,
+        relative_time REAL NOT NULL,
+        latency REAL NOT NULL,
+        service_time REAL NOT NULL,
+        units INTEGER NOT NULL,
+        unit TEXT NOT NULL,
+        bytes_sent INTEGER NOT NULL,
+        success INTEGER NOT NULL,
+        error_type TEXT,
+        warmup INTEGER NOT NULL,
+        failed_units INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX samples_trial_task ON samples(trial_id, task);
+    CREATE TABLE summaries (
+        trial_id TEXT PRIMARY KEY,
+        summary TEXT NOT NULL
+    );
+    CREATE TABLE telemetry (
+        trial_id TEXT NOT NULL,
+        timestamp REAL NOT NULL,
+        cluster TEXT NOT NULL,
+        node TEXT NOT NULL,
+        device TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        value REAL NOT NULL,
+        raw TEXT
+    );
+    CREATE INDEX telemetry_trial ON telemetry(trial_id, metric);
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_JSON_FIELDS = ("car", "track_params", "clusters", "user_tags", "options", "machine")
+_TRIAL_COLUMNS = list(TrialInfo.model_fields)
+_TELEMETRY_COLUMNS = ["timestamp", "cluster", "node", "device", "metric", "value", "raw"]
+
+
+def new_trial_id() -> str:
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def machine_info() -> dict[str, Any]:
+    """Facts about the load-generator machine, stored with each trial."""
+    vm = psutil.virtual_memory()
+    return {
+        "hostname": socket.gethostname(),
+        "cpu_count": os.cpu_count(),
+        "cpu_physical": psutil.cpu_count(logical=False),
+        "cpu_model": _cpu_model(),
+        "memory_bytes": vm.total,
+        "os": platform.platform(),
+        "python": sys.version.split()[0],
+    }
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(redact(obj), sort_keys=True, default=str)
+
+
+def _ts(dt: datetime | None) -> str | None:
+    if dt is None:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc).isoformat()
+
+
+def _encode(field: str, value: Any) -> Any:
+    """Python value of a TrialInfo field -> SQLite column value (redacted)."""
+    if field in _JSON_FIELDS:
+        return _dumps(value)
+    if field in ("start_time", "end_time"):
+        return _ts(value)
+    if field == "test_mode":
+        return int(bool(value))
+    if field == "error":
+        return redact_text(value) if value is not None else None
+    if field == "status" and value not in STATUSES:
+        raise ValueError(f"trial status {value!r} is not one of {STATUSES}")
+    return value
+
+
+class TrialStore:
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path is not None else db_path()
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
+            self._conn = conn
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as e:
+            self.close()
+            raise StoreError(f"trial store {self.path} cannot be opened: {e}: "
+                             "move the file away (bench creates a new one) or set BENCH_HOME") from e
+        except OSError as e:
+            self.close()
+            raise StoreError(f"trial store {self.path} cannot be created: {e}: set BENCH_HOME to a writable "
+                             "folder") from e
+
+    # -- plumbing -------------------------------------------------------------------------------------
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(f"trial store {self.path} is closed")
+        return self._conn
+
+    def _migrate(self) -> None:
+        with self._lock:
+            c = self.conn
+            c.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = c.execute("SELECT version FROM schema_version").fetchone()
+            current = row[0] if row else 0
+            if current > SCHEMA_VERSION:
+                raise StoreError(f"trial store {self.path} has schema version {current}, newer than "
+                                 f"this bench understands ({SCHEMA_VERSION}): upgrade bench or set BENCH_HOME "
+                                 "elsewhere")
+            for version in range(current, SCHEMA_VERSION):
+                # executescript commits first; the version bump follows in the same script.
+                c.executescript(MIGRATIONS[version] + (
+                    f"\nDELETE FROM schema_version; INSERT INTO schema_version VALUES ({version + 1});"))
+            c.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> TrialStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _write(self, sql: str, params: Sequence[Any] = ()) -> int:
+        with self._lock:
+            try:
+                cur = self.conn.execute(sql, params)
+                self.conn.commit()
+            except sqlite3.Error as e:
+                self.conn.rollback()
+                raise StoreError(f"trial store {self.path}: write failed: {e}") from e
+            return cur.rowcount
+
+    def _require(self, trial_id: str) -> None:
+        with self._lock:
+            if self.conn.execute("SELECT 1 FROM trials WHERE id = ?", (trial_id,)).fetchone() is None:
+                raise StoreError(f"no trial with id {trial_id!r} in {self.path}: run 'bench list'")
+
+    # -- trials ---------------------------------------------------------------------------------------
+    def create_trial(self, info: TrialInfo) -> None:
+        values = [_encode(f, getattr(info, f)) for f in _TRIAL_COLUMNS]
+        placeholders = ", ".join("?" for _ in _TRIAL_COLUMNS)
+        try:
+            self._write(f"INSERT INTO trials ({', '.join(_TRIAL_COLUMNS)}) VALUES ({placeholders})", values)
+        except StoreError as e:
+            if "UNIQUE" in str(e):
+                raise StoreError(f"trial {info.id} already exists in {self.path}: use a new trial id") from e
+            raise
+
+    def update_trial(self, trial_id: str, **fields: Any) -> None:
+        """Change some fields of a trial, e.g. ``clusters`` once provisioned."""
+        unknown = sorted(set(fields) - set(_TRIAL_COLUMNS) | ({"id"} & set(fields)))
+        if unknown:
+            settable = [c for c in _TRIAL_COLUMNS if c != "id"]
+            raise TypeError(f"update_trial: cannot set {unknown}; settable: {settable}")
+        if not fields:
+            return
+        # Validate through the model so a bad value fails here, not when reading back.
+        current = self.get_trial(trial_id)
+        merged = TrialInfo.model_validate({**current.model_dump(), **fields})
+        cols = list(fields)
+        sets = ", ".join(f"{c} = ?" for c in cols)
+        self._write(f"UPDATE trials SET {sets} WHERE id = ?",
+                    [_encode(c, getattr(merged, c)) for c in cols] + [current.id])
+
+    def finish_trial(self, trial_id: str, status: str, error: str | None = None) -> None:
+        if status not in STATUSES or status == "running":
+            raise ValueError(f"finish_trial: status must be complete, failed or aborted, not {status!r}")
+        self._require(trial_id)
+        self._write("UPDATE trials SET status = ?, error = ?, end_time = ? WHERE id = ?",
+                    (status, _encode("error", error), _ts(utcnow()), trial_id))
+
+    def _row_to_info(self, row: sqlite3.Row | tuple[Any, ...]) -> TrialInfo:
+        d = dict(zip(_TRIAL_COLUMNS, row))
+        for f in _JSON_FIELDS:
+            d[f] = json.loads(d[f])
+        d["test_mode"] = bool(d["test_mode"])
+        return TrialInfo.model_validate(d)
+
+    def get_trial(self, id_or_prefix: str) -> TrialInfo:
+        """The trial with this id or unique id prefix."""
+        key = (id_or_prefix or "").strip().lower()
+        if not key or any(ch not in "0123456789abcdef" for ch in key):
+            raise StoreError(f"{id_or_prefix!r} is not a trial id (hex digits): run 'bench list'")
+        cols = ", ".join(_TRIAL_COLUMNS)
+        with self._lock:
+            rows = self.conn.execute(f"SELECT {cols} FROM trials WHERE id = ? OR id LIKE ? LIMIT 3",
+                                     (key, key + "%")).fetchall()
+        exact = [r for r in rows if r[0] == key]
+        if exact:
+            return self._row_to_info(exact[0])
+        if not rows:
+            raise StoreError(f"no trial with id {id_or_prefix!r} in {self.path}: run 'bench list'")
+        if len(rows) > 1:
+            ids = ", ".join(r[0][:12] for r in rows[:2])
+            raise StoreError(f"trial id prefix {id_or_prefix!r} is ambiguous (matches {ids}, ...): "
+                             "give more characters")
+        return self._row_to_info(rows[0])
+
+    def list_trials(self, limit: int = 50) -> list[TrialInfo]:
+        """Newest first."""
+        cols = ", ".join(_TRIAL_COLUMNS)
+        with self._lock:
+            rows = self.conn.execute(
+                f"SELECT {cols} FROM trials ORDER BY start_time DESC, rowid DESC LIMIT ?",
+                (int(limit),)).fetchall()
+        return [self._row_to_info(r) for r in rows]
+
+    # -- samples --------------------------------------------------------------------------------------
+    def add_samples(self, trial_id: str, samples: Sequence[RequestSample]) -> None:
+        """Append one batch of samples (one transaction)."""
+        if not samples:
+            return
+
+        def rows() -> Any:
+            for s in samples:
+                if s.error_type is not None:
+                    s = s._replace(error_type=redact_text(s.error_type))
+                yield (trial_id, *s)
+
+        placeholders = ", ".join("?" for _ in range(len(SAMPLE_COLUMNS) + 1))
+        with self._lock:
+            try:
+                self.conn.executemany(
+                    f"INSERT INTO samples (trial_id, {', '.join(SAMPLE_COLUMNS)}) VALUES ({placeholders})",
+                    rows())
+                self.conn.commit()
+            except sqlite3.Error as e:
+                self.conn.rollback()
+                raise StoreError(f"trial store {self.path}: writing {len(samples)} samples failed: {e}") \
+                    from e
+
+    def samples(self, trial_id: str) -> pd.DataFrame:
+        """All samples of a trial in insertion order; columns are the RequestSample fields."""
+        with self._lock:
+            df = pd.read_sql_query(
+                f"SELECT {', '.join(SAMPLE_COLUMNS)} FROM samples WHERE trial_id = ? ORDER BY rowid",
+                self.conn, params=(trial_id,))
+        return normalize_frame(df)
+
+    # -- telemetry ------------------------------------------------------------------------------------
+    def add_telemetry(self, trial_id: str, rows: Sequence[TelemetryRow]) -> None:
+        if not rows:
+            return
+        data = [(trial_id, float(r.timestamp), r.cluster, r.node, r.device, r.metric, float(r.value),
+                 _dumps(r.raw) if r.raw is not None else None) for r in rows]
+        with self._lock:
+            try:
+                self.conn.executemany(
+                    "INSERT INTO telemetry (trial_id, timestamp, cluster, node, device, metric, value, raw) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", data)
+                self.conn.commit()
+            except sqlite3.Error as e:
+                self.conn.rollback()
+                raise StoreError(f"trial store {self.path}: writing telemetry failed: {e}") from e
+
+    def telemetry(self, trial_id: str) -> pd.DataFrame:
+        """Columns: timestamp, cluster, node, device, metric, value, raw (parsed JSON or None)."""
+        with self._lock:
+            df = pd.read_sql_query(
+                f"SELECT {', '.join(_TELEMETRY_COLUMNS)} FROM telemetry WHERE trial_id = ? ORDER BY rowid",
+                self.conn, params=(trial_id,))
+        df["raw"] = [json.loads(r) if isinstance(r, str) else None for r in df["raw"]]
+        return df
+
+    # -- summaries ------------------------------------------------------------------------------------
+    def set_summary(self, trial_id: str, summary: Summary) -> None:
+        self._require(trial_id)
+        text = json.dumps(redact(summary.model_dump(mode="json")))
+        self._write("INSERT INTO summaries (trial_id, summary) VALUES (?, ?) "
+                    "ON CONFLICT(trial_id) DO UPDATE SET summary = excluded.summary", (trial_id, text))
+
+    def summary(self, trial_id: str) -> Summary | None:
+        with self._lock:
+            row = self.conn.execute("SELECT summary FROM summaries WHERE trial_id = ?",
+                                    (trial_id,)).fetchone()
+        return Summary.model_validate_json(row[0]) if row else None

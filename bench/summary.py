@@ -1,0 +1,158 @@
+"""The result of a trial: per-task throughput, latency, service time and errors, plus cluster totals.
+
+``summarize`` is pure: samples (and optionally cluster totals) in, ``Summary`` out. Warmup samples are
+excluded from every statistic and only counted (``warmup_requests``). Latency and service-time percentiles
+cover all measured requests, failed ones included, as in Rally; the error rate says how many failed.
+Cluster rows show the cumulative totals read at the end of the race, as Rally does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel
+
+from bench.cluster_stats import ClusterTotals
+from bench.stats import (
+    ThroughputStats,
+    error_stats,
+    measured_duration,
+    percentiles,
+    percentiles_for_sample_size,
+    throughput_stats,
+)
+
+GB = 1024 ** 3
+
+
+class TaskSummary(BaseModel):
+    task: str
+    operation_type: str
+    unit: str  # "docs" or "ops"
+    throughput: ThroughputStats | None = None  # None: no measurement samples
+    latency: dict[float, float] = {}  # percentile -> ms
+    service_time: dict[float, float] = {}  # percentile -> ms
+    error_rate: float = 0.0  # failed requests / requests, 0..1
+    requests: int = 0
+    failed_requests: int = 0
+    units: int = 0
+    failed_units: int = 0  # e.g. bulk items that failed (document-level errors)
+    duration_s: float = 0.0  # measured: first scheduled start to last completion
+    warmup_requests: int = 0
+
+
+class MetricRow(BaseModel):
+    metric: str
+    task: str
+    value: float | int
+    unit: str
+
+
+class Summary(BaseModel):
+    tasks: list[TaskSummary] = []
+    cluster: ClusterTotals | None = None
+    telemetry: dict[str, Any] = {}
+    notes: list[str] = []
+
+    def rows(self) -> list[MetricRow]:
+        """Rally-style report rows: cluster totals first, then each task in schedule order."""
+        rows = cluster_rows(self.cluster) if self.cluster else []
+        for t in self.tasks:
+            rows.extend(task_rows(t))
+        return rows
+
+    def task(self, name: str) -> TaskSummary | None:
+        return next((t for t in self.tasks if t.task == name), None)
+
+
+def percentile_label(p: float) -> str:
+    """50.0 -> "50th", 99.9 -> "99.9th" (Rally's naming)."""
+    return f"{p:g}th"
+
+
+def cluster_rows(c: ClusterTotals) -> list[MetricRow]:
+    p, t = c.primaries, c.total
+    minutes = [
+        ("Cumulative indexing time of primary shards", p.index_time_ms),
+        ("Cumulative indexing throttle time of primary shards", p.index_throttle_time_ms),
+        ("Cumulative merge time of primary shards", p.merge_time_ms),
+        ("Cumulative merge throttle time of primary shards", p.merge_throttle_time_ms),
+        ("Cumulative refresh time of primary shards", p.refresh_time_ms),
+        ("Cumulative flush time of primary shards", p.flush_time_ms),
+    ]
+    rows = [MetricRow(metric=m, task="", value=ms / 60000.0, unit="min") for m, ms in minutes]
+    # Rally puts each count right after its time; keep that order.
+    counts = {
+        f"Cumulative {what} time of primary shards": (f"Cumulative {what} count of primary shards", n)
+        for what, n in (("merge", p.merge_total), ("refresh", p.refresh_total), ("flush", p.flush_total))
+    }
+    ordered: list[MetricRow] = []
+    for r in rows:
+        ordered.append(r)
+        if r.metric in counts:
+            name, value = counts[r.metric]
+            ordered.append(MetricRow(metric=name, task="", value=value, unit=""))
+    ordered += [
+        MetricRow(metric="Store size", task="", value=t.store_size_bytes / GB, unit="GB"),
+        MetricRow(metric="Segment count", task="", value=p.segment_count, unit=""),
+        MetricRow(metric="Total docs count", task="", value=p.docs_count, unit=""),
+    ]
+    return ordered
+
+
+def task_rows(t: TaskSummary) -> list[MetricRow]:
+    rows: list[MetricRow] = []
+    if t.throughput is not None:
+        tp, u = t.throughput, t.throughput.unit
+        rows += [MetricRow(metric="Min Throughput", task=t.task, value=tp.min, unit=u),
+                 MetricRow(metric="Mean Throughput", task=t.task, value=tp.mean, unit=u),
+                 MetricRow(metric="Median Throughput", task=t.task, value=tp.median, unit=u),
+                 MetricRow(metric="Max Throughput", task=t.task, value=tp.max, unit=u)]
+    rows += [MetricRow(metric=f"{percentile_label(p)} percentile latency", task=t.task, value=v, unit="ms")
+             for p, v in sorted(t.latency.items())]
+    rows += [MetricRow(metric=f"{percentile_label(p)} percentile service time", task=t.task, value=v,
+                       unit="ms") for p, v in sorted(t.service_time.items())]
+    if t.requests:
+        rows.append(MetricRow(metric="error rate", task=t.task, value=t.error_rate * 100.0, unit="%"))
+    return rows
+
+
+def summarize_task(task: str, df: pd.DataFrame) -> TaskSummary:
+    """Summary of one task's samples (both phases; warmup only counted)."""
+    warm = df["warmup"].astype(bool)
+    measured = df[~warm]
+    first = df.iloc[0]
+    s = TaskSummary(task=task, operation_type=str(first["operation_type"]), unit=str(first["unit"]),
+                    warmup_requests=int(warm.sum()))
+    if measured.empty:
+        return s
+    pcts = percentiles_for_sample_size(len(measured))
+    errors = error_stats(measured)
+    return s.model_copy(update=dict(
+        throughput=throughput_stats(measured, task),
+        latency=percentiles(measured["latency"].to_numpy() * 1000.0, pcts),
+        service_time=percentiles(measured["service_time"].to_numpy() * 1000.0, pcts),
+        error_rate=errors.error_rate, requests=errors.requests, failed_requests=errors.failed_requests,
+        units=errors.units, failed_units=errors.failed_units, duration_s=measured_duration(measured),
+    ))
+
+
+def summarize(samples_df: pd.DataFrame, cluster: ClusterTotals | None = None) -> Summary:
+    """Summarize a trial's samples; tasks appear in the order they started."""
+    tasks: list[TaskSummary] = []
+    notes: list[str] = []
+    if not samples_df.empty:
+        order = samples_df.groupby("task", sort=False)["absolute_time"].min().sort_values(kind="stable")
+        for task in order.index:
+            ts = summarize_task(str(task), samples_df[samples_df["task"] == task])
+            tasks.append(ts)
+            if ts.requests == 0:
+                notes.append(f"Task '{ts.task}' has only warmup samples ({ts.warmup_requests}); "
+                             "nothing was measured: lengthen the task or shorten its warmup.")
+            elif ts.error_rate > 0:
+                notes.append(f"Error rate is {ts.error_rate * 100:.2f}% for task '{ts.task}' "
+                             f"({ts.failed_requests} of {ts.requests} requests failed"
+                             + (f", {ts.failed_units} {ts.unit} failed" if ts.failed_units else "")
+                             + "): check the logs.")
+    return Summary(tasks=tasks, cluster=cluster, notes=notes)

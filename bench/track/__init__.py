@@ -1,0 +1,1 @@
+"""Rally-format tracks: models, loading (Jinja2 + JSON + validation), corpora."""

@@ -1,0 +1,193 @@
+"""Pydantic models of a rendered Rally track (track.json after Jinja2).
+
+Field names follow Rally's JSON keys (hyphenated); Python attributes use underscores. Unknown keys
+on operations are operation parameters (e.g. ``bulk-size``) and are kept in ``Operation.params``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+def _hyphen(name: str) -> str:
+    return name.replace("_", "-")
+
+
+class _RallyModel(BaseModel):
+    model_config = ConfigDict(alias_generator=_hyphen, populate_by_name=True, extra="ignore", frozen=False)
+
+
+class IndexSpec(_RallyModel):
+    name: str
+    body: str | None = None  # path relative to the track folder
+    # The parsed JSON of ``body`` (settings/mappings), filled by the loader.
+    body_content: dict[str, Any] | None = Field(default=None, exclude=True)
+
+
+class TemplateSpec(_RallyModel):
+    name: str
+    index_pattern: str | None = None
+    template: str  # path relative to the track folder
+    delete_matching_indices: bool = True
+    template_content: dict[str, Any] | None = Field(default=None, exclude=True)
+
+
+class GeneratorSpec(_RallyModel):
+    """bench extension: documents produced by a seeded generator instead of a download."""
+
+    name: str  # e.g. "nginx", "http_logs"
+    seed: int = 1
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class DocumentsSpec(_RallyModel):
+    source_file: str
+    base_url: str | None = None
+    source_format: Literal["bulk"] = "bulk"
+    document_count: int = Field(ge=0)
+    compressed_bytes: int | None = None
+    uncompressed_bytes: int | None = None
+    includes_action_and_meta_data: bool = False
+    target_index: str | None = None
+    target_data_stream: str | None = None
+    target_type: str | None = None
+    generator: GeneratorSpec | None = None
+    # Absolute path of the uncompressed, ready-to-read file; set when the corpus is prepared.
+    local_path: Path | None = Field(default=None, exclude=True)
+
+
+class CorpusSpec(_RallyModel):
+    name: str
+    base_url: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+    documents: list[DocumentsSpec]
+
+    @model_validator(mode="after")
+    def _inherit_base_url(self) -> "CorpusSpec":
+        for d in self.documents:
+            if d.base_url is None:
+                d.base_url = self.base_url
+        return self
+
+
+class Operation(_RallyModel):
+    """An operation: its type and every other key as a parameter (Rally semantics)."""
+
+    model_config = ConfigDict(alias_generator=_hyphen, populate_by_name=True, extra="allow")
+    name: str
+    operation_type: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_params(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "params" not in data:
+            known = {"name", "operation-type", "operation_type"}
+            data = {
+                "name": data.get("name"),
+                "operation-type": data.get("operation-type", data.get("operation_type")),
+                "params": {k: v for k, v in data.items() if k not in known},
+            }
+        return data
+
+
+class Task(_RallyModel):
+    name: str
+    operation: Operation
+    clients: int = Field(default=1, ge=1)
+    warmup_time_period: float | None = Field(default=None, ge=0)
+    time_period: float | None = Field(default=None, gt=0)
+    warmup_iterations: int | None = Field(default=None, ge=0)
+    iterations: int | None = Field(default=None, ge=1)
+    target_throughput: float | None = Field(default=None, gt=0)
+    target_interval: float | None = Field(default=None, gt=0)
+    schedule: Literal["deterministic", "poisson"] | None = None
+    ignore_response_error_level: Literal["non-fatal"] | None = None
+    tags: list[str] = Field(default_factory=list)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def throttled(self) -> bool:
+        return self.target_throughput is not None or self.target_interval is not None
+
+    @property
+    def ops_per_second(self) -> float | None:
+        """Target operations per second across all clients of the task (None = as fast as possible)."""
+        if self.target_interval is not None:
+            return 1.0 / self.target_interval
+        return self.target_throughput
+
+
+class Parallel(_RallyModel):
+    tasks: list[Task]
+    completed_by: str | None = None
+
+    @model_validator(mode="after")
+    def _completed_by_names_a_task(self) -> "Parallel":
+        names = [t.name for t in self.tasks]
+        if len(set(names)) != len(names):
+            raise ValueError(f"task names inside a parallel block must be unique, got {names}")
+        if self.completed_by not in (None, "any") and self.completed_by not in names:
+            raise ValueError(f"completed-by '{self.completed_by}' names no task of the parallel block {names}")
+        return self
+
+
+Step = Task | Parallel
+
+
+class Challenge(_RallyModel):
+    name: str
+    description: str = ""
+    default: bool = False
+    # Rally's challenge-level settings: merged into created indices / applied to the cluster.
+    index_settings: dict[str, Any] = Field(default_factory=dict)
+    cluster_settings: dict[str, Any] = Field(default_factory=dict)
+    schedule: list[Step]
+
+    def tasks(self) -> list[Task]:
+        out: list[Task] = []
+        for s in self.schedule:
+            out.extend(s.tasks if isinstance(s, Parallel) else [s])
+        return out
+
+
+class Track(_RallyModel):
+    name: str
+    description: str = ""
+    root: Path = Field(exclude=True)
+    indices: list[IndexSpec] = Field(default_factory=list)
+    templates: list[TemplateSpec] = Field(default_factory=list)
+    composable_templates: list[TemplateSpec] = Field(default_factory=list)
+    corpora: list[CorpusSpec] = Field(default_factory=list)
+    challenges: list[Challenge]
+    # Track parameters actually applied (defaults of the track are not listed).
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    def challenge(self, name: str | None) -> Challenge:
+        """The named challenge, or the default one (the only one, or the one marked default)."""
+        from bench.errors import TrackError
+
+        if name is None:
+            defaults = [c for c in self.challenges if c.default]
+            if len(self.challenges) == 1:
+                return self.challenges[0]
+            if len(defaults) == 1:
+                return defaults[0]
+            raise TrackError(f"track '{self.name}' has several challenges and none is default: "
+                             f"pass --challenge (one of {', '.join(c.name for c in self.challenges)})")
+        for c in self.challenges:
+            if c.name == name:
+                return c
+        raise TrackError(f"unknown challenge '{name}' in track '{self.name}': "
+                         f"choose one of {', '.join(c.name for c in self.challenges)}")
+
+    def corpus(self, name: str) -> CorpusSpec:
+        from bench.errors import TrackError
+
+        for c in self.corpora:
+            if c.name == name:
+                return c
+        raise TrackError(f"unknown corpus '{name}' in track '{self.name}'")

@@ -1,0 +1,116 @@
+"""Cluster totals parsed from real `_stats` answers (recorded from ES 8.19.21, see data/recorded/README.md),
+and read live from a real cluster started with tests/esnode.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from bench.cluster_stats import STATS_METRICS, ClusterTotals, cluster_totals, delta, fetch_cluster_totals
+from bench.errors import ClusterError
+
+RECORDED = Path(__file__).parent / "data" / "recorded"
+
+
+def load(name: str) -> dict:
+    return json.loads((RECORDED / name).read_text())
+
+
+def test_parse_recorded_stats_after_indexing():
+    c = cluster_totals(load("es-8.19.21-stats-after-indexing.json"), cluster="default")
+    p = c.primaries
+    assert c.cluster == "default"
+    assert (p.index_total, p.index_time_ms, p.index_throttle_time_ms) == (20000, 2823, 0)
+    assert (p.merge_total, p.merge_time_ms, p.merge_throttle_time_ms) == (2, 436, 0)
+    assert (p.refresh_total, p.refresh_time_ms) == (26, 1187)
+    assert (p.flush_total, p.flush_time_ms) == (2, 34)
+    assert (p.store_size_bytes, p.segment_count, p.docs_count) == (468660, 2, 20000)
+    # 0 replicas: all copies are primaries.
+    assert c.total == c.primaries
+
+
+def test_parse_cluster_without_indices_is_all_zero():
+    c = cluster_totals(load("es-8.19.21-stats-no-indices.json"))
+    assert c == ClusterTotals()
+
+
+def test_answer_without_all_section_is_a_clear_error():
+    with pytest.raises(ClusterError, match="leader.*_all") as e:
+        cluster_totals({"error": "nope"}, cluster="leader")
+    assert "\n" not in str(e.value)
+
+
+def test_delta_subtracts_counters_and_keeps_gauges():
+    before = cluster_totals(load("es-8.19.21-stats-after-indexing.json"))
+    after = cluster_totals(load("es-8.19.21-stats-after-more-indexing.json"))
+    d = delta(before, after)
+    assert d.primaries.index_total == 5000  # one more bulk of 5,000 docs
+    assert d.primaries.index_time_ms == after.primaries.index_time_ms - before.primaries.index_time_ms
+    assert d.primaries.refresh_total == after.primaries.refresh_total - before.primaries.refresh_total
+    # Gauges are the state at the end.
+    assert d.primaries.docs_count == 25000
+    assert d.primaries.segment_count == after.primaries.segment_count
+    assert d.total.store_size_bytes == after.total.store_size_bytes
+
+
+def test_delta_after_counter_reset_uses_after_value():
+    # The index was deleted during the race: counters drop to zero and start again.
+    before = cluster_totals(load("es-8.19.21-stats-after-more-indexing.json"))
+    after = cluster_totals(load("es-8.19.21-stats-after-indexing.json"))
+    assert delta(before, after).primaries.index_total == after.primaries.index_total
+    empty = cluster_totals(load("es-8.19.21-stats-no-indices.json"))
+    assert delta(before, empty).primaries.index_total == 0
+
+
+def test_fetch_cluster_totals_unreachable_cluster_is_cluster_error():
+    from elasticsearch import AsyncElasticsearch
+
+    async def run():
+        client = AsyncElasticsearch("http://127.0.0.1:9", request_timeout=5, max_retries=0)
+        try:
+            await fetch_cluster_totals(client, "default")
+        finally:
+            await client.close()
+
+    with pytest.raises(ClusterError, match="cluster default: GET _stats") as e:
+        asyncio.run(run())
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.cluster
+def test_fetch_cluster_totals_from_real_cluster(tmp_path, monkeypatch):
+    import esnode
+    from elasticsearch import AsyncElasticsearch
+
+    monkeypatch.setenv("BENCH_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("BENCH_CACHE", os.environ.get("BENCH_CACHE") or str(Path.home() / ".bench"))
+
+    async def run(hosts):
+        client = AsyncElasticsearch(hosts, request_timeout=30)
+        try:
+            await client.indices.create(index="stats-test", settings={"number_of_shards": 1,
+                                                                      "number_of_replicas": 0})
+            before = await fetch_cluster_totals(client, "default")
+            ops = []
+            for i in range(50):
+                ops += [{"index": {"_index": "stats-test"}}, {"n": i}]
+            await client.bulk(operations=ops, refresh=True)
+            await client.indices.flush(index="stats-test")
+            raw = (await client.indices.stats(metric=STATS_METRICS)).body
+            after = await fetch_cluster_totals(client, "default")
+            return before, after, raw
+        finally:
+            await client.close()
+
+    with esnode.running_cluster(tmp_path) as cluster:
+        before, after, raw = asyncio.run(run(cluster.hosts))
+    assert after.primaries.docs_count == 50
+    assert after.primaries.index_total - before.primaries.index_total == 50
+    assert after.primaries.flush_total >= 1 and after.primaries.segment_count >= 1
+    assert after.total.store_size_bytes > 0
+    assert delta(before, after).primaries.index_total == 50
+    assert cluster_totals(raw).primaries.docs_count == 50

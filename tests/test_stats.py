@@ -1,0 +1,138 @@
+"""Statistics against hand-computed data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench.samples import RequestSample
+from bench.stats import (
+    error_stats,
+    measured_duration,
+    percentiles,
+    percentiles_for_sample_size,
+    samples_frame,
+    throughput_series,
+    throughput_stats,
+)
+
+
+def sample(task="t", *, start=0.0, latency=0.1, service=None, units=1, unit="ops", success=True,
+           warmup=False, failed_units=0, error=None) -> RequestSample:
+    return RequestSample(task, task, "search", 0, start, start + latency, latency,
+                         latency if service is None else service, units, unit, 100, success,
+                         error, warmup, failed_units)
+
+
+@pytest.mark.parametrize("n,expected", [
+    (0, []), (1, [100]), (2, [50, 100]), (9, [50, 100]), (10, [50, 90, 100]), (99, [50, 90, 100]),
+    (100, [50, 90, 99, 100]), (999, [50, 90, 99, 100]), (1000, [50, 90, 99, 99.9, 100]),
+    (9999, [50, 90, 99, 99.9, 100]), (10000, [50, 90, 99, 99.9, 99.99, 100]),
+])
+def test_percentiles_for_sample_size_follows_rally(n, expected):
+    assert percentiles_for_sample_size(n) == expected
+
+
+def test_percentiles_linear_interpolation_by_hand():
+    # 1..10: rank = p/100 * (n-1); p50 -> 5.5, p90 -> 9.1, p100 -> 10, p0 -> 1.
+    got = percentiles(list(range(1, 11)), [0, 50, 90, 100])
+    assert got == pytest.approx({0.0: 1.0, 50.0: 5.5, 90.0: 9.1, 100.0: 10.0})
+    assert percentiles([7.0], [50, 100]) == {50.0: 7.0, 100.0: 7.0}
+    assert percentiles([], [50]) == {}
+    assert percentiles([1.0, float("nan"), 3.0], [50]) == {50.0: 2.0}
+    # Order of input must not matter.
+    rng = np.random.default_rng(1)
+    vals = rng.exponential(size=1001)
+    assert percentiles(vals, [99]) == percentiles(sorted(vals), [99])
+    with pytest.raises(ValueError):
+        percentiles([1, 2], [101])
+
+
+def test_throughput_series_buckets_by_completion_and_marks_partial_edge():
+    # 10 requests per second for 3 s, each 0.05 s latency, then one request completing at 3.2 s.
+    s = [sample(start=100.0 + k * 0.1, latency=0.05) for k in range(30)]
+    s.append(sample(start=103.1, latency=0.1))
+    series = throughput_series(samples_frame(s), "t")
+    m = series[series["phase"] == "measurement"]
+    # Phase starts at 100.0 (first scheduled start) and ends at 103.2: buckets 0,1,2 full, 3 partial (0.2 s).
+    assert list(m["second"]) == [0, 1, 2, 3]
+    assert list(m["complete"]) == [True, True, True, False]
+    assert list(m["units"]) == [10, 10, 10, 1]
+    assert m["duration"].iloc[-1] == pytest.approx(0.2)
+    assert m["throughput"].iloc[-1] == pytest.approx(5.0)
+    assert set(series["phase"]) == {"measurement"}
+
+
+def test_throughput_series_keeps_empty_seconds_and_separates_warmup():
+    s = [sample(start=0.0, warmup=True), sample(start=0.5, warmup=True),
+         sample(start=10.0, latency=0.5), sample(start=12.6, latency=0.4)]  # nothing completes in second 1
+    series = throughput_series(samples_frame(s), "t")
+    w = series[series["phase"] == "warmup"]
+    m = series[series["phase"] == "measurement"]
+    assert list(w["units"]) == [2]  # 0.0..0.6: one partial bucket
+    assert list(m["units"]) == pytest.approx([1, 0, 1])
+    assert list(m["complete"]) == [True, True, True]  # 10.0 .. 13.0 is exactly 3 s
+    assert throughput_series(samples_frame(s), "other").empty
+
+
+def test_throughput_stats_mean_is_total_over_duration_not_mean_of_buckets():
+    # Bulk: 1000 docs per request, 4 requests in second 0, 2 in second 1, and 1 at 2.5 s.
+    starts = [0.0, 0.2, 0.4, 0.6, 1.1, 1.5, 2.4]
+    s = [sample("bulk", start=100 + x, latency=0.1, units=1000, unit="docs") for x in starts]
+    st = throughput_stats(samples_frame(s), "bulk")
+    assert st is not None
+    assert st.unit == "docs/s"
+    # Buckets: [4000, 2000] complete, [1000 in 0.5 s] partial (excluded from min/median/max).
+    assert (st.min, st.median, st.max) == (2000.0, 3000.0, 4000.0)
+    assert st.mean == pytest.approx(7000 / 2.5)
+    assert measured_duration(samples_frame(s)) == pytest.approx(2.5)
+
+
+def test_throughput_stats_short_phase_uses_partial_bucket_and_ignores_warmup():
+    s = [sample(start=0.0, warmup=True, units=50), sample(start=5.0, latency=0.25), sample(start=5.1, latency=0.15)]
+    st = throughput_stats(samples_frame(s), "t")
+    assert st is not None
+    assert st.min == st.max == st.median == pytest.approx(2 / 0.25)
+    assert st.mean == pytest.approx(8.0)
+    only_warmup = samples_frame([sample(start=0.0, warmup=True)])
+    assert throughput_stats(only_warmup, "t") is None
+
+
+def test_error_stats_counts_requests_and_bulk_items():
+    s = [sample("b", units=100, unit="docs"),                       # ok
+         sample("b", units=100, unit="docs", failed_units=3),       # bulk with 3 failed items
+         sample("b", units=100, unit="docs", success=False, error="transport 503"),  # whole request failed
+         sample("b", units=100, unit="docs")]
+    e = error_stats(samples_frame(s))
+    assert (e.requests, e.failed_requests) == (4, 2)
+    assert e.error_rate == 0.5
+    assert (e.units, e.failed_units) == (400, 103)
+    assert e.unit_error_rate == pytest.approx(103 / 400)
+    empty = error_stats(samples_frame([]))
+    assert (empty.requests, empty.error_rate) == (0, 0.0)
+
+
+def test_samples_frame_has_stable_columns_when_empty():
+    df = samples_frame([])
+    assert list(df.columns) == list(RequestSample._fields)
+    assert isinstance(df, pd.DataFrame) and df.empty
+
+
+def test_long_requests_spread_their_units_over_their_service_interval():
+    # Two bulks of 3,000 docs, each served for 3 s, one after the other: 1,000 docs in each of 6 seconds,
+    # not 3,000 in seconds 2 and 5 and nothing elsewhere.
+    s = [sample(start=0.0, latency=3.0, units=3000, unit="docs"),
+         sample(start=3.0, latency=3.0, units=3000, unit="docs")]
+    series = throughput_series(samples_frame(s), "t")
+    assert list(series["units"]) == pytest.approx([1000] * 6)
+    assert series["units"].sum() == pytest.approx(6000)
+    st = throughput_stats(samples_frame(s), "t")
+    assert (st.min, st.median, st.max, st.mean) == pytest.approx((1000, 1000, 1000, 1000))
+
+
+def test_queueing_time_is_not_counted_as_work():
+    # Scheduled at 0 but served only from 2 to 3 (latency 3, service 1): all units land in second 2.
+    s = [sample(start=0.0, latency=3.0, service=1.0, units=90)]
+    series = throughput_series(samples_frame(s), "t")
+    assert list(series["units"]) == pytest.approx([0, 0, 90])

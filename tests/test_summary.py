@@ -1,0 +1,107 @@
+"""summarize() and Rally-style rows, against hand-computed data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.cluster_stats import cluster_totals
+from bench.samples import RequestSample
+from bench.stats import samples_frame
+from bench.summary import Summary, summarize
+
+RECORDED = Path(__file__).parent / "data" / "recorded"
+
+
+def s(task, op_type, start, latency, service, *, units=1, unit="ops", success=True, warmup=False, failed=0):
+    return RequestSample(task, task, op_type, 0, start, start + latency, latency, service, units, unit, 10,
+                         success, None if success else "http 500", warmup, failed)
+
+
+def trial_samples():
+    out = []
+    # index-append: 2 warmup bulks, then 20 bulks of 500 docs, 10 per second, latency 10..29 ms.
+    out += [s("index-append", "bulk", 1000 + i * 0.1, 0.5, 0.5, units=500, unit="docs", warmup=True)
+            for i in range(2)]
+    out += [s("index-append", "bulk", 1001 + i * 0.1, (10 + i) / 1000, (5 + i) / 1000, units=500, unit="docs",
+              failed=(2 if i == 3 else 0)) for i in range(20)]
+    # term query afterwards: 5 requests, one failing.
+    out += [s("term", "search", 1010 + i * 0.2, 0.004, 0.002, success=(i != 4)) for i in range(5)]
+    return out
+
+
+def test_summarize_tasks_in_schedule_order_with_warmup_excluded():
+    summary = summarize(samples_frame(trial_samples()))
+    assert [t.task for t in summary.tasks] == ["index-append", "term"]
+    idx = summary.task("index-append")
+    assert idx.warmup_requests == 2 and idx.requests == 20
+    assert idx.operation_type == "bulk" and idx.unit == "docs"
+    assert idx.units == 10000 and idx.failed_units == 2 and idx.failed_requests == 1
+    assert idx.error_rate == pytest.approx(1 / 20)
+    # 20 samples -> p50, p90, p100 (Rally's rule); latencies 10..29 ms, linear interpolation.
+    assert sorted(idx.latency) == [50.0, 90.0, 100.0]
+    assert idx.latency[50.0] == pytest.approx(19.5)
+    assert idx.latency[90.0] == pytest.approx(10 + 0.9 * 19)
+    assert idx.latency[100.0] == pytest.approx(29.0)
+    assert idx.service_time[100.0] == pytest.approx(24.0)
+    # Measured from 1001.0 to the last completion 1002.9 + 0.029 = 1002.929.
+    assert idx.duration_s == pytest.approx(1.929)
+    assert idx.throughput.mean == pytest.approx(10000 / 1.929)
+    assert idx.throughput.unit == "docs/s"
+    # Only one complete second (10 bulks completing in [1001, 1002)).
+    assert idx.throughput.min == idx.throughput.max == pytest.approx(5000.0)
+
+    term = summary.task("term")
+    assert term.requests == 5 and term.failed_requests == 1 and term.error_rate == pytest.approx(0.2)
+    assert sorted(term.latency) == [50.0, 100.0]
+    assert any("term" in n and "20.00%" in n for n in summary.notes)
+
+
+def test_rows_use_rally_names_and_units_with_cluster_rows_first():
+    stats = json.loads((RECORDED / "es-8.19.21-stats-after-indexing.json").read_text())
+    summary = summarize(samples_frame(trial_samples()), cluster_totals(stats))
+    rows = summary.rows()
+    metrics = [(r.metric, r.task) for r in rows]
+    assert metrics[0] == ("Cumulative indexing time of primary shards", "")
+    first_task_row = next(i for i, r in enumerate(rows) if r.task)
+    assert all(not r.task for r in rows[:first_task_row])
+    by_name = {(r.metric, r.task): r for r in rows}
+    assert by_name[("Cumulative indexing time of primary shards", "")].value == pytest.approx(2823 / 60000)
+    assert by_name[("Cumulative indexing time of primary shards", "")].unit == "min"
+    assert by_name[("Cumulative refresh count of primary shards", "")].value == 26
+    assert by_name[("Store size", "")].unit == "GB"
+    assert by_name[("Store size", "")].value == pytest.approx(468660 / 1024 ** 3)
+    assert by_name[("Segment count", "")].value == 2
+    assert by_name[("Total docs count", "")].value == 20000
+    for m in ("Min Throughput", "Mean Throughput", "Median Throughput", "Max Throughput"):
+        assert by_name[(m, "index-append")].unit == "docs/s"
+    assert by_name[("Mean Throughput", "term")].unit == "ops/s"
+    assert [m for m, t in metrics if t == "index-append" and "latency" in m] == [
+        "50th percentile latency", "90th percentile latency", "100th percentile latency"]
+    assert ("50th percentile service time", "term") in by_name
+    assert by_name[("error rate", "term")].value == pytest.approx(20.0)
+    assert by_name[("error rate", "term")].unit == "%"
+
+
+def test_percentile_names_for_large_samples():
+    samples = [s("q", "search", 1000 + i * 0.001, 0.001, 0.001) for i in range(10000)]
+    names = [r.metric for r in summarize(samples_frame(samples)).rows() if "latency" in r.metric]
+    assert names == ["50th percentile latency", "90th percentile latency", "99th percentile latency",
+                     "99.9th percentile latency", "99.99th percentile latency", "100th percentile latency"]
+
+
+def test_warmup_only_task_is_noted_and_has_no_stats():
+    summary = summarize(samples_frame([s("w", "search", 1.0, 0.1, 0.1, warmup=True)]))
+    t = summary.tasks[0]
+    assert t.requests == 0 and t.warmup_requests == 1 and t.throughput is None and t.latency == {}
+    assert summary.rows() == []
+    assert "only warmup" in summary.notes[0]
+
+
+def test_summary_round_trips_through_json():
+    summary = summarize(samples_frame(trial_samples()))
+    again = Summary.model_validate_json(summary.model_dump_json())
+    assert again == summary
+    assert summarize(samples_frame([])) == Summary()
