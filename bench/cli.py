@@ -173,8 +173,9 @@ def _setup_logging() -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    console = Console()
-    err = Console(stderr=True)
+    # soft_wrap: an error (or a trial id) stays one line however narrow the terminal is.
+    console = Console(soft_wrap=True)
+    err = Console(stderr=True, soft_wrap=True)
     try:
         _setup_logging()
         if args.command == "race":

@@ -1,0 +1,321 @@
+"""Make the document sets a challenge needs available as local, uncompressed files.
+
+For each document set the bulk tasks use: generate it (``generator``), or find it in
+``data_dir()/<corpus>/`` or next to the track, download it from ``base-url`` if missing, and
+decompress it once. Every file is written as ``<name>.part`` and renamed when complete, so an
+interrupted download, decompression or generation is never used. The line count is checked against
+``document-count`` (x2 with action-and-meta-data lines) and remembered in ``data_dir()/.linecounts``.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import json
+import logging
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import zstandard
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from bench.errors import TrackError
+from bench.home import data_dir
+from bench.track.generators import generate_file
+from bench.track.model import Challenge, DocumentsSpec, Track
+from bench.track.testmode import TEST_MODE_DOCS
+
+log = logging.getLogger(__name__)
+
+_COMPRESSED = (".bz2", ".gz", ".zst")
+_BUF = 1 << 20
+
+
+# ---------------------------------------------------------------- which document sets
+
+
+def bulk_documents(track: Track, op_params: dict[str, Any]) -> list[DocumentsSpec]:
+    """The document sets a bulk operation uses: param ``corpora`` (a name or list; default all corpora),
+    restricted to the target indices in param ``indices`` when given (Rally semantics)."""
+    wanted = op_params.get("corpora")
+    names = [wanted] if isinstance(wanted, str) else list(wanted or [c.name for c in track.corpora])
+    indices = op_params.get("indices")
+    indices = [indices] if isinstance(indices, str) else indices
+    out: list[DocumentsSpec] = []
+    for name in names:
+        for d in track.corpus(name).documents:
+            if indices and d.target_index not in indices and d.target_data_stream not in indices:
+                continue
+            out.append(d)
+    return out
+
+
+def _challenge_documents(track: Track, challenge: Challenge) -> list[tuple[str, DocumentsSpec]]:
+    seen: set[int] = set()
+    out = []
+    owner = {id(d): c.name for c in track.corpora for d in c.documents}
+    for task in challenge.tasks():
+        if task.operation.operation_type != "bulk":
+            continue
+        for d in bulk_documents(track, task.operation.params):
+            if id(d) not in seen:
+                seen.add(id(d))
+                out.append((owner[id(d)], d))
+    return out
+
+
+# ---------------------------------------------------------------- file helpers
+
+
+def _strip_compression(name: str) -> str:
+    for ext in _COMPRESSED:
+        if name.endswith(ext):
+            return name[: -len(ext)]
+    return name
+
+
+def _open_decompressed(path: Path) -> IO[bytes]:
+    if path.name.endswith(".bz2"):
+        return bz2.open(path, "rb")
+    if path.name.endswith(".gz"):
+        return gzip.open(path, "rb")
+    if path.name.endswith(".zst"):
+        return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)
+    return open(path, "rb")
+
+
+def _write_atomically(target: Path, chunks: Iterator[bytes]) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(target.name + ".part")
+    try:
+        with open(part, "wb") as out:
+            for c in chunks:
+                out.write(c)
+        os.replace(part, target)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+
+
+def _stream(src: Path) -> Iterator[bytes]:
+    with _open_decompressed(src) as f:
+        while chunk := f.read(_BUF):
+            yield chunk
+
+
+def _head_lines(src: Path, lines: int) -> Iterator[bytes]:
+    """The first ``lines`` lines of ``src`` (decompressing on the fly; the rest is never read)."""
+    left = lines
+    with _open_decompressed(src) as f:
+        while left > 0 and (chunk := f.read(_BUF)):
+            n = chunk.count(b"\n")
+            if n < left:
+                left -= n
+                yield chunk
+                continue
+            cut = -1
+            for _ in range(left):
+                cut = chunk.index(b"\n", cut + 1)
+            left = 0
+            yield chunk[: cut + 1]
+
+
+def decompress(src: Path, target: Path) -> Path:
+    try:
+        _write_atomically(target, _stream(src))
+    except (OSError, EOFError, zstandard.ZstdError) as e:
+        raise TrackError(f"cannot decompress {src}: {e}; delete it to download it again") from None
+    return target
+
+
+def count_lines(path: Path) -> int:
+    """Lines in ``path``, cached keyed by path, size and mtime (corpora are big)."""
+    st = path.stat()
+    key = f"{st.st_size}:{st.st_mtime_ns}"
+    # Kept in the data cache, not next to the file: a track folder may be read-only or under version control.
+    side = (
+        data_dir()
+        / ".linecounts"
+        / (hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32] + ".lines")
+    )
+    try:
+        k, n = side.read_text().split()
+        if k == key:
+            return int(n)
+    except (OSError, ValueError):
+        pass
+    n = 0
+    last = b"\n"
+    with open(path, "rb") as f:
+        while chunk := f.read(_BUF):
+            n += chunk.count(b"\n")
+            last = chunk[-1:]
+    if last != b"\n":
+        n += 1  # a last line without newline is still a document
+    try:
+        side.parent.mkdir(parents=True, exist_ok=True)
+        side.write_text(f"{key} {n}")
+    except OSError:
+        pass
+    return n
+
+
+def download(url: str, target: Path) -> Path:
+    """Download ``url`` to ``target`` (via ``.part``) with a progress bar."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(target.name + ".part")
+    log.info("downloading %s to %s", url, target)
+    try:
+        with urllib.request.urlopen(url, timeout=60) as resp:
+            total = int(resp.headers.get("Content-Length") or 0) or None
+            with Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                DownloadColumn(),
+                TransferSpeedColumn(),
+                TimeRemainingColumn(),
+                transient=True,
+            ) as progress:
+                task = progress.add_task(f"downloading {target.name}", total=total)
+                with open(part, "wb") as out:
+                    while chunk := resp.read(_BUF):
+                        out.write(chunk)
+                        progress.advance(task, len(chunk))
+        if total is not None and part.stat().st_size != total:
+            raise TrackError(
+                f"download of {url} is incomplete ({part.stat().st_size} of {total} bytes): try again"
+            )
+        os.replace(part, target)
+    except urllib.error.HTTPError as e:
+        part.unlink(missing_ok=True)
+        raise TrackError(f"cannot download corpus file {url}: HTTP {e.code} {e.reason}") from None
+    except (urllib.error.URLError, OSError) as e:
+        part.unlink(missing_ok=True)
+        reason = getattr(e, "reason", e)
+        raise TrackError(f"cannot download corpus file {url}: {reason}") from None
+    return target
+
+
+def _url(base: str, name: str) -> str:
+    return f"{base.rstrip('/')}/{name}"
+
+
+def _one_k_name(name: str) -> str:
+    """Rally's test-mode file name: documents.json.bz2 -> documents-1k.json.bz2."""
+    comp = next((e for e in _COMPRESSED if name.endswith(e)), "")
+    stem = name[: len(name) - len(comp)] if comp else name
+    base, dot, ext = stem.rpartition(".")
+    return f"{base}-1k.{ext}{comp}" if dot else f"{stem}-1k{comp}"
+
+
+# ---------------------------------------------------------------- preparing one document set
+
+
+def _expected_lines(d: DocumentsSpec, docs: int) -> int:
+    return docs * (2 if d.includes_action_and_meta_data else 1)
+
+
+def _check_lines(path: Path, d: DocumentsSpec, docs: int) -> None:
+    want = _expected_lines(d, docs)
+    got = count_lines(path)
+    if got != want:
+        meta = " (x2: includes-action-and-meta-data)" if d.includes_action_and_meta_data else ""
+        raise TrackError(
+            f"corpus file {path} has {got} lines but document-count {docs}{meta} needs {want}: "
+            f"fix document-count in the track or delete the file to fetch it again"
+        )
+
+
+def _generated(corpus: str, d: DocumentsSpec, docs: int) -> Path:
+    g = d.generator
+    assert g is not None
+    extra = ""
+    if g.params:
+        extra = "-" + hashlib.sha256(json.dumps(g.params, sort_keys=True).encode()).hexdigest()[:10]
+    path = data_dir() / corpus / f"{g.name}-seed{g.seed}-n{docs}{extra}.json"
+    if not path.is_file():
+        log.info("generating %d %s documents into %s", docs, g.name, path)
+        generate_file(g.name, g.seed, docs, path)
+    _check_lines(path, d, docs)
+    return path
+
+
+def _candidates(corpus: str, name: str, track_root: Path) -> list[Path]:
+    p = Path(name)
+    if p.is_absolute():
+        return [p]
+    return [data_dir() / corpus / name, track_root / name]
+
+
+def _prepare_file(corpus: str, d: DocumentsSpec, track_root: Path, test_mode: bool) -> Path:
+    plain_name = _strip_compression(d.source_file)
+    compressed = d.source_file != plain_name
+    cache = data_dir() / corpus
+    plain = [p for p in _candidates(corpus, plain_name, track_root) if p.is_file()]
+    packed = [p for p in _candidates(corpus, d.source_file, track_root) if p.is_file()] if compressed else []
+
+    if test_mode:
+        docs = min(d.document_count, TEST_MODE_DOCS)
+        target = cache / _one_k_name(plain_name)
+        if not target.is_file():
+            src = (plain or packed or [None])[0]
+            if src is None and d.base_url:
+                # Rally publishes a 1k variant next to each corpus file; use it, else the full file.
+                one_k = cache / _one_k_name(d.source_file)
+                try:
+                    src = download(_url(d.base_url, _one_k_name(d.source_file)), one_k)
+                except TrackError as e:
+                    log.info("no 1k variant (%s); downloading the full corpus file", e)
+                    src = download(_url(d.base_url, d.source_file), cache / d.source_file)
+            if src is None:
+                raise _missing(corpus, d, track_root)
+            _write_atomically(target, _head_lines(src, _expected_lines(d, docs)))
+        d.document_count = docs
+        _check_lines(target, d, docs)
+        return target
+
+    if plain:
+        target = plain[0]
+    else:
+        if not packed:
+            if not d.base_url:
+                raise _missing(corpus, d, track_root)
+            packed = [download(_url(d.base_url, d.source_file), cache / d.source_file)]
+        target = decompress(packed[0], cache / plain_name) if compressed else packed[0]
+    _check_lines(target, d, d.document_count)
+    return target
+
+
+def _missing(corpus: str, d: DocumentsSpec, track_root: Path) -> TrackError:
+    looked = _candidates(corpus, d.source_file, track_root)
+    plain = _strip_compression(d.source_file)
+    if plain != d.source_file:
+        looked += _candidates(corpus, plain, track_root)
+    return TrackError(
+        f"corpus '{corpus}' file {d.source_file} not found (looked at {', '.join(map(str, looked))}) "
+        f"and it has no base-url or generator: put the file there or add a base-url"
+    )
+
+
+def prepare_corpora(track: Track, challenge: Challenge, *, test_mode: bool) -> None:
+    """Fill ``local_path`` of every document set the challenge's bulk tasks use."""
+    for corpus, d in _challenge_documents(track, challenge):
+        if d.generator is not None:
+            docs = min(d.document_count, TEST_MODE_DOCS) if test_mode else d.document_count
+            d.document_count = docs
+            d.local_path = _generated(corpus, d, docs)
+        else:
+            d.local_path = _prepare_file(corpus, d, track.root, test_mode)
+        log.info("corpus %s: %s ready (%d documents)", corpus, d.local_path, d.document_count)

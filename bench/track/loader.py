@@ -1,0 +1,443 @@
+"""Find, render, parse and validate Rally-format tracks.
+
+A track is a folder with ``track.json`` (a Jinja2 template). Loading renders it with the track
+parameters, parses the JSON, resolves operations referenced by name, applies ``parallel`` defaults
+and validates everything with the pydantic models in ``bench.track.model``.
+
+Iteration semantics recorded in the model (for the driver): a task with neither ``iterations`` nor
+``time-period`` keeps both ``None``. For non-bulk operations that means Rally's default of one
+iteration per client; for bulk it means "until the corpus is consumed".
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from pydantic import BaseModel, ValidationError
+
+from bench.errors import TrackError
+from bench.home import project_root
+from bench.track import rally_helpers
+from bench.track.generators import GENERATORS
+from bench.track.model import Challenge, Operation, Parallel, Task, Track
+from bench.track.operations import check_operation
+from bench.track.testmode import apply_test_mode
+
+log = logging.getLogger(__name__)
+
+TRACK_FILE = "track.json"
+# Keys of a ``parallel`` element that are defaults for its tasks (Rally semantics).
+PARALLEL_DEFAULTS = (
+    "clients",
+    "warmup-time-period",
+    "time-period",
+    "warmup-iterations",
+    "iterations",
+    "target-throughput",
+    "target-interval",
+)
+_TASK_KEYS = {
+    "name",
+    "operation",
+    "clients",
+    "warmup-time-period",
+    "time-period",
+    "warmup-iterations",
+    "iterations",
+    "target-throughput",
+    "target-interval",
+    "schedule",
+    "ignore-response-error-level",
+    "tags",
+    "meta",
+}
+
+
+class TrackListing(BaseModel):
+    name: str
+    description: str
+    challenges: list[str]
+    default_challenge: str | None
+
+
+def builtin_tracks_dir() -> Path:
+    return project_root() / "tracks"
+
+
+def builtin_track_names() -> list[str]:
+    d = builtin_tracks_dir()
+    return sorted(p.name for p in d.iterdir() if (p / TRACK_FILE).is_file()) if d.is_dir() else []
+
+
+def find_track(name: str | None, path: str | Path | None) -> Path:
+    """The folder of the track: ``path`` (--track-path) if given, else the built-in track ``name``."""
+    if path is not None:
+        p = Path(path).expanduser().resolve()
+        if p.is_file() and p.name == TRACK_FILE:
+            p = p.parent
+        if not (p / TRACK_FILE).is_file():
+            raise TrackError(
+                f"--track-path {path}: no {TRACK_FILE} in that folder; point it at a track folder"
+            )
+        return p
+    if not name:
+        raise TrackError(
+            f"no track given: pass --track (one of {', '.join(builtin_track_names())}) or --track-path"
+        )
+    candidate = builtin_tracks_dir() / name
+    if "/" in name or not (candidate / TRACK_FILE).is_file():
+        raise TrackError(
+            f"unknown track '{name}': built-in tracks are {', '.join(builtin_track_names())}; "
+            f"use --track-path for a track folder"
+        )
+    return candidate
+
+
+def list_tracks() -> list[TrackListing]:
+    out = []
+    for name in builtin_track_names():
+        t = load_track(builtin_tracks_dir() / name, {}, ignore_unused=True)
+        default = next((c.name for c in t.challenges if c.default), None)
+        out.append(
+            TrackListing(
+                name=name,
+                description=t.description,
+                challenges=[c.name for c in t.challenges],
+                default_challenge=default,
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def _syntax_error(e: jinja2.TemplateSyntaxError, root: Path) -> TrackError:
+    where = e.filename or str(root / (e.name or TRACK_FILE))
+    return TrackError(f"{where}:{e.lineno}: Jinja2 syntax error: {e.message}")
+
+
+def _render(env: jinja2.Environment, root: Path, rel: str, source: str) -> str:
+    try:
+        return env.from_string(source).render()
+    except jinja2.TemplateSyntaxError as e:
+        if e.filename is None:
+            e.filename = f"{root / rel} (after inlining rally.collect parts)"
+        raise _syntax_error(e, root) from None
+    except jinja2.TemplateNotFound as e:
+        raise TrackError(f"{root / rel}: included template '{e.name}' not found in {root}") from None
+    except (jinja2.TemplateError, TypeError, ValueError) as e:
+        raise TrackError(f"{root / rel}: cannot render the template: {type(e).__name__}: {e}") from None
+
+
+def _parse_json(text: str, file: Path, *, rendered: bool) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        lines = text.splitlines()
+        bad = lines[e.lineno - 1].strip() if 0 < e.lineno <= len(lines) else ""
+        what = f"{file} (rendered track)" if rendered else str(file)
+        raise TrackError(
+            f"{what} line {e.lineno} column {e.colno}: invalid JSON: {e.msg}; offending line: {bad[:200]}"
+        ) from None
+
+
+def _load_template_file(
+    env: jinja2.Environment, root: Path, rel: str, owner: str, used: list[str]
+) -> dict[str, Any]:
+    """Render and parse a body/template file referenced from the track (Rally renders them too)."""
+    path = root / rel
+    if not path.is_file():
+        raise TrackError(f"{root / TRACK_FILE}: {owner} refers to '{rel}' but {path} does not exist")
+    try:
+        used.extend(rally_helpers.template_files(env, root, rel))
+    except jinja2.TemplateSyntaxError as e:
+        raise _syntax_error(e, root) from None
+    data = _parse_json(_render(env, root, rel, path.read_text(encoding="utf-8")), path, rendered=True)
+    if not isinstance(data, dict):
+        raise TrackError(f"{path}: must hold a JSON object")
+    return data
+
+
+# ---------------------------------------------------------------- validation helpers
+
+
+def _loc(prefix: str, loc: tuple[Any, ...]) -> str:
+    out = prefix
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _validation_error(e: ValidationError, file: Path, prefix: str = "") -> TrackError:
+    errs = e.errors()
+    first = errs[0]
+    where = _loc(prefix, tuple(first["loc"]))
+    value = (
+        f" (got {first['input']!r})"
+        if first["type"] not in ("missing",) and not isinstance(first.get("input"), (dict, list))
+        else ""
+    )
+    more = f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else ""
+    return TrackError(f"{file}: {where}: {first['msg']}{value}{more}")
+
+
+def _validate(model: type[BaseModel], data: Any, file: Path, prefix: str) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise _validation_error(e, file, prefix) from None
+
+
+def _throughput(value: Any) -> Any:
+    """Rally accepts ``"100 ops/s"``; the number is what the driver needs."""
+    if isinstance(value, str) and value.strip().endswith("ops/s"):
+        try:
+            return float(value.strip()[:-5])
+        except ValueError:
+            return value
+    return value
+
+
+# ---------------------------------------------------------------- operations and schedule
+
+
+def _operation(spec: Any, ops: dict[str, Operation], file: Path, where: str) -> Operation:
+    if isinstance(spec, str):
+        if spec in ops:
+            return ops[spec]
+        # Rally: an undeclared name is an operation of that type without parameters (e.g. "refresh").
+        spec = {"name": spec, "operation-type": spec}
+    if not isinstance(spec, dict):
+        raise TrackError(f"{file}: {where}.operation must be an operation name or an object, got {spec!r}")
+    spec = dict(spec)
+    if "operation-type" not in spec:
+        raise TrackError(f"{file}: {where}.operation has no 'operation-type'")
+    spec.setdefault("name", spec["operation-type"])
+    op = _validate(Operation, spec, file, f"{where}.operation")
+    check_operation(op.name, op.operation_type, op.params, track_file=str(file))
+    return op
+
+
+def _task(spec: Any, defaults: dict[str, Any], ops: dict[str, Operation], file: Path, where: str) -> Task:
+    if not isinstance(spec, dict):
+        raise TrackError(f"{file}: {where} must be an object, got {spec!r}")
+    if "operation" not in spec:
+        raise TrackError(f"{file}: {where} has no 'operation'")
+    op = _operation(spec["operation"], ops, file, where)
+    data: dict[str, Any] = {k: v for k, v in defaults.items()}
+    data.update({k: v for k, v in spec.items() if k in _TASK_KEYS and k != "operation"})
+    unknown = sorted(
+        set(spec) - _TASK_KEYS - {"include-in-reporting"} - {k for k in spec if k.startswith("#")}
+    )
+    if unknown:
+        log.info("%s: %s ignores unknown task keys %s", file, where, unknown)
+    data["operation"] = op
+    data.setdefault("name", op.name)
+    for k in ("target-throughput",):
+        if k in data:
+            data[k] = _throughput(data[k])
+    return _validate(Task, data, file, where)
+
+
+def _schedule(steps: Any, ops: dict[str, Operation], file: Path, where: str) -> list[Task | Parallel]:
+    if not isinstance(steps, list):
+        raise TrackError(f"{file}: {where} must be a list of tasks")
+    out: list[Task | Parallel] = []
+    for j, step in enumerate(steps):
+        w = f"{where}[{j}]"
+        if isinstance(step, dict) and "parallel" in step:
+            par = step["parallel"]
+            if not isinstance(par, dict) or not isinstance(par.get("tasks"), list):
+                raise TrackError(f"{file}: {w}.parallel must be an object with a 'tasks' list")
+            defaults = {k: par[k] for k in PARALLEL_DEFAULTS if k in par}
+            tasks = [
+                _task(t, defaults, ops, file, f"{w}.parallel.tasks[{k}]") for k, t in enumerate(par["tasks"])
+            ]
+            out.append(
+                _validate(
+                    Parallel, {"tasks": tasks, "completed-by": par.get("completed-by")}, file, f"{w}.parallel"
+                )
+            )
+        else:
+            out.append(_task(step, {}, ops, file, w))
+    return out
+
+
+def _challenges(raw: dict[str, Any], ops: dict[str, Operation], file: Path) -> list[Challenge]:
+    if "challenges" in raw:
+        specs, key = raw["challenges"], "challenges"
+    elif "challenge" in raw:
+        specs, key = [raw["challenge"]], "challenge"
+    elif "schedule" in raw:
+        # The shorthand: one implicit challenge (Rally calls it "default").
+        specs, key = [{"name": "default", "default": True, "schedule": raw["schedule"]}], "schedule"
+    else:
+        raise TrackError(f"{file}: the track has no 'challenges', 'challenge' or 'schedule'")
+    if not isinstance(specs, list) or not specs:
+        raise TrackError(f"{file}: '{key}' must be a non-empty list of challenges")
+    out = []
+    for i, spec in enumerate(specs):
+        where = f"challenges[{i}]" if key == "challenges" else key
+        if not isinstance(spec, dict):
+            raise TrackError(f"{file}: {where} must be an object")
+        if "schedule" not in spec:
+            raise TrackError(f"{file}: {where} ('{spec.get('name', '?')}') has no 'schedule'")
+        sched_where = f"{where}.schedule" if key != "schedule" else "schedule"
+        schedule = _schedule(spec["schedule"], ops, file, sched_where)
+        data = {k: v for k, v in spec.items() if k != "schedule"}
+        data["schedule"] = schedule
+        ch = _validate(Challenge, data, file, where)
+        names = [t.name for t in ch.tasks()]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise TrackError(
+                f"{file}: challenge '{ch.name}' has several tasks named {', '.join(dupes)}: "
+                f"give each task a unique 'name'"
+            )
+        out.append(ch)
+    names = [c.name for c in out]
+    if len(set(names)) != len(names):
+        raise TrackError(f"{file}: duplicate challenge names in {names}")
+    if len(out) == 1:
+        out[0].default = True
+    defaults = [c.name for c in out if c.default]
+    if len(defaults) > 1:
+        raise TrackError(
+            f"{file}: several challenges are marked default ({', '.join(defaults)}): mark only one"
+        )
+    if not defaults:
+        raise TrackError(f'{file}: no challenge is marked "default": true; mark one of {", ".join(names)}')
+    return out
+
+
+def _operations(raw: dict[str, Any], file: Path) -> dict[str, Operation]:
+    specs = raw.get("operations", [])
+    if not isinstance(specs, list):
+        raise TrackError(f"{file}: 'operations' must be a list")
+    ops: dict[str, Operation] = {}
+    for i, spec in enumerate(specs):
+        if not isinstance(spec, dict) or "name" not in spec or "operation-type" not in spec:
+            raise TrackError(f"{file}: operations[{i}] needs a 'name' and an 'operation-type'")
+        op = _validate(Operation, spec, file, f"operations[{i}]")
+        if op.name in ops:
+            raise TrackError(f"{file}: operations[{i}]: duplicate operation name '{op.name}'")
+        check_operation(op.name, op.operation_type, op.params, track_file=str(file))
+        ops[op.name] = op
+    return ops
+
+
+# ---------------------------------------------------------------- the track
+
+
+def load_track(
+    track_dir: Path, params: dict[str, Any], *, ignore_unused: bool = False, test_mode: bool = False
+) -> Track:
+    root = Path(track_dir).resolve()
+    file = root / TRACK_FILE
+    if not file.is_file():
+        raise TrackError(f"{root}: no {TRACK_FILE} found; a track folder needs one")
+    env = rally_helpers.make_environment(root, params)
+    try:
+        used_files = rally_helpers.template_files(env, root, TRACK_FILE)
+    except jinja2.TemplateSyntaxError as e:
+        raise _syntax_error(e, root) from None
+    source = rally_helpers.assemble(root, file.read_text(encoding="utf-8"))
+    raw = _parse_json(_render(env, root, TRACK_FILE, source), file, rendered=True)
+    if not isinstance(raw, dict):
+        raise TrackError(f"{file}: the rendered track must be a JSON object")
+
+    indices = []
+    for i, spec in enumerate(raw.get("indices", []) or []):
+        spec = dict(spec) if isinstance(spec, dict) else spec
+        if isinstance(spec, dict) and spec.get("body"):
+            spec["body_content"] = _load_template_file(
+                env, root, spec["body"], f"indices[{i}].body", used_files
+            )
+        indices.append(spec)
+    templates: dict[str, list[Any]] = {}
+    for key in ("templates", "composable-templates"):
+        templates[key] = []
+        for i, spec in enumerate(raw.get(key, []) or []):
+            spec = dict(spec) if isinstance(spec, dict) else spec
+            if isinstance(spec, dict) and spec.get("template"):
+                spec["template_content"] = _load_template_file(
+                    env, root, spec["template"], f"{key}[{i}].template", used_files
+                )
+            templates[key].append(spec)
+
+    # Analysed in an environment without the params: Jinja2 does not report names that are globals.
+    used = rally_helpers.used_variables(rally_helpers.make_environment(root), root, used_files)
+    unused = sorted(set(params) - used)
+    if unused and not ignore_unused:
+        raise TrackError(
+            f"track '{root.name}' does not use the track parameter(s) {', '.join(unused)}; "
+            f"it uses: {', '.join(sorted(used)) or '(none)'}"
+        )
+
+    ops = _operations(raw, file)
+    challenges = _challenges(raw, ops, file)
+    data = {
+        "name": root.name,
+        "description": raw.get("description", ""),
+        "root": root,
+        "indices": indices,
+        "templates": templates["templates"],
+        "composable-templates": templates["composable-templates"],
+        "corpora": raw.get("corpora", []) or [],
+        "challenges": challenges,
+        "params": dict(params),
+    }
+    track = _validate(Track, data, file, "")
+    _default_target_index(track, file)
+    _check_corpora_refs(track, file)
+    return apply_test_mode(track) if test_mode else track
+
+
+def _default_target_index(track: Track, file: Path) -> None:
+    """Rally: with exactly one index, documents without a target go there."""
+    for c in track.corpora:
+        for d in c.documents:
+            if d.target_index is None and d.target_data_stream is None:
+                if len(track.indices) == 1:
+                    d.target_index = track.indices[0].name
+
+
+def _check_corpora_refs(track: Track, file: Path) -> None:
+    for i, c in enumerate(track.corpora):
+        for j, d in enumerate(c.documents):
+            if d.generator is None:
+                continue
+            where = f"{file}: corpora[{i}].documents[{j}]"
+            if d.generator.name not in GENERATORS:
+                raise TrackError(
+                    f"{where}.generator.name: unknown generator '{d.generator.name}': "
+                    f"use one of {', '.join(sorted(GENERATORS))}"
+                )
+            if d.includes_action_and_meta_data:
+                raise TrackError(
+                    f"{where}: generated documents have no action-and-meta-data lines; "
+                    f"remove includes-action-and-meta-data"
+                )
+    names = {c.name for c in track.corpora}
+    for ch in track.challenges:
+        for t in ch.tasks():
+            if t.operation.operation_type != "bulk":
+                continue
+            wanted = t.operation.params.get("corpora")
+            wanted = [wanted] if isinstance(wanted, str) else (wanted or [])
+            missing = [w for w in wanted if w not in names]
+            if missing:
+                raise TrackError(
+                    f"{file}: operation '{t.operation.name}' uses corpora {', '.join(missing)} "
+                    f"that the track does not define (it defines: {', '.join(sorted(names)) or 'none'})"
+                )
+            if not names:
+                raise TrackError(f"{file}: task '{t.name}' is a bulk but the track defines no corpora")

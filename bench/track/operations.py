@@ -1,0 +1,63 @@
+"""The operation types bench can run, and the load-time checks of their parameters.
+
+The driver owns the runners; this module only says which types exist so a track that asks for
+anything else fails when it is loaded, not minutes into a race.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.errors import TrackError
+
+# type -> parameters that must be present (Rally names them "mandatory parameters").
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "bulk": ("bulk-size",),
+    "search": (),
+    "create-index": (),
+    "delete-index": (),
+    "cluster-health": (),
+    "refresh": (),
+    "force-merge": (),
+    "put-settings": ("body",),
+    "index-stats": (),
+    "raw-request": ("path",),
+    "sleep": ("duration",),
+}
+
+SUPPORTED_OPERATION_TYPES: frozenset[str] = frozenset(_REQUIRED)
+BULK = "bulk"
+
+
+def check_operation(name: str, op_type: str, params: dict[str, Any], *, track_file: str) -> None:
+    """Raise TrackError when the type is unknown or a mandatory parameter is missing or mistyped."""
+    if op_type not in SUPPORTED_OPERATION_TYPES:
+        raise TrackError(
+            f"{track_file}: operation '{name}' has unsupported operation-type '{op_type}': "
+            f"use one of {', '.join(sorted(SUPPORTED_OPERATION_TYPES))}"
+        )
+    for key in _REQUIRED[op_type]:
+        if key not in params:
+            raise TrackError(f"{track_file}: operation '{name}' ({op_type}) needs the parameter '{key}'")
+    if op_type == BULK:
+        size = params["bulk-size"]
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise TrackError(
+                f"{track_file}: operation '{name}' has bulk-size {size!r}: use a positive integer"
+            )
+        corpora = params.get("corpora")
+        if corpora is not None and not (
+            isinstance(corpora, str)
+            or (isinstance(corpora, list) and all(isinstance(c, str) for c in corpora))
+        ):
+            raise TrackError(
+                f"{track_file}: operation '{name}' has corpora {corpora!r}: use a name or a list of names"
+            )
+    if op_type == "sleep":
+        d = params["duration"]
+        if not isinstance(d, (int, float)) or isinstance(d, bool) or d < 0:
+            raise TrackError(f"{track_file}: operation '{name}' has duration {d!r}: use seconds >= 0")
+    if op_type == "raw-request" and not str(params["path"]).startswith("/"):
+        raise TrackError(
+            f"{track_file}: operation '{name}' has path {params['path']!r}: it must start with '/'"
+        )

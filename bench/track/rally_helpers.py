@@ -1,0 +1,168 @@
+"""The Jinja2 environment Rally tracks are rendered in.
+
+Mirrors what Rally gives a track: ``{% import "rally.helpers" as rally with context %}`` (macros
+``collect`` and ``exists_set_param``), the global ``now`` (epoch seconds), ``glob`` (relative to the
+track folder) and the ``days_ago`` filter; ``{% include %}`` resolves relative to the track folder.
+Track parameters are globals, so included and collected files see them too.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import re
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jinja2 import meta, nodes
+
+HELPERS_NAME = "rally.helpers"
+
+# Same macros (and so the same output) as Rally's, so existing tracks render byte-for-byte alike.
+HELPERS = """
+{% macro collect(parts) -%}
+    {% set comma = joiner() %}
+    {% for part in glob(parts) %}
+        {{ comma() }}
+        {% include part %}
+    {% endfor %}
+{%- endmacro %}
+{% macro exists_set_param(setting_name, value, default_value=None, comma=True) -%}
+    {% if value is defined or default_value is not none %}
+        {% if comma %} , {% endif %}
+        {% if default_value is not none %}
+          "{{ setting_name }}": {{ value | default(default_value) | tojson }}
+        {% else %}
+          "{{ setting_name }}": {{ value | tojson }}
+        {% endif %}
+    {% endif %}
+{%- endmacro %}
+"""
+
+# Rally inlines ``{{ rally.collect(parts="...") }}`` as text before rendering so that variables set
+# in track.json are visible in the collected parts; we do the same.
+COLLECT_RE = re.compile(r"{{\s*rally\.collect\(parts=\"(.+?(?=\"))\"\)\s*}}")
+
+
+def _to_datetime(value: Any, date_format: str) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, (int, float)):
+        return datetime.fromtimestamp(value, timezone.utc)
+    if isinstance(value, str):
+        return datetime.strptime(value, date_format).replace(tzinfo=timezone.utc)
+    raise TypeError(f"days_ago cannot use {value!r} ({type(value).__name__}) as a date")
+
+
+def days_ago(start_date: Any, end_date: Any, date_format: str = "%d-%m-%Y") -> int:
+    """Whole days from start_date to end_date (Rally's filter: ``{{'15-05-1998' | days_ago(now)}}``)."""
+    return (_to_datetime(end_date, date_format) - _to_datetime(start_date, date_format)).days
+
+
+def relative_glob(root: Path, pattern: str) -> list[str]:
+    """Files matching ``pattern`` under ``root``, as sorted paths relative to root (stable order)."""
+    return sorted(str(Path(p).relative_to(root)) for p in _glob.glob(str(root / pattern)))
+
+
+def make_environment(
+    root: Path, params: dict[str, Any] | None = None, *, now: float | None = None
+) -> jinja2.Environment:
+    # Helpers first so a track cannot shadow them (as in Rally).
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(
+            [jinja2.DictLoader({HELPERS_NAME: HELPERS}), jinja2.FileSystemLoader(str(root))]
+        ),
+        keep_trailing_newline=True,
+    )
+    for k, v in (params or {}).items():
+        env.globals[k] = v
+    # Internal names win over user params, like in Rally.
+    env.globals["now"] = time.time() if now is None else now
+    env.globals["glob"] = lambda pattern: relative_glob(root, pattern)
+    env.filters["days_ago"] = days_ago
+    return env
+
+
+INTERNAL_NAMES = frozenset({"now", "glob"})
+
+
+def assemble(root: Path, source: str, base: Path | None = None) -> str:
+    """``source`` with every ``rally.collect(parts=...)`` replaced by the matching files joined by commas."""
+    base = base or root
+
+    def repl(m: re.Match[str]) -> str:
+        pattern = m.group(1)
+        files = sorted(_glob.glob(str(base / pattern)))
+        texts = [assemble(root, Path(f).read_text(encoding="utf-8"), Path(f).parent) for f in files]
+        return ",\n".join(texts)
+
+    return COLLECT_RE.sub(repl, source)
+
+
+def _collect_patterns(ast: nodes.Template) -> list[str]:
+    """Constant ``parts`` of every ``rally.collect(...)`` call left in a template (non-inlined forms)."""
+    out = []
+    for call in ast.find_all(nodes.Call):
+        if isinstance(call.node, nodes.Getattr) and call.node.attr == "collect":
+            for kw in call.kwargs:
+                if kw.key == "parts" and isinstance(kw.value, nodes.Const):
+                    out.append(kw.value.value)
+            for arg in call.args[:1]:
+                if isinstance(arg, nodes.Const):
+                    out.append(arg.value)
+    return out
+
+
+def template_files(env: jinja2.Environment, root: Path, name: str) -> list[str]:
+    """``name`` and every file it includes, imports or collects (recursively), relative to root."""
+    seen: list[str] = []
+    todo = [name]
+    while todo:
+        cur = todo.pop()
+        if cur in seen or cur == HELPERS_NAME:
+            continue
+        seen.append(cur)
+        source = (root / cur).read_text(encoding="utf-8")
+        ast = env.parse(source, name=cur, filename=str(root / cur))
+        for ref in meta.find_referenced_templates(ast):
+            if ref and (root / ref).is_file():
+                todo.append(ref)
+        for m in COLLECT_RE.findall(source) + _collect_patterns(ast):
+            todo.extend(relative_glob(root, m))
+    return seen
+
+
+def _declared(ast: nodes.Template) -> set[str]:
+    """Names a template assigns (``set``, ``import ... as``, ``from ... import``)."""
+    out: set[str] = set()
+    for node in ast.find_all((nodes.Assign, nodes.AssignBlock)):
+        out |= {n.name for n in node.target.find_all(nodes.Name)} | (
+            {node.target.name} if isinstance(node.target, nodes.Name) else set()
+        )
+    for imp in ast.find_all(nodes.Import):
+        out.add(imp.target)
+    for imp in ast.find_all(nodes.FromImport):
+        out |= {n if isinstance(n, str) else n[1] for n in imp.names}
+    return out
+
+
+def used_variables(env: jinja2.Environment, root: Path, names: list[str]) -> set[str]:
+    """Variables the templates read from outside (candidate track parameters).
+
+    ``names[0]`` is the main template: what it declares (e.g. ``rally`` from the helpers import, or a
+    ``{% set %}``) is visible to the files it includes or collects, so it is not a parameter there.
+    """
+    used: set[str] = set()
+    main_declared: set[str] = set()
+    for i, n in enumerate(names):
+        ast = env.parse((root / n).read_text(encoding="utf-8"), name=n, filename=str(root / n))
+        found = meta.find_undeclared_variables(ast)
+        if i == 0:
+            main_declared = _declared(ast)
+        else:
+            found -= main_declared
+        used |= found
+    builtins = set(jinja2.Environment().globals)
+    return used - INTERNAL_NAMES - builtins

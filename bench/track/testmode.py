@@ -1,0 +1,36 @@
+"""Test mode (Rally's --test-mode): shrink a track so it runs in seconds and shows that it works.
+
+1000 documents per document set, no warmup, time periods of at most 10 s, at most one iteration per
+client, and no throttling.
+"""
+
+from __future__ import annotations
+
+from bench.track.model import Track
+
+TEST_MODE_DOCS = 1000
+TEST_MODE_MAX_TIME_PERIOD = 10.0
+
+
+def apply_test_mode(track: Track) -> Track:
+    """Shrink ``track`` in place (and return it) following Rally's test-mode rules."""
+    for corpus in track.corpora:
+        for docs in corpus.documents:
+            docs.document_count = min(docs.document_count, TEST_MODE_DOCS)
+            # Sizes refer to the full corpus and no longer apply.
+            docs.compressed_bytes = None
+            docs.uncompressed_bytes = None
+    for challenge in track.challenges:
+        for task in challenge.tasks():
+            if task.warmup_time_period is not None:
+                task.warmup_time_period = 0
+            if task.time_period is not None:
+                task.time_period = min(task.time_period, TEST_MODE_MAX_TIME_PERIOD)
+            if task.warmup_iterations is not None:
+                task.warmup_iterations = 0
+            if task.iterations is not None:
+                # Iterations count per client (Rally: "iterations that each client executes").
+                task.iterations = 1
+            task.target_throughput = None
+            task.target_interval = None
+    return track

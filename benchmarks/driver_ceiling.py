@@ -1,0 +1,113 @@
+"""Driver ceiling: how many docs/s can bench's load driver push on this machine?
+
+Starts the null bulk sink (bench.nullsink: answers every _bulk with a canned success) on 127.0.0.1 and
+runs a real `bench race` against it with the nginx corpus (bulk 5,000, 8 clients, 60 s by default).
+Reports docs/s and MB/s (from the stored samples, warmup excluded) and the CPU cores the driver used
+(bench's process tree, sink excluded) and the sink used.
+
+    python benchmarks/driver_ceiling.py [--workers 1] [--sink-processes 1] [--time-period 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from bench.nullsink import free_port, start_in_background
+from bench.store import TrialStore
+
+HERE = Path(__file__).resolve().parent
+
+
+def tree_cpu(proc: psutil.Process) -> float:
+    """CPU seconds of a process and its live children (children that exited are in cpu_times().children_*)."""
+    total = 0.0
+    procs = [proc]
+    try:
+        procs += proc.children(recursive=True)
+    except psutil.NoSuchProcess:
+        pass
+    for p in procs:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workers", type=int, default=1, help="bench --worker-processes")
+    ap.add_argument("--sink-processes", type=int, default=1)
+    ap.add_argument("--time-period", type=int, default=60)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--bulk-size", type=int, default=5000)
+    a = ap.parse_args()
+
+    port = free_port()
+    sinks = start_in_background(port, a.sink_processes)
+    home = tempfile.mkdtemp(prefix="bench-ceiling-")
+    env = {**os.environ, "BENCH_HOME": home, "BENCH_CACHE": os.environ.get("BENCH_CACHE", str(Path.home() / ".bench"))}
+    params = f"bulk_size:{a.bulk_size},clients:{a.clients},time_period:{a.time_period}"
+    cmd = [sys.executable, "-m", "bench", "--quiet", "race", f"--track-path={HERE / 'tracks' / 'driver-ceiling'}",
+           f"--target-hosts=127.0.0.1:{port}", f"--track-params={params}", f"--worker-processes={a.workers}",
+           "--report-format=json"]
+    sink_ps = [psutil.Process(s.pid) for s in sinks]
+    sink_cpu0 = sum(tree_cpu(p) for p in sink_ps)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ps = psutil.Process(proc.pid)
+    # CPU is sampled while the measured phase runs (after corpus preparation and warmup).
+    peak_cpu, t_cpu0, t_wall0, measured = 0.0, None, None, None
+    while proc.poll() is None:
+        time.sleep(1)
+        with TrialStore(Path(home) / "bench.db") as store:
+            trials = store.list_trials(1) if (Path(home) / "bench.db").exists() else []
+            n = 0
+            if trials:
+                n = int(store.conn.execute("SELECT COUNT(*) FROM samples WHERE trial_id=? AND warmup=0",
+                                           (trials[0].id,)).fetchone()[0])
+        if n and t_cpu0 is None:
+            t_cpu0, t_wall0, s0 = tree_cpu(ps), time.monotonic(), sum(tree_cpu(p) for p in sink_ps)
+        if t_cpu0 is not None:
+            try:
+                measured = (tree_cpu(ps) - t_cpu0, time.monotonic() - t_wall0, sum(tree_cpu(p) for p in sink_ps) - s0)
+            except psutil.NoSuchProcess:
+                pass
+    out, err = proc.communicate()
+    for s in sinks:
+        s.terminate()
+    if proc.returncode != 0:
+        sys.exit(f"race failed ({proc.returncode}): {err[-2000:]}")
+    with TrialStore(Path(home) / "bench.db") as store:
+        trial = store.list_trials(1)[0]
+        df = store.samples(trial.id)
+    m = df[~df["warmup"]]
+    start = m["absolute_time"].min()
+    end = (m["absolute_time"] + m["latency"]).max()
+    dur = end - start
+    docs, mb = m["units"].sum() / dur, m["bytes_sent"].sum() / dur / 1e6
+    driver_cores = measured[0] / measured[1] if measured else float("nan")
+    sink_cores = measured[2] / measured[1] if measured else float("nan")
+    result = {
+        "docs_per_s": round(docs), "mb_per_s": round(mb, 1), "driver_cpu_cores": round(driver_cores, 2),
+        "sink_cpu_cores": round(sink_cores, 2), "requests": int(len(m)), "errors": int((~m["success"]).sum()),
+        "measured_s": round(dur, 1), "bulk_size": a.bulk_size, "clients": a.clients, "workers": a.workers,
+        "sink_processes": a.sink_processes, "machine": f"{platform.node()} {psutil.cpu_count()} cores, "
+        f"{psutil.virtual_memory().total / 2**30:.0f} GiB, Python {platform.python_version()}",
+        "avg_doc_bytes": round(m["bytes_sent"].sum() / max(1, m["units"].sum()), 1),
+    }
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""Shared fixtures. Every test gets a fresh BENCH_HOME (its own trial store and logs) while downloads
+stay cached in BENCH_CACHE; tests that only need *a* cluster share one real Elasticsearch per session."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.provision.model import ClusterInfo
+from tests.esnode import default_cache, start_cluster
+
+
+@pytest.fixture(autouse=True)
+def bench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "bench-home"
+    monkeypatch.setenv("BENCH_HOME", str(home))
+    monkeypatch.setenv("BENCH_CACHE", default_cache())
+    return home
+
+
+@pytest.fixture(scope="session")
+def es_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
+    """One real single-node Elasticsearch for the whole session (benchmark-only races use it)."""
+    os.environ.setdefault("BENCH_CACHE", default_cache())
+    provisioner, info = start_cluster(tmp_path_factory.mktemp("session-cluster"), car=["defaults", "1gheap"])
+    try:
+        yield info
+    finally:
+        provisioner.stop_all()
+
+
+@pytest.fixture
+def es_target(es_cluster: ClusterInfo) -> str:
+    """--target-hosts value for the session cluster."""
+    return ",".join(h.removeprefix("http://") for h in es_cluster.hosts)
