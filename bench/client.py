@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import socket
 import ssl
 from pathlib import Path
 from typing import Any
@@ -171,7 +173,7 @@ class RawHttp:
 
     async def __aenter__(self) -> "RawHttp":
         conn = aiohttp.TCPConnector(limit=self._connections, ssl=self._ssl if self._ssl is not None else False,
-                                    ttl_dns_cache=None, enable_cleanup_closed=True)
+                                    ttl_dns_cache=None, enable_cleanup_closed=True, socket_factory=_socket)
         # skip_auto_headers: no Accept-Encoding negotiation or per-request UA work on the hot path.
         self._session = aiohttp.ClientSession(connector=conn, timeout=self._timeout, headers=self._headers,
                                               skip_auto_headers=("User-Agent",), auto_decompress=True)
@@ -228,6 +230,19 @@ class RawHttp:
             return status, raw.decode(errors="replace")
 
 
+# A send buffer large enough for most of a bulk body lets one send() take it, instead of asyncio copying
+# the rest into its own buffer and trickling it out over many loop iterations.
+SEND_BUFFER = int(os.environ.get("BENCH_SEND_BUFFER", 4 << 20))
+
+
+def _socket(addr_info: Any) -> socket.socket:
+    family, type_, proto, _, _ = addr_info
+    sock = socket.socket(family=family, type=type_, proto=proto)
+    if SEND_BUFFER > 0:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+    return sock
+
+
 def _param(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -248,6 +263,10 @@ def describe_connection_error(url: str, exc: BaseException) -> ClusterError:
     if "wrong version number" in low or "ssl" in low and "record" in low:
         return ClusterError(f"TLS handshake with {url} failed ({text[:120]}): does the cluster speak "
                             f"{'https' if url.startswith('https') else 'http'}? set use_ssl accordingly")
+    if "server disconnected" in low and url.startswith("http://"):
+        # An https-only node closes plain-HTTP connections without an answer.
+        return ClusterError(f"cannot reach {url}: the server closed the connection without answering - if the "
+                            f"cluster uses TLS, pass --client-options=use_ssl:true")
     if "refused" in low or "cannot connect" in low or "connect call failed" in low:
         return ClusterError(f"cannot connect to {url}: connection refused - is the cluster running and "
                             f"--target-hosts right?")
@@ -279,7 +298,8 @@ async def check_cluster(target: ClusterTarget) -> dict[str, Any]:
     if status == 403:
         raise ClusterError(f"{url} refused the request (HTTP 403): the user lacks the 'monitor' privilege")
     if status >= 400:
-        raise ClusterError(f"{url} answered HTTP {status} to GET _nodes: {redact.redact_text(body[:200].decode(errors='replace'))}")
+        snippet = " ".join(body[:200].decode(errors="replace").split())  # one line, even for an HTML page
+        raise ClusterError(f"{url} answered HTTP {status} to GET _nodes: {redact.redact_text(snippet)}")
     try:
         data = json.loads(body)
     except ValueError:
