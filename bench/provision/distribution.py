@@ -1,0 +1,224 @@
+"""Obtain an unpacked engine distribution: download (verified, cached), unpack, or use a local one.
+
+Downloads go to ``<archive>.part`` and are renamed only after the checksum matched, so a partial or
+corrupt archive is never used. A cached archive is verified again on every use; if it no longer
+matches it is deleted and downloaded again. Unpacked installs are keyed by the archive's checksum.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import stat
+import tarfile
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+from pathlib import Path
+
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from bench.errors import ProvisionError
+from bench.home import distributions_dir
+from bench.provision.model import ENGINES, Checksum
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 1 << 20
+_TIMEOUT = 60.0
+_UNPACKED_MARKER = ".bench-unpacked"
+
+
+def distribution_url(engine: str, version: str, repository: str | None = None) -> str:
+    """The archive URL: the repository template (or the engine's default) with ``{version}`` filled in."""
+    layout = _layout(engine)
+    template = repository or layout.default_repository
+    if "{version}" not in template and "{{VERSION}}" not in template:
+        log.info("distribution repository %s has no {version} placeholder; using it as is", template)
+    return template.replace("{{VERSION}}", version).replace("{version}", version)
+
+
+def checksum_algorithm(url: str, checksum: Checksum = "auto") -> str | None:
+    """sha1 for Maven-style zips, sha512 for official tarballs, unless configured explicitly."""
+    if checksum == "none":
+        return None
+    if checksum != "auto":
+        return checksum
+    return "sha512" if url.endswith((".tar.gz", ".tgz")) or "artifacts.elastic.co" in url else "sha1"
+
+
+def obtain_distribution(engine: str, version: str, repository: str | None = None,
+                        distribution_path: Path | None = None, checksum: Checksum = "auto") -> Path:
+    """The unpacked install dir (contains ``bin/``) of the requested distribution, from the cache if possible."""
+    layout = _layout(engine)
+    if distribution_path is not None:
+        return _local_distribution(Path(distribution_path).expanduser(), layout.binary)
+    url = distribution_url(engine, version, repository)
+    archive = download_archive(url, checksum)
+    return unpack(archive, _file_digest(archive, "sha1"), layout.binary)
+
+
+def download_archive(url: str, checksum: Checksum = "auto") -> Path:
+    """The verified archive for url in the distributions cache, downloaded if missing or corrupt."""
+    name = Path(urllib.parse.urlparse(url).path).name
+    if not name.endswith((".zip", ".tar.gz", ".tgz")):
+        raise ProvisionError(f"distribution URL {url} does not end in .zip, .tar.gz or .tgz; "
+                             "fix the repository template (--distribution-repository)")
+    # One folder per URL, so two mirrors serving different files under one name never collide.
+    folder = distributions_dir() / f"{name}-{hashlib.sha1(url.encode()).hexdigest()[:10]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    archive = folder / name
+    algo = checksum_algorithm(url, checksum)
+    expected = _expected_checksum(url, algo, archive) if algo else None
+
+    if archive.exists():
+        if expected is None or _file_digest(archive, algo) == expected:
+            log.info("using cached distribution %s", archive)
+            return archive
+        log.warning("cached distribution %s does not match its %s checksum; downloading it again", archive, algo)
+        archive.unlink()
+
+    part = archive.with_name(archive.name + ".part")
+    _fetch(url, part)
+    if algo and expected:
+        actual = _file_digest(part, algo)
+        if actual != expected:
+            part.unlink(missing_ok=True)
+            raise ProvisionError(f"checksum mismatch for {url}: expected {algo} {expected}, got {actual}; "
+                                 "the download is corrupt or the mirror serves a different file")
+        (folder / f"{name}.{algo}").write_text(expected + "\n")
+    os.replace(part, archive)
+    return archive
+
+
+def unpack(archive: Path, digest: str, binary: str) -> Path:
+    """Unpack archive once into the cache (keyed by digest); returns the install dir."""
+    target = distributions_dir() / "unpacked" / digest
+    if (target / _UNPACKED_MARKER).exists():
+        return _install_root(target, binary, archive)
+    shutil.rmtree(target, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".unpack-", dir=target.parent))
+    try:
+        _extract(archive, tmp)
+        (tmp / _UNPACKED_MARKER).write_text(str(archive) + "\n")
+        os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return _install_root(target, binary, archive)
+
+
+def _local_distribution(path: Path, binary: str) -> Path:
+    if not path.exists():
+        raise ProvisionError(f"distribution_path {path} does not exist; point it at a .zip/.tar.gz archive "
+                             "or an unpacked install")
+    if path.is_dir():
+        return _install_root(path, binary, path)
+    if not path.name.endswith((".zip", ".tar.gz", ".tgz")):
+        raise ProvisionError(f"distribution_path {path} is neither a folder nor a .zip/.tar.gz archive")
+    return unpack(path, _file_digest(path, "sha1"), binary)
+
+
+def _install_root(folder: Path, binary: str, source: Path) -> Path:
+    """folder itself or its single top-level subfolder, whichever contains the engine's binary."""
+    if (folder / binary).is_file():
+        return folder
+    subdirs = [p for p in folder.iterdir() if p.is_dir()]
+    if len(subdirs) == 1 and (subdirs[0] / binary).is_file():
+        return subdirs[0]
+    raise ProvisionError(f"{source} does not contain {binary}; is it a distribution of the right engine?")
+
+
+def _extract(archive: Path, dest: Path) -> None:
+    try:
+        if archive.name.endswith(".zip"):
+            with zipfile.ZipFile(archive) as zf:
+                for info in zf.infolist():
+                    out = Path(zf.extract(info, dest))
+                    # zipfile drops Unix modes; restore them so bin/ scripts stay executable.
+                    mode = (info.external_attr >> 16) & 0o777
+                    if mode and not info.is_dir():
+                        out.chmod(mode)
+                    elif not info.is_dir() and "/bin/" in f"/{info.filename}":
+                        out.chmod(0o755)
+        else:
+            with tarfile.open(archive, "r:*") as tf:
+                tf.extractall(dest, filter="tar")
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as e:
+        raise ProvisionError(f"cannot unpack {archive}: {e}; delete it and try again") from e
+    # Everything readable by the unprivileged node user, who gets a copy of this tree.
+    for root, dirs, files in os.walk(dest):
+        for d in dirs:
+            p = os.path.join(root, d)
+            os.chmod(p, os.stat(p).st_mode | 0o755)
+        for f in files:
+            p = os.path.join(root, f)
+            os.chmod(p, os.stat(p).st_mode | stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+
+
+def _expected_checksum(url: str, algo: str, archive: Path) -> str:
+    """The published checksum (first token of ``<url>.<algo>``); the stored copy when offline."""
+    stored = archive.with_name(f"{archive.name}.{algo}")
+    try:
+        with urllib.request.urlopen(f"{url}.{algo}", timeout=_TIMEOUT) as resp:
+            text = resp.read(4096).decode("ascii", "replace")
+    except urllib.error.HTTPError as e:
+        raise ProvisionError(f"cannot fetch checksum {url}.{algo}: HTTP {e.code}; the mirror must publish it "
+                             "(or set checksum: none in the car config to skip verification)") from e
+    except (urllib.error.URLError, OSError) as e:
+        if archive.exists() and stored.exists():
+            log.warning("cannot fetch %s.%s (%s); verifying the cached archive against the stored checksum",
+                        url, algo, e)
+            return stored.read_text().strip()
+        raise ProvisionError(f"cannot fetch checksum {url}.{algo}: {e}; check the network or the repository") from e
+    token = text.split()[0].lower() if text.split() else ""
+    expected_len = {"sha1": 40, "sha512": 128}[algo]
+    if len(token) != expected_len or any(c not in "0123456789abcdef" for c in token):
+        raise ProvisionError(f"checksum file {url}.{algo} does not hold a {algo} digest (got {text[:60]!r})")
+    return token
+
+
+def _fetch(url: str, dest: Path) -> None:
+    log.info("downloading %s", url)
+    try:
+        with urllib.request.urlopen(url, timeout=_TIMEOUT) as resp, open(dest, "wb") as out:
+            total = int(resp.headers.get("Content-Length") or 0) or None
+            with Progress(TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(),
+                          TransferSpeedColumn(), TimeRemainingColumn(), transient=True) as progress:
+                task = progress.add_task(f"Downloading {Path(dest.name).stem}", total=total)
+                while chunk := resp.read(_CHUNK):
+                    out.write(chunk)
+                    progress.update(task, advance=len(chunk))
+            if total is not None and out.tell() != total:
+                raise ProvisionError(f"download of {url} ended after {out.tell()} of {total} bytes; try again")
+    except BaseException as e:
+        # Never leave a partial .part behind (also on Ctrl-C).
+        dest.unlink(missing_ok=True)
+        if isinstance(e, urllib.error.HTTPError):
+            raise ProvisionError(f"cannot download {url}: HTTP {e.code}; check the version and repository") from e
+        if isinstance(e, (urllib.error.URLError, OSError)):
+            raise ProvisionError(f"cannot download {url}: {e}; check the network or the repository") from e
+        raise
+
+
+def _file_digest(path: Path, algo: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, algo).hexdigest()
+
+
+def _layout(engine: str):
+    try:
+        return ENGINES[engine]
+    except KeyError:
+        raise ProvisionError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}") from None

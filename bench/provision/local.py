@@ -1,0 +1,481 @@
+"""Start and stop real Elasticsearch/OpenSearch nodes on 127.0.0.1.
+
+Each node gets its own copy of the unpacked distribution, its own config/data/log folders and free
+ports. Nodes are owned by a guard process (bench/provision/guard.py) so they die with bench, even on
+``kill -9``, unless ``stop_all(keep=True)`` detaches them. As root, nodes run as an unprivileged user
+under /var/tmp/bench-nodes (root's home is not traversable for that user).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Self
+
+import psutil
+import yaml
+from pydantic import SecretStr
+
+from bench.errors import ConfigError, ProvisionError
+from bench.provision import ports as portalloc
+from bench.provision.car import CarConfig, load_car
+from bench.provision.distribution import obtain_distribution
+from bench.provision.java import resolve_java_home
+from bench.provision.model import ENGINES, ClusterInfo, ClusterSpec, EngineLayout, NodeInfo
+from bench.provision.osuser import NodeUser, chown_tree, make_traversable, node_user, popen_user_kwargs
+from bench.redact import redact_text, register_secret
+
+log = logging.getLogger(__name__)
+
+ROOT_NODES_BASE = Path("/var/tmp/bench-nodes")
+STOP_GRACE = 30.0
+_TAIL_LINES = 20
+# Keys bench owns: a car overriding them would break port allocation, health checks or cleanup.
+_MANAGED = ("cluster.name", "node.name", "network.host", "http.port", "transport.port", "path.data", "path.logs")
+
+
+@dataclass
+class _Node:
+    info: NodeInfo
+    cluster: str
+    base: Path
+    console_log: Path
+    pid_file: Path
+    guard: subprocess.Popen | None = None
+    stopped: bool = False
+
+
+@dataclass
+class _Cluster:
+    info: ClusterInfo
+    nodes: list[_Node] = field(default_factory=list)
+
+
+class LocalProvisioner:
+    """Provisions any number of named clusters for one trial; use as a context manager to always stop them."""
+
+    def __init__(self, trial_id: str, trial_dir: Path):
+        self.trial_id = re.sub(r"[^A-Za-z0-9_.-]", "_", trial_id) or "trial"
+        self.trial_dir = Path(trial_dir)
+        self._clusters: dict[str, _Cluster] = {}
+        self._lock = threading.Lock()
+
+    # -- public API -------------------------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop_all()
+
+    @property
+    def clusters(self) -> dict[str, ClusterInfo]:
+        return {name: c.info for name, c in self._clusters.items()}
+
+    def start(self, spec: ClusterSpec, timeout: float = 120.0) -> ClusterInfo:
+        """Install, configure and start spec.nodes nodes; returns once the cluster is yellow/green."""
+        with self._lock:
+            if spec.name in self._clusters:
+                raise ConfigError(f"cluster name {spec.name!r} is used twice in this race; give each cluster its own name")
+            self._clusters[spec.name] = _Cluster(info=ClusterInfo(name=spec.name, engine=spec.engine, version="",
+                                                                  car=spec.car, nodes=[]))
+        cluster = self._clusters[spec.name]
+        try:
+            return self._start(spec, cluster, timeout)
+        except BaseException:
+            try:
+                self._stop_cluster(cluster, keep=False)
+                self._remove_empty_folders()
+            finally:
+                with self._lock:
+                    self._clusters.pop(spec.name, None)
+            raise
+
+    def stop_all(self, keep: bool = False) -> list[str]:
+        """Stop every node (SIGTERM, then SIGKILL after 30 s), keep their logs in the trial dir, delete their
+        data unless keep. keep=True leaves the nodes running on their own and returns how to reach/stop them."""
+        messages: list[str] = []
+        for cluster in reversed(list(self._clusters.values())):
+            messages += self._stop_cluster(cluster, keep)
+        for m in messages:
+            log.info("%s", m)
+        self._remove_empty_folders()
+        return messages
+
+    def _remove_empty_folders(self) -> None:
+        base = ROOT_NODES_BASE / self.trial_id if os.geteuid() == 0 else self.trial_dir / "nodes"
+        for folder in [*(base / name for name in self._clusters), base]:
+            try:
+                folder.rmdir()  # only succeeds when empty, i.e. nothing was kept
+            except OSError:
+                pass
+
+    def processes(self) -> dict[str, list[psutil.Process]]:
+        """node name -> the node's live processes (launcher JVM and server JVM)."""
+        out: dict[str, list[psutil.Process]] = {}
+        for cluster in self._clusters.values():
+            for node in cluster.nodes:
+                out[node.info.name] = _node_processes(node)
+        return out
+
+    def node_log_paths(self) -> dict[str, Path]:
+        return {n.info.name: n.info.log_dir for c in self._clusters.values() for n in c.nodes}
+
+    # -- start ------------------------------------------------------------------------------------------
+
+    def _start(self, spec: ClusterSpec, cluster: _Cluster, timeout: float) -> ClusterInfo:
+        layout = ENGINES[spec.engine]
+        car = load_car(spec.car, spec.car_params)
+        if car.security and layout.users_tool is None:
+            raise ConfigError(f"car {','.join(spec.car)}: the security mixin is supported for elasticsearch only, "
+                              f"not {spec.engine}")
+        if car.trial_license and spec.engine != "elasticsearch":
+            raise ConfigError(f"car {','.join(spec.car)}: trial-license is for elasticsearch only, not {spec.engine}")
+        java_home = resolve_java_home(spec.java_home, layout)
+        pairs = portalloc.node_ports(spec.nodes, spec.http_port)  # fails before anything is started
+        try:
+            source = obtain_distribution(spec.engine, spec.version, spec.repository or car.repository,
+                                         spec.distribution_path, checksum=spec.checksum or car.checksum or "auto")
+            user = node_user()
+            if user:
+                log.info("running as root: nodes of cluster %s run as unprivileged user %s (uid %d)",
+                         spec.name, user.name, user.uid)
+            username = password = None
+            if car.security:
+                username, password = car.security.user, secrets.token_urlsafe(24)
+                register_secret(password)
+            names = [f"{spec.name}-{i}" for i in range(spec.nodes)]
+            for i, (http, transport) in enumerate(pairs):
+                node = self._prepare_node(spec, layout, car, source, java_home, user, names, pairs, i)
+                cluster.nodes.append(node)
+                cluster.info.nodes.append(node.info)
+                if car.security:
+                    self._add_user(node, layout, java_home, user, car.security.role, username, password)
+            for node in cluster.nodes:
+                self._launch(node, layout, car, java_home, user)
+        finally:
+            portalloc.release([p for pair in pairs for p in pair])
+        cluster.info.username = username
+        cluster.info.password = SecretStr(password) if password else None
+        auth = (username, password) if password else None
+        self._wait_healthy(cluster, spec.nodes, auth, timeout)
+        cluster.info.version = self._version(cluster, auth)
+        for node in cluster.nodes:
+            node.info.pid = _server_pid(node)
+        if car.trial_license:
+            self._start_trial(cluster, auth)
+        log.info("cluster %s (%s %s) is up: %s", spec.name, spec.engine, cluster.info.version,
+                 ", ".join(cluster.info.hosts))
+        return cluster.info
+
+    def _nodes_base(self) -> Path:
+        if os.geteuid() == 0:
+            base = ROOT_NODES_BASE / self.trial_id
+            base.mkdir(parents=True, exist_ok=True)
+            for p in (ROOT_NODES_BASE, base):
+                os.chmod(p, 0o755)
+            return base
+        base = self.trial_dir / "nodes"
+        base.mkdir(parents=True, exist_ok=True)
+        return base
+
+    def _prepare_node(self, spec: ClusterSpec, layout: EngineLayout, car: CarConfig, source: Path, java_home: Path,
+                      user: NodeUser | None, names: list[str], pairs: list[tuple[int, int]], i: int) -> _Node:
+        name = names[i]
+        http, transport = pairs[i]
+        base = self._nodes_base() / spec.name / name
+        if base.exists():
+            shutil.rmtree(base)
+        home, data, logs = base / "install", base / "data", base / "logs"
+        shutil.copytree(source, home, symlinks=True)
+        data.mkdir(parents=True)
+        logs.mkdir(parents=True)
+        settings: dict[str, Any] = {k: v for k, v in car.settings.items() if k not in _MANAGED}
+        if spec.engine == "opensearch":
+            # Elasticsearch-only keys (e.g. xpack.security.enabled in the defaults car) would stop OpenSearch.
+            settings = {k: v for k, v in settings.items() if not k.startswith("xpack.")}
+        settings.update({"cluster.name": spec.name, "node.name": name, "network.host": portalloc.HOST,
+                         "http.port": http, "transport.port": transport, "path.data": str(data),
+                         "path.logs": str(logs)})
+        if spec.nodes == 1:
+            settings["discovery.type"] = "single-node"
+        else:
+            settings["discovery.seed_hosts"] = [f"{portalloc.HOST}:{t}" for _, t in pairs]
+            settings["cluster.initial_master_nodes"] = names
+        conf = home / "config"
+        (conf / layout.config_file).write_text(
+            "# Written by bench from car " + ",".join(car.names) + "\n" + yaml.safe_dump(settings, sort_keys=False))
+        (conf / "jvm.options.d").mkdir(exist_ok=True)
+        (conf / "jvm.options.d" / "bench.options").write_text("\n".join(car.heap_options() + car.jvm_options) + "\n")
+        node = _Node(info=NodeInfo(name=name, http_port=http, transport_port=transport, home=home, log_dir=logs,
+                                   data_dir=data),
+                     cluster=spec.name, base=base, console_log=logs / "console.log", pid_file=base / "node.pid")
+        chown_tree(base, user)
+        make_traversable(base)
+        for plugin in spec.plugins:
+            self._install_plugin(node, layout, java_home, user, Path(plugin).expanduser())
+        return node
+
+    def _env(self, node: _Node, layout: EngineLayout, java_home: Path, car: CarConfig | None) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in ("ES_JAVA_OPTS", "OPENSEARCH_JAVA_OPTS", "JAVA_TOOL_OPTIONS")}
+        env.update(car.env if car else {})
+        env[layout.java_home_env] = str(java_home)
+        env[layout.path_conf_env] = str(node.info.home / "config")
+        env["HOME"] = str(node.base)  # the node user has no home; tools want one
+        return env
+
+    def _run_tool(self, node: _Node, layout: EngineLayout, java_home: Path, user: NodeUser | None, argv: list[str],
+                  what: str) -> None:
+        try:
+            res = subprocess.run(argv, cwd=node.info.home, env=self._env(node, layout, java_home, None),
+                                 capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, check=False,
+                                 **popen_user_kwargs(user))
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise ProvisionError(f"{what} for node {node.info.name} failed: {redact_text(str(e))}") from None
+        if res.returncode != 0:
+            out = redact_text((res.stdout + res.stderr).strip().replace("\n", " | "))[-400:]
+            raise ProvisionError(f"{what} for node {node.info.name} failed (exit {res.returncode}): {out}")
+
+    def _add_user(self, node: _Node, layout: EngineLayout, java_home: Path, user: NodeUser | None, role: str,
+                  username: str, password: str) -> None:
+        tool = str(node.info.home / layout.users_tool)
+        # The password is on this short-lived command line only; it is never logged (errors are redacted).
+        self._run_tool(node, layout, java_home, user, [tool, "useradd", username, "-p", password, "-r", role],
+                       f"creating file-realm user {username!r}")
+
+    def _install_plugin(self, node: _Node, layout: EngineLayout, java_home: Path, user: NodeUser | None,
+                        plugin: Path) -> None:
+        if plugin.is_dir():
+            target = node.info.home / "plugins" / plugin.name
+            shutil.copytree(plugin, target)
+            chown_tree(target, user)
+        elif plugin.is_file() and plugin.suffix == ".zip":
+            local = node.base / plugin.name  # a copy the node user can read
+            shutil.copy2(plugin, local)
+            chown_tree(local, user)
+            self._run_tool(node, layout, java_home, user,
+                           [str(node.info.home / layout.plugin_tool), "install", "--batch", local.as_uri()],
+                           f"installing plugin {plugin}")
+        else:
+            raise ConfigError(f"plugin {plugin} is neither a plugin folder nor a .zip file; fix --plugins")
+
+    def _launch(self, node: _Node, layout: EngineLayout, car: CarConfig, java_home: Path,
+                user: NodeUser | None) -> None:
+        spec = {"argv": [str(node.info.home / layout.binary), "-p", str(node.pid_file)],
+                "cwd": str(node.info.home), "env": self._env(node, layout, java_home, car),
+                "console_log": str(node.console_log), "grace": STOP_GRACE,
+                "user": {"uid": user.uid, "gid": user.gid} if user else None}
+        with open(node.base / "guard.log", "ab") as guard_log:
+            # start_new_session: a terminal Ctrl-C reaches bench only, which then stops nodes in order.
+            guard = subprocess.Popen([sys.executable, "-m", "bench.provision.guard"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=guard_log, start_new_session=True, text=True,
+                                     cwd=str(node.base))
+        node.guard = guard
+        node.info.guard_pid = guard.pid
+        assert guard.stdin and guard.stdout
+        guard.stdin.write(json.dumps(spec) + "\n")
+        guard.stdin.flush()
+        line = guard.stdout.readline()
+        try:
+            node.info.launcher_pid = int(json.loads(line)["launcher_pid"])
+        except (ValueError, KeyError, TypeError):
+            raise ProvisionError(f"node {node.info.name} of cluster {node.cluster} could not be launched; "
+                                 f"see {node.base / 'guard.log'}") from None
+        log.info("started node %s (pid %d) http://%s:%d", node.info.name, node.info.launcher_pid,
+                 node.info.host, node.info.http_port)
+
+    # -- health -----------------------------------------------------------------------------------------
+
+    def _wait_healthy(self, cluster: _Cluster, expected_nodes: int, auth: tuple[str, str] | None,
+                      timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last = "no answer yet"
+        while True:
+            for node in cluster.nodes:
+                if node.guard is not None and node.guard.poll() is not None or not _launcher_alive(node):
+                    raise self._node_failure(node, "exited during startup")
+            for node in cluster.nodes:
+                try:
+                    status, body = _http("GET", node.info, "/_cluster/health", auth, timeout=5)
+                except OSError as e:
+                    last = f"{node.info.name}: {e}"
+                    continue
+                if status == 401:
+                    raise ProvisionError(f"cluster {cluster.info.name} rejects bench's credentials (HTTP 401); "
+                                         f"see {node.console_log}")
+                if status == 200 and body.get("status") in ("yellow", "green") \
+                        and body.get("number_of_nodes", 0) >= expected_nodes:
+                    return
+                last = f"{node.info.name}: HTTP {status} {json.dumps(body)[:200]}"
+                break
+            if time.monotonic() > deadline:
+                raise self._node_failure(cluster.nodes[0], f"did not become healthy within {timeout:.0f} s "
+                                                           f"(last answer: {last})")
+            time.sleep(0.5)
+
+    def _node_failure(self, node: _Node, what: str) -> ProvisionError:
+        tail = _tail(node.console_log, _TAIL_LINES)
+        m = re.search(r"(?:Failed to bind to|BindException).*?(\d+\.\d+\.\d+\.\d+):(\d+)", tail) \
+            if "Address already in use" in tail else None
+        if "Address already in use" in tail:
+            port = m.group(2) if m else f"{node.info.http_port} or {node.info.transport_port}"
+            what = f"could not bind port {port} on {node.info.host} (Address already in use)"
+        head = f"node {node.info.name} of cluster {node.cluster} {what}; see {node.console_log}"
+        return ProvisionError(head + ("\n" + tail if tail else ""))
+
+    def _version(self, cluster: _Cluster, auth: tuple[str, str] | None) -> str:
+        # Not GET /: the integ-test zip lacks the module serving it (405).
+        status, body = _http("GET", cluster.nodes[0].info, "/_nodes/_all/version", auth, timeout=30)
+        versions = sorted({n.get("version", "") for n in (body.get("nodes") or {}).values()} - {""})
+        if status != 200 or not versions:
+            raise ProvisionError(f"cluster {cluster.info.name}: GET _nodes gave HTTP {status} without versions")
+        return versions[0] if len(versions) == 1 else ",".join(versions)
+
+    def _start_trial(self, cluster: _Cluster, auth: tuple[str, str] | None) -> None:
+        status, body = _http("POST", cluster.nodes[0].info, "/_license/start_trial?acknowledge=true", auth, timeout=30)
+        already = "already activated" in json.dumps(body)
+        if status != 200 or not (body.get("trial_was_started") or already):
+            raise ProvisionError(f"cluster {cluster.info.name}: starting the trial license failed: HTTP {status} "
+                                 f"{json.dumps(body)[:300]}")
+        log.info("cluster %s: trial license started", cluster.info.name)
+
+    # -- stop -------------------------------------------------------------------------------------------
+
+    def _stop_cluster(self, cluster: _Cluster, keep: bool) -> list[str]:
+        messages: list[str] = []
+        for node in reversed(cluster.nodes):
+            if node.stopped:
+                continue
+            if keep and node.guard is not None and node.guard.poll() is None:
+                _send(node.guard, "detach")
+                self._copy_logs(node)
+                node.stopped = True
+                messages.append(f"kept node {node.info.name} of cluster {cluster.info.name} running at "
+                                f"http://{node.info.host}:{node.info.http_port} (files in {node.base}); "
+                                f"stop it with: kill -TERM {node.guard.pid}")
+                continue
+            self._stop_node(node)
+            self._copy_logs(node)
+            if not keep:
+                shutil.rmtree(node.base, ignore_errors=True)
+            node.stopped = True
+        return messages
+
+    def _stop_node(self, node: _Node) -> None:
+        procs = _node_processes(node)
+        guard = node.guard
+        if guard is not None and guard.poll() is None:
+            guard.send_signal(signal.SIGTERM)
+            try:
+                guard.wait(timeout=STOP_GRACE + 20)
+            except subprocess.TimeoutExpired:
+                log.warning("node %s: guard did not stop in time; killing it and the node", node.info.name)
+                guard.kill()
+                guard.wait(timeout=10)
+        # Whatever survived (e.g. the guard was killed) is killed now: no orphan JVMs.
+        _, alive = psutil.wait_procs(procs, timeout=5)
+        for p in alive:
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(alive, timeout=10)
+        for stream in (guard.stdin, guard.stdout) if guard else ():
+            try:
+                stream.close()
+            except OSError:
+                pass
+        log.info("stopped node %s", node.info.name)
+
+    def _copy_logs(self, node: _Node) -> None:
+        target = self.trial_dir / "logs" / node.cluster / node.info.name
+        if node.info.log_dir.is_dir():
+            shutil.copytree(node.info.log_dir, target, dirs_exist_ok=True)
+        guard_log = node.base / "guard.log"
+        if guard_log.is_file():
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(guard_log, target / "guard.log")
+
+
+# -- helpers ----------------------------------------------------------------------------------------------
+
+
+def _send(guard: subprocess.Popen, line: str) -> None:
+    try:
+        assert guard.stdin
+        guard.stdin.write(line + "\n")
+        guard.stdin.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _launcher_alive(node: _Node) -> bool:
+    if node.info.launcher_pid is None:
+        return True
+    try:
+        return psutil.Process(node.info.launcher_pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _node_processes(node: _Node) -> list[psutil.Process]:
+    if node.info.launcher_pid is None:
+        return []
+    try:
+        launcher = psutil.Process(node.info.launcher_pid)
+        if node.info.guard_pid and launcher.ppid() != node.info.guard_pid:
+            return []  # pid reused by something else
+        return [launcher, *launcher.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _server_pid(node: _Node) -> int | None:
+    try:
+        return int(node.pid_file.read_text().strip())
+    except (OSError, ValueError):
+        procs = _node_processes(node)
+        return procs[-1].pid if procs else None
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 64 * 1024))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return redact_text("\n".join(text.splitlines()[-lines:]))
+
+
+def _http(method: str, node: NodeInfo, path: str, auth: tuple[str, str] | None,
+          timeout: float) -> tuple[int, dict[str, Any]]:
+    req = urllib.request.Request(f"http://{node.host}:{node.http_port}{path}", method=method)
+    if auth:
+        token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+        req.add_header("Authorization", f"Basic {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            status, raw = resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        status, raw = e.code, e.read()
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError:
+        body = {"raw": raw[:200].decode("utf-8", "replace")}
+    return status, body if isinstance(body, dict) else {"value": body}

@@ -1,0 +1,114 @@
+"""Pydantic models at the provisioner's boundary: what to start (ClusterSpec) and what runs (ClusterInfo)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+Engine = Literal["elasticsearch", "opensearch"]
+Checksum = Literal["auto", "sha1", "sha512", "none"]
+
+
+class EngineLayout(BaseModel):
+    """What differs between Elasticsearch and OpenSearch installs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    engine: Engine
+    default_repository: str
+    binary: str  # relative to the install dir
+    config_file: str
+    java_home_env: str
+    path_conf_env: str
+    users_tool: str | None  # file-realm user tool; None when the engine has none
+    plugin_tool: str
+
+
+ENGINES: dict[str, EngineLayout] = {
+    "elasticsearch": EngineLayout(
+        engine="elasticsearch",
+        default_repository="https://repo1.maven.org/maven2/org/elasticsearch/distribution/integ-test-zip/"
+        "elasticsearch/{version}/elasticsearch-{version}.zip",
+        binary="bin/elasticsearch",
+        config_file="elasticsearch.yml",
+        java_home_env="ES_JAVA_HOME",
+        path_conf_env="ES_PATH_CONF",
+        users_tool="bin/elasticsearch-users",
+        plugin_tool="bin/elasticsearch-plugin",
+    ),
+    "opensearch": EngineLayout(
+        engine="opensearch",
+        default_repository="https://repo1.maven.org/maven2/org/opensearch/distribution/integ-test-zip/"
+        "opensearch/{version}/opensearch-{version}.zip",
+        binary="bin/opensearch",
+        config_file="opensearch.yml",
+        java_home_env="OPENSEARCH_JAVA_HOME",
+        path_conf_env="OPENSEARCH_PATH_CONF",
+        users_tool=None,
+        plugin_tool="bin/opensearch-plugin",
+    ),
+}
+
+
+class ClusterSpec(BaseModel):
+    """One cluster to provision locally. A race may provision several (e.g. leader + follower)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    nodes: int = Field(default=1, ge=1, le=32)
+    car: list[str] = Field(default_factory=lambda: ["defaults"], min_length=1)
+    car_params: dict[str, Any] = Field(default_factory=dict)
+    engine: Engine = "elasticsearch"
+    version: str = "8.19.21"
+    repository: str | None = None  # URL template with {version}
+    checksum: Checksum | None = None  # None: from the car config, else "auto"
+    distribution_path: Path | None = None
+    plugins: list[Path] = Field(default_factory=list)
+    http_port: int | None = Field(default=None, ge=1, le=65535)  # base port; None = free ports
+    java_home: Path | None = None
+
+    @field_validator("car")
+    @classmethod
+    def _strip_car(cls, v: list[str]) -> list[str]:
+        return [c.strip() for c in v if c.strip()]
+
+
+class NodeInfo(BaseModel):
+    name: str
+    host: str = "127.0.0.1"
+    http_port: int
+    transport_port: int
+    pid: int | None = None  # the server JVM (what host telemetry should watch)
+    launcher_pid: int | None = None  # bin/elasticsearch's launcher JVM, parent of the server JVM
+    guard_pid: int | None = None  # bench's guard process that owns the launcher
+    home: Path  # this node's own install copy
+    log_dir: Path
+    data_dir: Path | None = None
+
+
+class ClusterInfo(BaseModel):
+    name: str
+    engine: str
+    version: str
+    car: list[str]
+    nodes: list[NodeInfo]
+    username: str | None = None
+    password: SecretStr | None = None
+
+    @property
+    def hosts(self) -> list[str]:
+        return [f"http://{n.host}:{n.http_port}" for n in self.nodes]
+
+    @property
+    def transport_addresses(self) -> list[str]:
+        return [f"{n.host}:{n.transport_port}" for n in self.nodes]
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for elasticsearch-py's (Async)Elasticsearch reaching this cluster."""
+        kw: dict[str, Any] = {"hosts": self.hosts}
+        if self.username and self.password is not None:
+            kw["basic_auth"] = (self.username, self.password.get_secret_value())
+        return kw
