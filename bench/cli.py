@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     r = sub.add_parser("race", help="run a benchmark (a trial) and print its summary")
+    # Rally users write 'race --quiet'; SUPPRESS keeps 'bench --quiet race' working too.
+    r.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress display")
     r.add_argument("--track", help="built-in track name (see 'bench list tracks')")
     r.add_argument("--track-path", help="a folder containing track.json (e.g. an unchanged Rally track)")
     r.add_argument("--track-params", help="k:v,k2:v2 or a JSON file")
@@ -65,9 +67,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--keep-cluster", action="store_true", help="leave the local cluster running")
     r.add_argument("--worker-processes", type=int, default=1,
                    help="load driver processes (clients are dealt out to them; default 1)")
+    r.add_argument("--telemetry", help="telemetry devices, e.g. node-stats,ccr-stats,host (see 'bench list telemetry')")
+    r.add_argument("--telemetry-params", help="k:v,... or a JSON file, e.g. node-stats-sample-interval:5")
+    r.add_argument("--telemetry-profile", help="a profile from telemetry/ (e.g. ccr, default) or a YAML file")
 
-    ls = sub.add_parser("list", help="list trials, tracks or cars")
-    ls.add_argument("what", choices=["trials", "tracks", "cars"])
+    ls = sub.add_parser("list", help="list trials, tracks, cars or telemetry devices")
+    ls.add_argument("what", choices=["trials", "tracks", "cars", "telemetry"])
     ls.add_argument("--limit", type=int, default=30)
 
     sh = sub.add_parser("show", help="print the summary of a stored trial")
@@ -102,7 +107,9 @@ def _race(a: argparse.Namespace, console: Console) -> int:
             target_hosts=a.target_hosts, client_options=raw_client_options, test_mode=a.test_mode,
             on_error=a.on_error, user_tags=_kv_list(a.user_tag, "--user-tag"), report_format=a.report_format,
             report_file=a.report_file, keep_cluster=a.keep_cluster, worker_processes=a.worker_processes,
-            progress=not a.quiet)
+            progress=not a.quiet,
+            telemetry=[d.strip() for d in (a.telemetry or "").split(",") if d.strip()],
+            telemetry_params=_params(a.telemetry_params, "--telemetry-params"), telemetry_profile=a.telemetry_profile)
     except ValidationError as e:
         err = e.errors()[0]
         raise ConfigError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
@@ -121,6 +128,15 @@ def _list(a: argparse.Namespace, console: Console) -> int:
 
         rows = [(t.name, t.description, ", ".join(t.challenges), t.default_challenge) for t in list_tracks()]
         console.print(tabulate(rows, headers=["Name", "Description", "Challenges", "Default"]), markup=False)
+    elif a.what == "telemetry":
+        from bench.telemetry import device_table
+        from bench.telemetry.config import available_profiles, load_profile
+
+        console.print(tabulate(device_table(), headers=["Device", "Parameter", "Default", "Description"]),
+                      markup=False)
+        profiles = [(n, ",".join(load_profile(n).devices), load_profile(n).description) for n in available_profiles()]
+        if profiles:
+            console.print("\n" + tabulate(profiles, headers=["Profile", "Devices", "Description"]), markup=False)
     elif a.what == "cars":
         from bench.provision.car import list_cars
 
@@ -173,9 +189,10 @@ def _setup_logging() -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    # soft_wrap: an error (or a trial id) stays one line however narrow the terminal is.
-    console = Console(soft_wrap=True)
-    err = Console(stderr=True, soft_wrap=True)
+    # soft_wrap: an error (or a trial id) stays one line however narrow the terminal is; emoji=False: user
+    # text such as host 'a:b:c' must not turn ':b:' into an emoji.
+    console = Console(soft_wrap=True, emoji=False)
+    err = Console(stderr=True, soft_wrap=True, emoji=False)
     try:
         _setup_logging()
         if args.command == "race":

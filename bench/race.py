@@ -31,6 +31,7 @@ from bench.report import render_summary, write_report
 from bench.samples import RequestSample
 from bench.store import TrialInfo, TrialStore, machine_info, new_trial_id, utcnow
 from bench.summary import Summary, summarize
+from bench.telemetry import attach_telemetry, race_context, resolve_telemetry, start_telemetry
 from bench.track.corpus import bulk_documents, prepare_corpora
 from bench.track.loader import find_track, load_track
 from bench.track.model import Challenge, DocumentsSpec, Track
@@ -69,6 +70,8 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
                        ignore_unused=opts.ignore_unused_track_params, test_mode=opts.test_mode)
     challenge = track.challenge(opts.challenge)
     client_options = parse_client_options(opts.client_options)
+    # bad telemetry devices, parameters or profiles fail before anything starts
+    resolve_telemetry(opts.telemetry, opts.telemetry_params, opts.telemetry_profile)
     if not opts.target_hosts:
         load_car(opts.car, opts.car_params)  # bad car names or params fail before anything starts
         named = {}
@@ -107,7 +110,9 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
                                                    provisioner, console))
         status = "complete"
     except (KeyboardInterrupt, _Interrupted, RaceInterrupted) as e:
-        status, error = "aborted", f"interrupted ({e or 'Ctrl-C'})"
+        # str(KeyboardInterrupt()) is empty: name the signal ourselves.
+        reason = str(e) or ("SIGTERM" if isinstance(e, _Interrupted) else "Ctrl-C")
+        status, error = "aborted", f"interrupted ({reason})"
         raise RaceInterrupted(f"race {trial.id} interrupted: stored as aborted with the samples taken so far") \
             from None
     except BenchError as e:
@@ -147,9 +152,8 @@ def _documents_per_task(track: Track, challenge: Challenge) -> dict[str, list[Do
 
 def _summary_of_stored(store: TrialStore, trial_id: str, totals: ClusterTotals | None) -> Summary | None:
     df = store.samples(trial_id)
-    if df.empty:
-        return None
-    return summarize(df, totals)
+    summary = summarize(df, totals) if not df.empty else None
+    return attach_telemetry(summary, store.telemetry(trial_id))
 
 
 def _health_check(provisioner: LocalProvisioner | None):  # type: ignore[no-untyped-def]
@@ -160,8 +164,11 @@ def _health_check(provisioner: LocalProvisioner | None):  # type: ignore[no-unty
         for node, procs in provisioner.processes().items():
             alive = [p for p in procs if _running(p)]
             if not alive:
-                log_path = provisioner.node_log_paths().get(node)
-                return f"node {node} died during the race (see {log_path})"
+                # Point at the trial's copy of the logs: the node's own folder is deleted when it is stopped.
+                cluster = next((c for c, info in provisioner.clusters.items()
+                                if any(n.name == node for n in info.nodes)), "")
+                log_path = provisioner.trial_dir / "logs" / cluster / node
+                return f"node {node} died during the race (logs: {log_path})"
         return None
 
     return check
@@ -204,10 +211,18 @@ async def _drive(opts: RaceOptions, store: TrialStore, trial_id: str, track: Tra
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, coord.interrupt, "Ctrl-C" if sig == signal.SIGINT else "SIGTERM")
     coord.start()
+    telemetry = None
     try:
+        telemetry = await start_telemetry(
+            resolve_telemetry(opts.telemetry, opts.telemetry_params, opts.telemetry_profile),
+            race_context(targets, clusters, provisioner, coord.worker_pids), store, trial_id)
         await coord.run_challenge(track, challenge.schedule, documents)
     finally:
-        coord.close()
+        try:
+            if telemetry is not None:
+                await telemetry.stop()  # the last samples, also when the race failed or was aborted
+        finally:
+            coord.close()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         if pending:

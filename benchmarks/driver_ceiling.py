@@ -63,16 +63,17 @@ def main() -> None:
            f"--target-hosts=127.0.0.1:{port}", f"--track-params={params}", f"--worker-processes={a.workers}",
            "--report-format=json"]
     sink_ps = [psutil.Process(s.pid) for s in sinks]
-    sink_cpu0 = sum(tree_cpu(p) for p in sink_ps)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ps = psutil.Process(proc.pid)
     # CPU is sampled while the measured phase runs (after corpus preparation and warmup).
-    peak_cpu, t_cpu0, t_wall0, measured = 0.0, None, None, None
+    t_cpu0, t_wall0, measured = None, None, None
     while proc.poll() is None:
         time.sleep(1)
+        n = 0
+        if not (Path(home) / "bench.db").exists():
+            continue
         with TrialStore(Path(home) / "bench.db") as store:
-            trials = store.list_trials(1) if (Path(home) / "bench.db").exists() else []
-            n = 0
+            trials = store.list_trials(1)
             if trials:
                 n = int(store.conn.execute("SELECT COUNT(*) FROM samples WHERE trial_id=? AND warmup=0",
                                            (trials[0].id,)).fetchone()[0])

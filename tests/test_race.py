@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import psutil
-import pytest
 
 from bench.cli import main
 from bench.store import TrialStore

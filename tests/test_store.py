@@ -7,7 +7,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 

@@ -1,0 +1,271 @@
+"""Faults during real races, through the real CLI in a subprocess: wrong credentials (and that no password
+leaks anywhere), a node dying mid-race, Ctrl-C and SIGTERM. Each must end with one clear line on stderr,
+the right exit code, the trial stored with the right status and the samples taken so far, and no JVM left."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import secrets
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from bench.home import project_root
+from bench.store import TrialInfo, TrialStore
+from tests.esnode import default_cache, running_cluster
+from tests.test_cli_errors import one_line_error
+
+pytestmark = pytest.mark.timeout(420)
+
+# A search loop long enough to be interrupted: it only ends by a fault.
+LONG_TRACK = """{
+  "version": 2,
+  "description": "a search loop that runs for two minutes",
+  "indices": [{"name": "loop"}],
+  "operations": [
+    {"name": "search-loop", "operation-type": "search", "index": "loop", "body": {"query": {"match_all": {}}}}
+  ],
+  "schedule": [
+    {"operation": {"operation-type": "create-index"}},
+    {"operation": "search-loop", "clients": 2, "time-period": 120}
+  ]
+}
+"""
+
+
+class RaceProcess:
+    """``python -m bench race ...`` in its own process, stdout/stderr to files (no pipe can fill up)."""
+
+    _count = 0
+
+    def __init__(self, home: Path, args: list[str]) -> None:
+        self.home = home
+        RaceProcess._count += 1
+        stem = home.parent / f"race-{RaceProcess._count}"
+        self.out_file, self.err_file = stem.with_suffix(".out"), stem.with_suffix(".err")
+        env = {**os.environ, "BENCH_HOME": str(home), "BENCH_CACHE": default_cache()}
+        with open(self.out_file, "wb") as out, open(self.err_file, "wb") as err:
+            self.proc = subprocess.Popen([sys.executable, "-m", "bench", "race", "--quiet", *args], env=env,
+                                         cwd=project_root(), stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        self.trial_id: str | None = None
+
+    @property
+    def stdout(self) -> str:
+        return self.out_file.read_text(errors="replace")
+
+    @property
+    def stderr(self) -> str:
+        return self.err_file.read_text(errors="replace")
+
+    def wait_for(self, what: str, check, timeout: float) -> None:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout
+        while not check():
+            if self.proc.poll() is not None:
+                pytest.fail(f"bench ended (exit {self.proc.returncode}) before {what}: {self.stderr[-2000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no {what} within {timeout:.0f} s; stdout: {self.stdout[-2000:]}")
+            time.sleep(0.3)
+
+    def wait_trial(self, timeout: float = 60) -> str:
+        def found() -> bool:
+            m = re.search(r"Trial ([0-9a-f]{32})", self.stdout)
+            self.trial_id = m.group(1) if m else None
+            return self.trial_id is not None
+
+        self.wait_for("trial id", found, timeout)
+        assert self.trial_id
+        return self.trial_id
+
+    def samples(self) -> int:
+        try:
+            with sqlite3.connect(f"file:{self.home / 'bench.db'}?mode=ro", uri=True, timeout=5) as db:
+                return int(db.execute("SELECT count(*) FROM samples WHERE trial_id = ?",
+                                      (self.trial_id,)).fetchone()[0])
+        except sqlite3.Error:
+            return 0
+
+    def wait_measuring(self, timeout: float = 180) -> None:
+        self.wait_for("samples in the store", lambda: self.samples() > 0, timeout)
+
+    def wait_exit(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"bench did not exit within {timeout:.0f} s; stderr: {self.stderr[-2000:]}")
+
+    def cleanup(self) -> None:
+        """Whatever the test did: no bench and no JVM of this trial outlive it."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        if self.trial_id:
+            for p in jvms_of(self.trial_id):
+                p.kill()
+
+
+def jvms_of(trial_id: str) -> list[psutil.Process]:
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            cmd = " ".join(p.info["cmdline"] or [])
+        except psutil.Error:
+            continue
+        if "java" in cmd and trial_id in cmd:
+            out.append(p)
+    return out
+
+
+def no_jvm_left(trial_id: str, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while jvms_of(trial_id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert jvms_of(trial_id) == [], f"JVMs of trial {trial_id} are still running"
+
+
+def stored_trial(home: Path, trial_id: str) -> tuple[TrialInfo, int]:
+    with TrialStore(home / "bench.db") as store:
+        return store.get_trial(trial_id), len(store.samples(trial_id))
+
+
+@pytest.fixture
+def long_track(tmp_path: Path) -> Path:
+    folder = tmp_path / "long-track"
+    folder.mkdir()
+    (folder / "track.json").write_text(LONG_TRACK)
+    return folder
+
+
+@pytest.fixture
+def race(tmp_path: Path) -> Iterator[list[RaceProcess]]:
+    started: list[RaceProcess] = []
+    yield started
+    for r in started:
+        r.cleanup()
+
+
+def start_race(race: list[RaceProcess], home: Path, *args: str) -> RaceProcess:
+    r = RaceProcess(home, list(args))
+    race.append(r)
+    return r
+
+
+# -- credentials --------------------------------------------------------------------------------------------
+
+
+def test_wrong_credentials_then_right_ones_and_no_password_leaks(tmp_path: Path,
+                                                                 race: list[RaceProcess]) -> None:
+    with running_cluster(tmp_path / "secure", car=["defaults", "512mheap", "security"]) as info:
+        assert info.username and info.password is not None
+        right = info.password.get_secret_value()
+        wrong = "Wr0ng-" + secrets.token_urlsafe(12)
+        target = f"--target-hosts={info.hosts[0].removeprefix('http://')}"
+        home = tmp_path / "bench-home-auth"
+        report = tmp_path / "report.md"
+
+        bad = start_race(race, home, "--track=nginx", "--test-mode", target,
+                         f"--client-options=basic_auth_user:{info.username},basic_auth_password:{wrong}")
+        assert bad.wait_exit(120) != 0
+        one_line_error(bad.stderr, "authentication failed", info.hosts[0], "basic_auth_password")
+        trial, _ = stored_trial(home, bad.wait_trial())
+        assert trial.status == "failed" and "authentication failed" in (trial.error or "")
+        outputs = bad.stdout + bad.stderr
+
+        good = start_race(race, home, "--track=nginx", "--test-mode", target, f"--report-file={report}",
+                          "--report-format=markdown",
+                          f"--client-options=basic_auth_user:{info.username},basic_auth_password:{right}")
+        assert good.wait_exit(240) == 0, good.stderr
+        trial, taken = stored_trial(home, good.wait_trial())
+        assert trial.status == "complete" and taken > 0
+        assert trial.options["client_options"]["basic_auth_user"] == info.username
+        outputs += good.stdout + good.stderr
+
+    files = [p for p in home.rglob("*") if p.is_file()] + [report]
+    assert home / "bench.db" in files and home / "logs" / "bench.log" in files and report.stat().st_size > 0
+    for pw in (right, wrong):
+        forms = [pw, base64.b64encode(f"{info.username}:{pw}".encode()).decode()]  # also as a Basic header
+        for form in forms:
+            assert form not in outputs
+            for f in files:
+                assert form.encode() not in f.read_bytes(), f"a password leaked into {f}"
+
+
+def test_local_race_with_security_car_uses_generated_credentials(tmp_path: Path, race: list[RaceProcess]) -> None:
+    home = tmp_path / "bench-home-sec"
+    r = start_race(race, home, "--track=nginx", "--test-mode", "--car=defaults,512mheap,security")
+    assert r.wait_exit(300) == 0, r.stderr
+    trial, taken = stored_trial(home, r.wait_trial())
+    assert trial.status == "complete" and taken > 0
+    assert "Traceback" not in r.stderr
+    no_jvm_left(trial.id)
+
+
+# -- faults while measuring ---------------------------------------------------------------------------------
+
+
+def test_node_dying_during_the_race_fails_it(tmp_path: Path, long_track: Path, race: list[RaceProcess]) -> None:
+    home = tmp_path / "bench-home-death"
+    r = start_race(race, home, f"--track-path={long_track}", "--car=defaults,512mheap")
+    trial_id = r.wait_trial()
+    r.wait_measuring()
+    servers = [p for p in jvms_of(trial_id) if "org.elasticsearch.bootstrap.Elasticsearch" in " ".join(p.cmdline())]
+    assert len(servers) == 1, servers
+    servers[0].kill()
+    killed_at = time.monotonic()
+
+    rc = r.wait_exit(60)
+    assert time.monotonic() - killed_at < 30
+    assert rc not in (0, 130)
+    line = one_line_error(r.stderr, "node default-0", "died")
+    trial, taken = stored_trial(home, trial_id)
+    assert trial.status == "failed" and "default-0" in (trial.error or "")
+    assert taken > 0
+    # The node's logs are pointed at where they are kept after the race (the node folder is deleted).
+    log_dir = Path(line.split("logs: ", 1)[1].rstrip(")"))
+    assert (log_dir / "console.log").is_file(), line
+    no_jvm_left(trial_id)
+
+
+@pytest.mark.parametrize("sig, reason", [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")],
+                         ids=["SIGINT", "SIGTERM"])
+def test_signal_while_measuring_aborts_with_samples(sig: signal.Signals, reason: str, tmp_path: Path,
+                                                    long_track: Path, race: list[RaceProcess]) -> None:
+    home = tmp_path / "bench-home-signal"
+    r = start_race(race, home, f"--track-path={long_track}", "--car=defaults,512mheap")
+    trial_id = r.wait_trial()
+    r.wait_measuring()
+    r.proc.send_signal(sig)
+
+    assert r.wait_exit(90) == 130
+    one_line_error(r.stderr, "interrupted", trial_id, "aborted")
+    trial, taken = stored_trial(home, trial_id)
+    assert trial.status == "aborted" and trial.error == f"interrupted ({reason})"
+    assert taken > 0
+    no_jvm_left(trial_id)
+
+
+def test_ctrl_c_while_the_node_starts(tmp_path: Path, long_track: Path, race: list[RaceProcess]) -> None:
+    home = tmp_path / "bench-home-early"
+    r = start_race(race, home, f"--track-path={long_track}", "--car=defaults,512mheap")
+    trial_id = r.wait_trial()
+    r.wait_for("a starting JVM", lambda: bool(jvms_of(trial_id)), 120)
+    r.proc.send_signal(signal.SIGINT)
+
+    assert r.wait_exit(90) == 130
+    one_line_error(r.stderr, "interrupted", trial_id)
+    trial, taken = stored_trial(home, trial_id)
+    assert trial.status == "aborted" and trial.error == "interrupted (Ctrl-C)"
+    assert taken == 0
+    no_jvm_left(trial_id)
