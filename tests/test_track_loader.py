@@ -426,3 +426,14 @@ def test_unknown_generator_is_a_load_error(tmp_path):
         r"'geonames': use one of http_logs, nginx",
     ):
         load_track(tmp_path / "t", {})
+
+
+def test_declared_but_unused_unsupported_operation_is_tolerated(tmp_path):
+    # Rally tracks declare operations their challenges may not use; only a used one is an error.
+    (tmp_path / "track.json").write_text(json.dumps({
+        "version": 2,
+        "operations": [{"name": "stats", "operation-type": "node-stats"},
+                       {"name": "nap", "operation-type": "sleep", "duration": 0.01}],
+        "schedule": [{"operation": "nap"}]}))
+    track = load_track(tmp_path, {})
+    assert [t.operation.name for t in track.challenges[0].tasks()] == ["nap"]

@@ -24,7 +24,7 @@ from bench.home import project_root
 from bench.track import rally_helpers
 from bench.track.generators import GENERATORS
 from bench.track.model import Challenge, Operation, Parallel, Task, Track
-from bench.track.operations import check_operation
+from bench.track.operations import SUPPORTED_OPERATION_TYPES, check_operation
 from bench.track.testmode import apply_test_mode
 
 log = logging.getLogger(__name__)
@@ -212,7 +212,10 @@ def _throughput(value: Any) -> Any:
 def _operation(spec: Any, ops: dict[str, Operation], file: Path, where: str) -> Operation:
     if isinstance(spec, str):
         if spec in ops:
-            return ops[spec]
+            # Declared operations are checked where a task uses them (see _operations).
+            op = ops[spec]
+            check_operation(op.name, op.operation_type, op.params, track_file=str(file))
+            return op
         # Rally: an undeclared name is an operation of that type without parameters (e.g. "refresh").
         spec = {"name": spec, "operation-type": spec}
     if not isinstance(spec, dict):
@@ -329,7 +332,10 @@ def _operations(raw: dict[str, Any], file: Path) -> dict[str, Operation]:
         op = _validate(Operation, spec, file, f"operations[{i}]")
         if op.name in ops:
             raise TrackError(f"{file}: operations[{i}]: duplicate operation name '{op.name}'")
-        check_operation(op.name, op.operation_type, op.params, track_file=str(file))
+        # A declared operation of a type bench lacks is only an error when a task uses it: Rally tracks
+        # declare operations (e.g. node-stats) that the challenges a user runs may never touch.
+        if op.operation_type in SUPPORTED_OPERATION_TYPES:
+            check_operation(op.name, op.operation_type, op.params, track_file=str(file))
         ops[op.name] = op
     return ops
 
