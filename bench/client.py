@@ -157,7 +157,8 @@ def es_client(target: ClusterTarget, *, connections: int = 8) -> Any:
 
 
 class RawHttp:
-    """A minimal aiohttp client for the hot path: round-robins over a cluster's hosts."""
+    """The client every runner uses: round-robins over a cluster's hosts. JSON requests go through aiohttp;
+    bulk bodies through ``bench.driver.http1`` pools that hand prepared bytes to the socket uncopied."""
 
     def __init__(self, target: ClusterTarget, *, connections: int) -> None:
         self._urls = target.urls()
@@ -170,6 +171,8 @@ class RawHttp:
         self._timeout = aiohttp.ClientTimeout(total=target.options.timeout)
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
+        self._pools: list[Any] = []
+        self._p = 0
 
     async def __aenter__(self) -> "RawHttp":
         conn = aiohttp.TCPConnector(limit=self._connections, ssl=self._ssl if self._ssl is not None else False,
@@ -180,8 +183,25 @@ class RawHttp:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        for pool in self._pools:
+            pool.close()
         if self._session is not None:
             await self._session.close()
+
+    def _bulk_pools(self) -> list[Any]:
+        if not self._pools:
+            from urllib.parse import urlsplit
+
+            from bench.driver.http1 import Http1Pool
+
+            for url in self._urls:
+                u = urlsplit(url)
+                https = u.scheme == "https"
+                self._pools.append(Http1Pool(u.hostname or "127.0.0.1", u.port or (443 if https else 80),
+                                             headers=self._headers, limit=self._connections,
+                                             ssl_context=self._ssl if https else None,
+                                             timeout=self._timeout.total or 60.0, send_buffer=SEND_BUFFER))
+        return self._pools
 
     def _next_url(self) -> str:
         url = self._urls[self._i]
@@ -190,10 +210,10 @@ class RawHttp:
 
     async def post(self, path: str, body: bytes, *, gzipped: bool = False) -> tuple[int, bytes]:
         """The bulk hot path: send prepared bytes, return status and raw body."""
-        assert self._session is not None
-        headers = {"Content-Encoding": "gzip"} if gzipped else None
-        async with self._session.post(self._next_url() + path, data=body, headers=headers) as resp:
-            return resp.status, await resp.read()
+        pools = self._bulk_pools()
+        pool = pools[self._p]
+        self._p = (self._p + 1) % len(pools)
+        return await pool.post(path, body, b"Content-Encoding: gzip\r\n" if gzipped else b"")
 
     async def request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
                       body: Any = None, headers: dict[str, str] | None = None,

@@ -49,8 +49,9 @@ def normalize_frame(df: pd.DataFrame) -> pd.DataFrame:
         df[col] = df[col].astype(bool)
     for col in ("absolute_time", "relative_time", "latency", "service_time"):
         df[col] = df[col].astype(float)
-    for col in ("client_id", "units", "bytes_sent", "failed_units"):
-        df[col] = df[col].fillna(0).astype("int64")
+    for col in ("client_id", "units", "bytes_sent", "failed_units", "bytes_received", "status"):
+        if col in df:
+            df[col] = df[col].fillna(0).astype("int64")
     df["error_type"] = df["error_type"].astype(object).where(df["error_type"].notna(), None)
     return df
 
@@ -220,9 +221,12 @@ def error_stats(samples_df: pd.DataFrame) -> ErrorStats:
     failed = request_failed(samples_df)
     n_failed = int(failed.sum())
     units = int(samples_df["units"].sum())
-    # A request that failed outright failed all its units; otherwise only its failed items did.
+    # The runner counts failed items where it knows them (a bulk with some failed documents); a request
+    # that failed without such a count failed all its units.
     ok = samples_df["success"].astype(bool)
-    failed_units = int(samples_df.loc[ok, "failed_units"].sum() + samples_df.loc[~ok, "units"].sum())
+    counted = samples_df["failed_units"] > 0
+    failed_units = int(samples_df.loc[counted, "failed_units"].sum()
+                       + samples_df.loc[~ok & ~counted, "units"].sum())
     return ErrorStats(requests=n, failed_requests=n_failed, error_rate=(n_failed / n) if n else 0.0,
                       units=units, failed_units=failed_units,
                       unit_error_rate=(failed_units / units) if units else 0.0)

@@ -145,3 +145,44 @@ def test_readme_race_from_distribution(tmp_path):
     logs = list((Path(os.environ["BENCH_HOME"]) / "trials" / trial.id).rglob("*.log"))
     assert logs, "node logs are kept with the trial"
     assert not java_processes_under(Path("/var/tmp/bench-nodes") / trial.id)
+
+
+def test_gzipped_bulk_bodies_are_indexed(tmp_path, es_target, es_cluster):
+    # http_compress: bodies are gzipped before the clock starts and sent with Content-Encoding: gzip.
+    assert race("--track=nginx", "--challenge=index-only", "--test-mode", f"--target-hosts={es_target}",
+                "--client-options=http_compress:true", "--track-params=bulk_size:250") == 0
+    import urllib.request
+
+    with urllib.request.urlopen(f"{es_cluster.hosts[0]}/nginx/_count") as r:
+        assert json.load(r)["count"] == 1000
+    with TrialStore() as store:
+        df = store.samples(only_trial(store).id)
+    bulk = df[df["operation_type"] == "bulk"]
+    assert bulk["success"].all() and bulk["units"].sum() == 1000
+    # bytes_sent counts the uncompressed body, as Rally does, so MB/s compare across compression settings.
+    assert bulk["bytes_sent"].sum() > 300_000
+
+
+def test_bulk_item_failures_are_counted_per_document(tmp_path, es_target):
+    # Documents that do not fit the mapping fail item by item; the bulk succeeds at HTTP level.
+    data = tmp_path / "docs.json"
+    data.write_text("".join(json.dumps({"n": "not-a-number" if i % 4 == 0 else i}) + "\n" for i in range(100)))
+    track = write_track(
+        tmp_path / "t",
+        [{"operation": {"name": "del", "operation-type": "delete-index"}},
+         {"operation": {"name": "create", "operation-type": "create-index"}},
+         {"operation": {"name": "load", "operation-type": "bulk", "bulk-size": 50}, "clients": 1}],
+        indices=[{"name": "typed", "body": "index.json"}],
+        corpora=[{"name": "c", "documents": [{"source-file": str(data), "document-count": 100,
+                                              "target-index": "typed"}]}])
+    (track / "index.json").write_text(json.dumps({"settings": {"number_of_shards": 1, "number_of_replicas": 0},
+                                                  "mappings": {"properties": {"n": {"type": "long"}}}}))
+    assert race(f"--track-path={track}", f"--target-hosts={es_target}") == 0
+    with TrialStore() as store:
+        trial = only_trial(store)
+        df = store.samples(trial.id)
+        summary = store.summary(trial.id)
+    bulk = df[df["task"] == "load"]
+    assert len(bulk) == 2 and bulk["failed_units"].sum() == 25
+    assert set(bulk["error_type"]) == {"bulk-item-failures"}
+    assert summary.task("load").error_rate == 1.0 and summary.task("load").failed_units == 25

@@ -57,6 +57,7 @@ class Coordinator:
         self._messages: asyncio.Queue[tuple[Any, ...]] | None = None
         self._interrupt: str | None = None
         self._wake: asyncio.Event | None = None
+        self._reader: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -82,10 +83,17 @@ class Coordinator:
                 p.terminate()
                 p.join(2)
         if self._results is not None:
-            # Wake the reader thread so it ends.
+            # Wake the reader thread and wait for it, so it never reads from a queue being torn down.
             self._results.put(("closed",))
+            if self._reader is not None:
+                self._reader.join(5)
+                self._reader = None
         self._procs.clear()
         self._cmds.clear()
+
+    def worker_pids(self) -> list[int]:
+        """The live worker processes (for telemetry: driver CPU must include them)."""
+        return [p.pid for p in self._procs if p.pid is not None and p.is_alive()]
 
     def interrupt(self, reason: str) -> None:
         """Ask the running step to stop (thread-safe from a signal handler on the loop)."""
@@ -101,8 +109,8 @@ class Coordinator:
         self._wake = asyncio.Event()
         if self._interrupt:
             self._wake.set()
-        reader = threading.Thread(target=self._read_results, args=(loop,), daemon=True, name="bench-results")
-        reader.start()
+        self._reader = threading.Thread(target=self._read_results, args=(loop,), daemon=True, name="bench-results")
+        self._reader.start()
         indices = {i.name: i.body_content for i in track.indices}
         for no, step in enumerate(schedule):
             tasks = step.tasks if isinstance(step, Parallel) else [step]
