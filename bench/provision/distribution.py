@@ -20,15 +20,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
-
+from bench.download import fetch
 from bench.errors import ProvisionError
 from bench.home import distributions_dir
 from bench.provision.model import ENGINES, Checksum
@@ -190,26 +182,7 @@ def _expected_checksum(url: str, algo: str, archive: Path) -> str:
 
 
 def _fetch(url: str, dest: Path) -> None:
-    log.info("downloading %s", url)
-    try:
-        with urllib.request.urlopen(url, timeout=_TIMEOUT) as resp, open(dest, "wb") as out:
-            total = int(resp.headers.get("Content-Length") or 0) or None
-            with Progress(TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(),
-                          TransferSpeedColumn(), TimeRemainingColumn(), transient=True) as progress:
-                task = progress.add_task(f"Downloading {Path(dest.name).stem}", total=total)
-                while chunk := resp.read(_CHUNK):
-                    out.write(chunk)
-                    progress.update(task, advance=len(chunk))
-            if total is not None and out.tell() != total:
-                raise ProvisionError(f"download of {url} ended after {out.tell()} of {total} bytes; try again")
-    except BaseException as e:
-        # Never leave a partial .part behind (also on Ctrl-C).
-        dest.unlink(missing_ok=True)
-        if isinstance(e, urllib.error.HTTPError):
-            raise ProvisionError(f"cannot download {url}: HTTP {e.code}; check the version and repository") from e
-        if isinstance(e, (urllib.error.URLError, OSError)):
-            raise ProvisionError(f"cannot download {url}: {e}; check the network or the repository") from e
-        raise
+    fetch(url, dest, error=ProvisionError, hint="; check the version, the repository and the network")
 
 
 def _file_digest(path: Path, algo: str) -> str:

@@ -15,22 +15,13 @@ import hashlib
 import json
 import logging
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import zstandard
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 
+from bench.download import fetch
 from bench.errors import TrackError
 from bench.home import data_dir
 from bench.track.generators import generate_file
@@ -49,6 +40,8 @@ _BUF = 1 << 20
 def bulk_documents(track: Track, op_params: dict[str, Any]) -> list[DocumentsSpec]:
     """The document sets a bulk operation uses: param ``corpora`` (a name or list; default all corpora),
     restricted to the target indices in param ``indices`` when given (Rally semantics)."""
+    if "template" in op_params:
+        return []  # documents rendered from a Loadgen template, not read from a corpus
     wanted = op_params.get("corpora")
     names = [wanted] if isinstance(wanted, str) else list(wanted or [c.name for c in track.corpora])
     indices = op_params.get("indices")
@@ -174,37 +167,9 @@ def count_lines(path: Path) -> int:
 
 def download(url: str, target: Path) -> Path:
     """Download ``url`` to ``target`` (via ``.part``) with a progress bar."""
-    target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name(target.name + ".part")
-    log.info("downloading %s to %s", url, target)
-    try:
-        with urllib.request.urlopen(url, timeout=60) as resp:
-            total = int(resp.headers.get("Content-Length") or 0) or None
-            with Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                DownloadColumn(),
-                TransferSpeedColumn(),
-                TimeRemainingColumn(),
-                transient=True,
-            ) as progress:
-                task = progress.add_task(f"downloading {target.name}", total=total)
-                with open(part, "wb") as out:
-                    while chunk := resp.read(_BUF):
-                        out.write(chunk)
-                        progress.advance(task, len(chunk))
-        if total is not None and part.stat().st_size != total:
-            raise TrackError(
-                f"download of {url} is incomplete ({part.stat().st_size} of {total} bytes): try again"
-            )
-        os.replace(part, target)
-    except urllib.error.HTTPError as e:
-        part.unlink(missing_ok=True)
-        raise TrackError(f"cannot download corpus file {url}: HTTP {e.code} {e.reason}") from None
-    except (urllib.error.URLError, OSError) as e:
-        part.unlink(missing_ok=True)
-        reason = getattr(e, "reason", e)
-        raise TrackError(f"cannot download corpus file {url}: {reason}") from None
+    fetch(url, part, error=TrackError, what="corpus file ")
+    os.replace(part, target)
     return target
 
 
