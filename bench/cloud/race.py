@@ -1,0 +1,169 @@
+"""``bench race --topology=FILE`` with a cloud provider: bring the topology up, install bench on the load
+driver at the orchestrator's version, run the race there against the clusters' private addresses, copy
+the trial (store rows, driver and node logs) back into the local store, and tear everything down —
+on success, failure, Ctrl-C and SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from bench.cloud import lifecycle
+from bench.cloud.collect import import_trial
+from bench.cloud.providers import get_provider
+from bench.cloud.ssh import DriverHost, RemoteHost, client_options_json
+from bench.cloud.topology import Topology
+from bench.errors import ConfigError, ProvisionError, RaceInterrupted
+from bench.home import trials_dir
+from bench.options import RaceOptions
+from bench.provision.car import load_car
+from bench.redact import redact_text
+from bench.report import render_summary, write_report
+from bench.store import TrialStore, new_trial_id
+
+log = logging.getLogger(__name__)
+
+
+def race_args(opts: RaceOptions, dep: lifecycle.Deployment, remote_dir: str) -> list[str]:
+    """The driver's 'bench race' arguments: the track and run options of opts, the topology's clusters as
+    named target hosts (private addresses), client options from a file only the driver user can read."""
+    if opts.track_path:
+        args = ["--track-path", f"{remote_dir}/track"]
+    else:
+        args = ["--track", str(opts.track)]
+    hosts = ",".join(f"{c.name}:{h}" for c in dep.topology.clusters for h in dep.http_hosts(c.name))
+    args += ["--target-hosts", hosts, "--on-error", opts.on_error, "--worker-processes", str(opts.worker_processes),
+             "--report-format", "json"]
+    if opts.challenge:
+        args += ["--challenge", opts.challenge]
+    if opts.track_params:
+        args += ["--track-params", f"{remote_dir}/track-params.json"]
+    if opts.ignore_unused_track_params:
+        args.append("--ignore-unused-track-params")
+    if opts.test_mode:
+        args.append("--test-mode")
+    if dep.passwords:
+        args += ["--client-options", f"{remote_dir}/client-options.json"]
+    tags = {**opts.user_tags, "topology": dep.topology.name, "provider": dep.topology.provider}
+    args += ["--user-tag", ",".join(f"{k}:{v}" for k, v in tags.items())]
+    return args
+
+
+def wait_file(host: RemoteHost, path: str, what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while host.run(f"test -f {shlex.quote(path)}", check=False)[0] != 0:
+        if time.monotonic() > deadline:
+            raise ProvisionError(f"{what} on {host.host} not ready after {timeout:.0f} s ({path} missing)")
+        time.sleep(5)
+
+
+def wait_clusters(host: RemoteHost, dep: lifecycle.Deployment, timeout: float) -> None:
+    """From the driver (the only machine that reaches the nodes' ports), wait until each cluster has all its
+    nodes and is at least yellow: the nodes' startup scripts report ready the same way."""
+    for c in dep.topology.clusters:
+        first = dep.http_hosts(c.name)[0]
+        auth = f"-u {shlex.quote(f'{_user(dep, c.name)}:{dep.passwords[c.name]}')} " if c.name in \
+            dep.passwords else ""
+        url = f"http://{first}/_cluster/health?wait_for_nodes=%3E%3D{c.nodes}&wait_for_status=yellow&timeout=5s"
+        deadline = time.monotonic() + timeout
+        while True:
+            rc, out, _ = host.run(f"curl -fsS -m 15 {auth}{shlex.quote(url)}", check=False, timeout=30)
+            if rc == 0 and '"timed_out":false' in out:
+                break
+            if time.monotonic() > deadline:
+                raise ProvisionError(f"cluster {c.name} did not form ({c.nodes} nodes) within {timeout:.0f} s: "
+                                     f"{redact_text(out)[:200]}")
+            time.sleep(5)
+
+
+def _user(dep: lifecycle.Deployment, cluster: str) -> str | None:
+    c = next(c for c in dep.topology.clusters if c.name == cluster)
+    car = load_car(c.car, c.car_params)
+    return car.security.user if car.security else None
+
+
+def drive_on_host(opts: RaceOptions, dep: lifecycle.Deployment, host: DriverHost, console: Console, *,
+                  system_site_packages: bool = False, offline: bool = False, boot_timeout: float = 1200,
+                  node_log_hosts: dict[str, RemoteHost] | None = None) -> str:
+    """Everything after the machines exist: install bench on the driver, wait for the clusters, run the race,
+    and import its trial (as dep.trial_id) with driver and node logs. Returns the local trial id."""
+    console.print(f"installing bench on driver {host.host} ...", highlight=False)
+    host.install_bench(system_site_packages=system_site_packages, offline=offline)
+    _, out, _ = host.run("mktemp -d")
+    remote_dir = out.strip()
+    if opts.track_path:
+        host.put_tree(Path(opts.track_path).expanduser(), f"{remote_dir}/track")
+    if opts.track_params:
+        host.put_text(json.dumps(opts.track_params), f"{remote_dir}/track-params.json")
+    if dep.passwords:
+        first = next(iter(dep.passwords))
+        host.put_text(client_options_json(_user(dep, first), dep.passwords[first]), f"{remote_dir}/client-options.json")
+    console.print("waiting for the clusters to form ...", highlight=False)
+    wait_clusters(host, dep, boot_timeout)
+    console.print(f"running the race on {host.host} ...", highlight=False)
+    try:
+        remote_id, _output = host.run_race(race_args(opts, dep, remote_dir))
+    finally:
+        host.run(f"rm -rf {shlex.quote(remote_dir)}", check=False)
+    local_dir = trials_dir() / dep.trial_id
+    snapshot = host.fetch_trial(remote_id, local_dir)
+    clusters = [{"name": c.name, "provider": dep.topology.provider, "nodes": c.nodes, "engine": c.engine,
+                 "version": c.version, "hosts": dep.http_hosts(c.name),
+                 "instances": [r.name for r in dep.instances("node", c.name)]} for c in dep.topology.clusters]
+    with TrialStore() as store:
+        import_trial(store, snapshot, remote_id, as_id=dep.trial_id, updates={"clusters": clusters})
+    snapshot.unlink(missing_ok=True)
+    for name, node_host in (node_log_hosts or {}).items():
+        cluster = next((r.cluster for r in dep.instances("node") if r.name == name), "nodes")
+        try:
+            with node_host:
+                base = dep.boots[name].base_dir if name in dep.boots else lifecycle.NODE_BASE_DIR
+                node_host.get_tree(f"{base}/logs", local_dir / "logs" / str(cluster) / name)
+                node_host.get(f"{base}/startup.log", local_dir / "logs" / str(cluster) / name / "startup.log")
+        except Exception as e:  # noqa: BLE001 - logs are collected best effort; the trial is already stored
+            log.warning("could not copy logs of node %s: %s", name, e)
+            console.print(f"[yellow]could not copy logs of node {name}: {redact_text(str(e))}[/yellow]")
+    return dep.trial_id
+
+
+def run_cloud_race(opts: RaceOptions, topo: Topology, console: Console) -> Any:
+    from bench.race import RaceResult
+
+    if not topo.drivers:
+        raise ConfigError(f"topology {topo.name}: a cloud race needs a load-driver host (drivers: [...])")
+    if opts.target_hosts:
+        raise ConfigError("--topology and --target-hosts exclude each other")
+    trial_id = new_trial_id()
+    provider = get_provider(topo)
+    dep = lifecycle.up(topo, provider, trial_id, yes=opts.yes, max_instances=opts.max_instances, console=console)
+    known_hosts = trials_dir() / trial_id / "known_hosts"
+    try:
+        with lifecycle.sigterm_raises():
+            driver = dep.instances("driver")[0]
+            host = DriverHost(driver.public_ip or driver.private_ip or "", topo.ssh.user, topo.ssh.private_key,
+                              topo.ssh.port, known_hosts=known_hosts)
+            with host.connect(timeout=600):
+                wait_file(host, f"{lifecycle.NODE_BASE_DIR}/ready.json", "driver startup", 900)
+                nodes = {r.name: RemoteHost(r.public_ip or r.private_ip or "", topo.ssh.user, topo.ssh.private_key,
+                                            topo.ssh.port, known_hosts=known_hosts) for r in dep.instances("node")}
+                drive_on_host(opts, dep, host, console, node_log_hosts=nodes)
+    except (KeyboardInterrupt, lifecycle.CloudInterrupted):
+        lifecycle.teardown(provider, trial_id, dep.resources, console)
+        raise RaceInterrupted(f"cloud race {trial_id} interrupted; its machines were deleted") from None
+    except BaseException:
+        lifecycle.teardown(provider, trial_id, dep.resources, console)
+        raise
+    lifecycle.teardown(provider, trial_id, dep.resources, console)
+    with TrialStore() as store:
+        trial = store.get_trial(trial_id)
+        summary = store.summary(trial_id)
+    report = render_summary(summary, opts.report_format) if summary else ""
+    if opts.report_file:
+        write_report(report, opts.report_file)
+    return RaceResult(trial_id, trial.status, summary, report, trial.clusters)

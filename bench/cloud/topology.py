@@ -1,0 +1,185 @@
+"""The topology file: clusters, load-driver hosts, provider, network, SSH and tags, validated by pydantic.
+
+One model for every provider: with ``provider: local`` the clusters run on 127.0.0.1 through the
+LocalProvisioner; with ``aws``/``gcp`` each node and driver becomes an instance. Instance types are
+given per provider (``instance_type: {aws: c5d.4xlarge, gcp: custom-16-32768}``) so one file can
+describe the same study on both clouds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from bench.errors import ConfigError
+from bench.provision.model import ClusterSpec, Engine
+
+Provider = Literal["local", "aws", "gcp"]
+_NAME = r"^[a-z][a-z0-9-]{0,30}$"  # valid in AWS Name tags, GCE instance names and ES cluster names
+
+
+class Disk(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    size_gb: int = Field(default=100, ge=10, le=65536)
+    type: str | None = None  # gp3 / io2 on AWS, pd-ssd / pd-balanced on GCP; None = provider default
+
+
+class ClusterTopology(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=_NAME)
+    nodes: int = Field(default=1, ge=1, le=32)
+    instance_type: dict[str, str] = Field(default_factory=dict)  # provider -> type
+    disk: Disk = Field(default_factory=Disk)
+    car: list[str] = Field(default_factory=lambda: ["defaults"], min_length=1)
+    car_params: dict[str, Any] = Field(default_factory=dict)
+    engine: Engine = "elasticsearch"
+    version: str = "8.19.21"
+    repository: str | None = None  # URL template with {version}
+    plugins: list[str] = Field(default_factory=list)
+    roles: list[str] | None = None  # node.roles; None = engine default (every role)
+    # Names of other clusters of this topology this one connects to as remote clusters
+    # (cluster.remote.<name>.seeds = their transport addresses), e.g. a CCR follower -> [leader].
+    remote_clusters: list[str] = Field(default_factory=list)
+    http_port: int = Field(default=9200, ge=1, le=65535)
+    transport_port: int = Field(default=9300, ge=1, le=65535)
+
+    @field_validator("instance_type", mode="before")
+    @classmethod
+    def _one_type(cls, v: Any) -> Any:
+        return {"aws": v, "gcp": v} if isinstance(v, str) else v
+
+    @field_validator("car", mode="before")
+    @classmethod
+    def _car_list(cls, v: Any) -> Any:
+        return [c.strip() for c in v.split(",") if c.strip()] if isinstance(v, str) else v
+
+
+class DriverTopology(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="driver", pattern=_NAME)
+    count: int = Field(default=1, ge=1, le=16)
+    instance_type: dict[str, str] = Field(default_factory=dict)
+    disk: Disk = Field(default_factory=Disk)
+
+    _one_type = field_validator("instance_type", mode="before")(ClusterTopology._one_type.__func__)  # type: ignore[attr-defined]
+
+
+class Network(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    vpc: str | None = None  # AWS VPC id (default VPC when omitted)
+    subnet: str | None = None  # AWS subnet id / GCP subnetwork name
+    name: str = "default"  # GCP network name
+    # The subnet's address range, from which nodes get fixed private addresses (so every startup script
+    # can name its cluster's seeds). AWS reads it from the subnet; GCP needs it here.
+    cidr: str | None = None
+
+
+class Ssh(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user: str = "bench"
+    key_name: str | None = None  # AWS key pair name
+    public_key: str | None = None  # path of the public key (GCP ssh-keys metadata)
+    private_key: str = "~/.ssh/id_ed25519"
+    # Where SSH (and nothing else) may come from; "auto" = this machine's public address /32 at up time.
+    allow_from: str = "auto"
+    port: int = Field(default=22, ge=1, le=65535)
+
+
+class Topology(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=_NAME)
+    provider: Provider = "local"
+    region: str | None = None
+    zone: str | None = None
+    project: str | None = None  # GCP project
+    image: str | None = None  # AMI id / GCE image ("projects/debian-cloud/global/images/family/debian-12")
+    network: Network = Field(default_factory=Network)
+    ssh: Ssh = Field(default_factory=Ssh)
+    tags: dict[str, str] = Field(default_factory=dict)
+    clusters: list[ClusterTopology] = Field(min_length=1)
+    drivers: list[DriverTopology] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Topology:
+        names = [c.name for c in self.clusters] + [d.name for d in self.drivers]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"names must be unique across clusters and drivers: {sorted(dup)}")
+        clusters = {c.name for c in self.clusters}
+        for c in self.clusters:
+            unknown = [r for r in c.remote_clusters if r not in clusters or r == c.name]
+            if unknown:
+                raise ValueError(f"clusters[{c.name}].remote_clusters: {unknown} are not other clusters of this topology")
+        if self.provider != "local":
+            for what in [*self.clusters, *self.drivers]:
+                if self.provider not in what.instance_type:
+                    kind = "clusters" if isinstance(what, ClusterTopology) else "drivers"
+                    raise ValueError(f"{kind}[{what.name}].instance_type has no entry for provider {self.provider}")
+            if self.provider == "aws" and not self.region:
+                raise ValueError("provider aws needs region")
+            if self.provider == "gcp" and not (self.zone and self.project and self.network.cidr):
+                raise ValueError("provider gcp needs zone, project and network.cidr")
+        return self
+
+    def instance_count(self) -> int:
+        """Machines this topology creates (0 for provider local)."""
+        if self.provider == "local":
+            return 0
+        return sum(c.nodes for c in self.clusters) + sum(d.count for d in self.drivers)
+
+    def cluster_specs(self, **overrides: Any) -> list[ClusterSpec]:
+        """The clusters as LocalProvisioner specs (provider local; also what the cloud nodes run)."""
+        return [ClusterSpec(name=c.name, nodes=c.nodes, car=c.car, car_params=c.car_params, engine=c.engine,
+                            version=c.version, repository=c.repository,
+                            plugins=[Path(p).expanduser() for p in c.plugins], **overrides)
+                for c in self.clusters]
+
+
+def _loc(err: dict[str, Any], raw: Any) -> str:
+    """clusters.1.nodes -> clusters[follower].nodes: name list items by their name where they have one."""
+    parts: list[str] = []
+    node = raw
+    for p in err["loc"]:
+        if isinstance(p, int) and isinstance(node, list):
+            item = node[p] if p < len(node) else None
+            label = item.get("name") if isinstance(item, dict) else None
+            parts[-1:] = [f"{parts[-1] if parts else ''}[{label or p}]"]
+            node = item
+        else:
+            parts.append(str(p))
+            node = node.get(p) if isinstance(node, dict) else None
+    return ".".join(parts)
+
+
+def parse_topology(raw: Any, source: str = "<topology>") -> Topology:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"topology {source}: expected a YAML mapping at the top level")
+    try:
+        return Topology.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        value = f" (value {err['input']!r})" if err["type"] not in ("missing", "value_error") and \
+            not isinstance(err.get("input"), (dict, list)) else ""
+        msg = err["msg"].removeprefix("Value error, ")
+        where = _loc(err, raw)
+        raise ConfigError(f"topology {source}: {where + ': ' if where else ''}{msg}{value}") from None
+
+
+def load_topology(path: str | Path) -> Topology:
+    """Read and validate a topology file; every problem is one line naming the file and field."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise ConfigError(f"topology file {p} does not exist")
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"topology {p}:{where} is not valid YAML: {getattr(e, 'problem', e)}") from None
+    return parse_topology(raw, str(p))
