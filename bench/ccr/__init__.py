@@ -1,0 +1,13 @@
+"""Cross-cluster replication (issue 4): one small engine interface over Elasticsearch CCR and the OpenSearch
+replication plugin, the operations that use it, the race wiring and the CCR section of the report.
+
+- ``engine.py``   ``CcrEngine`` (follow, pause, resume, unfollow, auto-follow, delete-auto-follow, stats,
+  checkpoints) with ``ElasticsearchCcr`` and ``OpenSearchReplication``; the no-CCR-support detection
+- ``sync.py``     wait-for-followers-to-sync: leader per-shard targets, follower progress, the wait loop
+- ``runners.py``  the operation runners (``ccr-follow`` ... ``wait-for-followers-to-sync``)
+- ``remote.py``   remote-cluster wiring and checks (``_remote/info``), trial license
+- ``prepare.py``  what a race does before its schedule starts (clusters named by the challenge, remote
+  connection, licenses, CCR support, car variants) and after it (final doc counts)
+- ``report.py``   the CCR section of the summary
+- ``overrides.py`` ``--distribution=engine:version`` and ``--plugin`` applied to the race's clusters
+"""

@@ -1,0 +1,156 @@
+"""The CCR section of a race summary: per follower index, the lag during the run (from the ccr-stats
+telemetry: median / p99 / max in operations and seconds), the catch-up time (wait-for-followers-to-sync's
+service time), read/write exceptions, and the final document counts of leader and follower -- which must
+match once the follower has caught up; a mismatch is flagged in the notes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from bench.ccr.prepare import CcrPlan
+    from bench.summary import MetricRow, Summary
+
+SYNC_OPERATION = "wait-for-followers-to-sync"
+
+
+class CatchUp(BaseModel):
+    task: str
+    cluster: str = ""
+    service_time_ms: dict[float, float] = {}  # percentile -> ms
+    requests: int = 0
+    failed: int = 0
+
+
+class FollowerSection(BaseModel):
+    cluster: str
+    index: str
+    leader_cluster: str | None = None
+    leader_index: str | None = None
+    lag_ops_median: float | None = None
+    lag_ops_p99: float | None = None
+    lag_ops_max: float | None = None
+    lag_s_median: float | None = None
+    lag_s_p99: float | None = None
+    lag_s_max: float | None = None
+    read_exceptions: float | None = None
+    failed_read_requests: float | None = None
+    failed_write_requests: float | None = None
+    samples_without_checkpoints: int = 0
+    leader_docs: int | None = None
+    follower_docs: int | None = None
+
+    @property
+    def docs_match(self) -> bool | None:
+        if self.leader_docs is None or self.follower_docs is None:
+            return None
+        return self.leader_docs == self.follower_docs
+
+
+class CcrSection(BaseModel):
+    followers: list[FollowerSection] = []
+    catch_up: list[CatchUp] = []
+    notes: list[str] = []
+
+
+def build_section(plan: CcrPlan, summary: Summary, counts: dict[tuple[str, str], int | None]) -> CcrSection:
+    """Pure: the plan's followers, the summary's telemetry and tasks, and the final counts."""
+    lags = {(f.get("cluster"), f.get("index")): f for f in (summary.telemetry or {}).get("followers", [])}
+    section = CcrSection()
+    seen: set[tuple[str, str]] = set()
+    for f in plan.follows:
+        key = (f.follower_cluster, f.follower_index)
+        if key in seen:
+            continue
+        seen.add(key)
+        lag = lags.get(key, {})
+        section.followers.append(FollowerSection(
+            cluster=f.follower_cluster, index=f.follower_index, leader_cluster=f.leader_cluster,
+            leader_index=f.leader_index,
+            lag_ops_median=lag.get("lag_ops_median"), lag_ops_p99=lag.get("lag_ops_p99"),
+            lag_ops_max=lag.get("lag_ops_max"), lag_s_median=lag.get("lag_s_median"),
+            lag_s_p99=lag.get("lag_s_p99"), lag_s_max=lag.get("lag_s_max"),
+            read_exceptions=lag.get("read_exceptions"), failed_read_requests=lag.get("failed_read_requests"),
+            failed_write_requests=lag.get("failed_write_requests"),
+            samples_without_checkpoints=int(lag.get("missing_samples", 0) or 0),
+            leader_docs=counts.get((f.leader_cluster, f.leader_index)) if f.leader_cluster else None,
+            follower_docs=counts.get(key)))
+    # followers ccr-stats saw that no ccr-follow task named (auto-follow)
+    for (cluster, index), lag in lags.items():
+        if (cluster, index) not in seen:
+            section.followers.append(FollowerSection(
+                cluster=str(cluster), index=str(index), lag_ops_median=lag.get("lag_ops_median"),
+                lag_ops_p99=lag.get("lag_ops_p99"), lag_ops_max=lag.get("lag_ops_max"),
+                lag_s_median=lag.get("lag_s_median"), lag_s_p99=lag.get("lag_s_p99"),
+                lag_s_max=lag.get("lag_s_max"), read_exceptions=lag.get("read_exceptions"),
+                failed_read_requests=lag.get("failed_read_requests"),
+                failed_write_requests=lag.get("failed_write_requests"),
+                samples_without_checkpoints=int(lag.get("missing_samples", 0) or 0)))
+    sync_tasks = {t.name: t for t in plan.tasks if t.operation.operation_type == SYNC_OPERATION}
+    for t in summary.tasks:
+        if t.operation_type == SYNC_OPERATION:
+            task = sync_tasks.get(t.task)
+            section.catch_up.append(CatchUp(task=t.task, cluster=str(task.operation.params.get("cluster", ""))
+                                            if task else "", service_time_ms=t.service_time, requests=t.requests,
+                                            failed=t.failed_requests))
+    for c in section.catch_up:
+        if c.failed:
+            section.notes.append(f"CCR: {c.task} failed {c.failed} of {c.requests} time(s): the followers did not "
+                                 f"catch up (see the trial's error); the catch-up time is not a sync time.")
+    for f in section.followers:
+        if f.docs_match is False:
+            synced = section.catch_up and not any(c.failed for c in section.catch_up)
+            section.notes.append(
+                f"CCR: follower {f.cluster}/{f.index} has {f.follower_docs:,} documents, leader {f.leader_cluster}/"
+                f"{f.leader_index} has {f.leader_docs:,}"
+                + (" after wait-for-followers-to-sync: MISMATCH." if synced else " (no successful sync wait)."))
+        if f.lag_ops_max is None and f.leader_cluster is not None:
+            section.notes.append(f"CCR: no lag samples for {f.cluster}/{f.index} (ccr-stats telemetry off or failing).")
+    return section
+
+
+def ccr_rows(data: dict[str, Any]) -> list[MetricRow]:
+    """Report rows of a stored CCR section; the Task column names cluster/index or the sync task."""
+    from bench.summary import MetricRow, percentile_label
+
+    if not data:
+        return []
+    s = CcrSection.model_validate(data)
+    rows: list[MetricRow] = []
+
+    def add(metric: str, scope: str, value: float | None, unit: str) -> None:
+        if value is not None:
+            rows.append(MetricRow(metric=metric, task=scope, value=value, unit=unit))
+
+    for f in s.followers:
+        scope = f"{f.cluster}/{f.index}"
+        add("Median CCR lag", scope, f.lag_ops_median, "ops")
+        add("99th percentile CCR lag", scope, f.lag_ops_p99, "ops")
+        add("Max CCR lag", scope, f.lag_ops_max, "ops")
+        add("Median CCR lag time", scope, f.lag_s_median, "s")
+        add("99th percentile CCR lag time", scope, f.lag_s_p99, "s")
+        add("Max CCR lag time", scope, f.lag_s_max, "s")
+        add("CCR read exceptions", scope, f.read_exceptions, "")
+        add("CCR failed read requests", scope, f.failed_read_requests, "")
+        add("CCR failed write requests", scope, f.failed_write_requests, "")
+        if f.samples_without_checkpoints:
+            add("CCR samples without follower checkpoints", scope, f.samples_without_checkpoints, "")
+        if f.leader_cluster:
+            add("CCR leader docs", f"{f.leader_cluster}/{f.leader_index}", f.leader_docs, "")
+        add("CCR follower docs", scope, f.follower_docs, "")
+        if f.docs_match is not None:
+            rows.append(MetricRow(metric="CCR doc counts match", task=scope, value=int(f.docs_match), unit="bool"))
+    for c in s.catch_up:
+        for p, v in sorted(c.service_time_ms.items()):
+            add(f"{percentile_label(float(p))} percentile CCR catch-up time", c.task, v, "ms")
+        if c.failed:
+            add("CCR catch-up failures", c.task, c.failed, "")
+    return rows
+
+
+def is_ccr_telemetry_row(metric: str) -> bool:
+    """The telemetry section's follower rows, which the CCR section repeats (shown once, in the CCR section)."""
+    return "CCR" in metric
