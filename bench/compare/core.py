@@ -1,0 +1,169 @@
+"""Baseline against one or more candidates: pure functions from trials (info + summary) to a Comparison.
+
+A side is one trial or a group of trials of one configuration. Its value for a row is the mean over the
+trials that have the row; the difference is judged with a confidence interval when both sides have at
+least ``MIN_GROUP`` trials (see ``bench.compare.stats``), otherwise it is shown but not judged.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from bench.compare.metrics import RowKey, higher_is_better, trial_values
+from bench.compare.stats import MIN_GROUP, CiMethod, DiffCI, Verdict, diff_ci, judge
+from bench.store import TrialInfo
+from bench.summary import Summary
+
+
+class TrialData(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    info: TrialInfo
+    summary: Summary | None = None
+
+
+class Side(BaseModel):
+    label: str
+    selector: str  # what the user asked for (an id, a prefix, tag:k=v)
+    trials: list[TrialData]
+
+    @property
+    def ids(self) -> list[str]:
+        return [t.info.id for t in self.trials]
+
+
+class CandidateCell(BaseModel):
+    value: float | None = None  # mean over the side's trials that have the row
+    values: list[float] = []  # one per trial having the row
+    diff: float | None = None  # candidate − baseline
+    diff_pct: float | None = None  # 100 * diff / |baseline|
+    ci: DiffCI | None = None
+    ci_pct: tuple[float, float] | None = None  # the CI as % of the baseline
+    verdict: Verdict = "n/a"
+
+
+class CompareRow(BaseModel):
+    metric: str
+    task: str
+    unit: str
+    higher_is_better: bool | None
+    baseline: float | None
+    baseline_values: list[float] = []
+    candidates: list[CandidateCell]
+
+
+class Comparison(BaseModel):
+    baseline: Side
+    candidates: list[Side]
+    rows: list[CompareRow]
+    only_in: list[dict[str, Any]] = []  # rows present on some sides only: metric, task, sides
+    warnings: list[str] = []
+    noise_threshold_pct: float = 0.0
+    ci_method: str = "auto"
+    confidence: float = 0.95
+
+    @property
+    def judged(self) -> bool:
+        return any(c.ci is not None for r in self.rows for c in r.candidates)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _side_values(side: Side) -> tuple[list[RowKey], dict[RowKey, list[float]], dict[RowKey, str]]:
+    order: list[RowKey] = []
+    values: dict[RowKey, list[float]] = {}
+    units: dict[RowKey, str] = {}
+    for t in side.trials:
+        for key, (v, unit) in trial_values(t.summary).items():
+            if key not in values:
+                order.append(key)
+                values[key] = []
+                units[key] = unit
+            if math.isfinite(v):
+                values[key].append(v)
+    return order, values, units
+
+
+def _cell(base: list[float], cand: list[float], higher: bool | None, *, threshold: float, method: CiMethod,
+          confidence: float, seed: int) -> CandidateCell:
+    b, c = _mean(base), _mean(cand)
+    cell = CandidateCell(value=c, values=cand)
+    if b is None or c is None:
+        return cell
+    cell.diff = c - b
+    cell.diff_pct = (100.0 * cell.diff / abs(b)) if b != 0 else (0.0 if cell.diff == 0 else None)
+    if len(base) >= MIN_GROUP and len(cand) >= MIN_GROUP:
+        cell.ci = diff_ci(base, cand, method=method, confidence=confidence, seed=seed)
+        if b != 0:
+            cell.ci_pct = (100.0 * cell.ci.low / abs(b), 100.0 * cell.ci.high / abs(b))
+    cell.verdict = judge(cell.diff_pct, cell.ci, higher, threshold)
+    return cell
+
+
+def _describe(side: Side) -> str:
+    tracks = sorted({f"{t.info.track}/{t.info.challenge}" for t in side.trials})
+    return ", ".join(tracks)
+
+
+def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: float = 0.0,
+            ci_method: CiMethod = "auto", confidence: float = 0.95, seed: int = 0,
+            notes: list[str] | None = None) -> Comparison:
+    """Compare every candidate with the baseline, row by row (rows in the baseline's report order, then
+    rows only the candidates have)."""
+    if noise_threshold_pct < 0:
+        raise ValueError("noise threshold must be ≥ 0")
+    sides = [baseline, *candidates]
+    per_side = [_side_values(s) for s in sides]
+    warnings: list[str] = list(notes or [])
+
+    # Different tracks or challenges: numbers may not be comparable.
+    described = [_describe(s) for s in sides]
+    if len(set(described)) > 1 or any("," in d for d in described):
+        warnings.append("Trials of different tracks or challenges are compared: "
+                        + "; ".join(f"{s.label}: {d}" for s, d in zip(sides, described)) + ".")
+    for s in sides:
+        bad = [t.info.id[:8] for t in s.trials if t.info.status != "complete"]
+        if bad:
+            warnings.append(f"{s.label}: trial(s) {', '.join(bad)} did not complete; their numbers are partial.")
+        missing = [t.info.id[:8] for t in s.trials if t.summary is None]
+        if missing:
+            warnings.append(f"{s.label}: trial(s) {', '.join(missing)} have no stored samples or summary.")
+        if 1 < len(s.trials) < MIN_GROUP:
+            warnings.append(f"{s.label} has {len(s.trials)} trials: at least {MIN_GROUP} per side are needed "
+                            "to judge significance.")
+        if any(t.summary is not None for t in s.trials):
+            counts = {len(trial_values(t.summary)) for t in s.trials if t.summary is not None}
+            if len(counts) > 1:
+                warnings.append(f"{s.label}: its trials do not all report the same metrics; each value is the "
+                                "mean of the trials that have it.")
+    if all(len(s.trials) == 1 for s in sides):
+        warnings.append("Single trials: significance cannot be judged (run ≥ 3 trials per side and compare "
+                        "groups, e.g. --baseline tag:variant=a --candidate tag:variant=b).")
+
+    keys: list[RowKey] = list(dict.fromkeys(k for order, _, _ in per_side for k in order))
+    rows: list[CompareRow] = []
+    only_in: list[dict[str, Any]] = []
+    for key in keys:
+        present = [s.label for s, (_, vals, _) in zip(sides, per_side) if vals.get(key)]
+        if len(present) < len(sides):
+            only_in.append({"metric": key[0], "task": key[1], "sides": present})
+            if key not in per_side[0][1] or not per_side[0][1][key]:
+                continue  # nothing to compare against
+            if len(present) == 1:
+                continue  # baseline only
+        base = per_side[0][1][key]
+        unit = per_side[0][2][key]
+        higher = higher_is_better(key[0])
+        cells = []
+        for (_, vals, _units) in per_side[1:]:
+            cells.append(_cell(base, vals.get(key, []), higher, threshold=noise_threshold_pct,
+                               method=ci_method, confidence=confidence, seed=seed))
+        rows.append(CompareRow(metric=key[0], task=key[1], unit=unit, higher_is_better=higher,
+                               baseline=_mean(base), baseline_values=base, candidates=cells))
+    return Comparison(baseline=baseline, candidates=candidates, rows=rows, only_in=only_in, warnings=warnings,
+                      noise_threshold_pct=noise_threshold_pct, ci_method=ci_method, confidence=confidence)

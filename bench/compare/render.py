@@ -1,0 +1,215 @@
+"""Render a Comparison: terminal (rich), GitHub-flavoured markdown (pastes into a gist as is), csv, json.
+
+Layout: with one candidate, Metric | Task | Baseline | Candidate | Δ | Δ % | Unit | [95 % CI of Δ %] | Result;
+with several, Metric | Task | Baseline | <cand 1> | Δ % | <cand 2> | Δ % | ... | Unit, the result inside each
+Δ % cell (the layout of the classic CCR study). Results follow each row's better direction, not the sign.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any, Literal
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+from tabulate import tabulate
+
+from bench.compare.core import CandidateCell, CompareRow, Comparison
+from bench.errors import ConfigError
+from bench.redact import redact, redact_text
+from bench.report import format_value
+
+CompareFormat = Literal["table", "markdown", "csv", "json"]
+FORMATS: tuple[str, ...] = ("table", "markdown", "csv", "json")
+_STYLE = {"improvement": "bold green", "regression": "bold red", "changed": "yellow"}
+
+
+def result_text(row: CompareRow, cell: CandidateCell) -> str:
+    """What a row's result cell says, e.g. 'regression', 'within noise', 'worse, not judged'."""
+    v = cell.verdict
+    if v == "not judged" and cell.diff is not None:
+        better = (cell.diff > 0) == row.higher_is_better
+        return f"{'better' if better else 'worse'}, not judged"
+    if v == "n/a" or cell.value is None:
+        return "" if cell.value is not None else "missing"
+    return v
+
+
+def _signed(v: float | None, suffix: str = "") -> str:
+    if v is None:
+        return ""
+    text = format_value(abs(v))
+    sign = "+" if v > 0 else ("-" if v < 0 else "")
+    return f"{sign}{text}{suffix}"
+
+
+def _pct(v: float | None) -> str:
+    return "" if v is None else f"{'+' if v > 0 else ''}{v:,.2f}%"
+
+
+def _ci(row: CompareRow, cell: CandidateCell) -> str:
+    if cell.ci_pct is not None:
+        lo, hi = cell.ci_pct
+        return f"{_pct(lo)} … {_pct(hi)}"
+    if cell.ci is not None:
+        return f"{_signed(cell.ci.low)} … {_signed(cell.ci.high)} {row.unit}".rstrip()
+    return ""
+
+
+def _value(v: float | None) -> str:
+    return "" if v is None else format_value(v)
+
+
+def side_lines(cmp: Comparison) -> list[str]:
+    lines = []
+    for role, s in [("Baseline", cmp.baseline), *[("Candidate", c) for c in cmp.candidates]]:
+        ids = ", ".join(i[:8] for i in s.ids)
+        n = len(s.trials)
+        lines.append(f"{role} {s.label}: {n} trial{'s' if n != 1 else ''} ({ids}), selected by {s.selector}")
+    if cmp.judged:
+        method = {"auto": "Welch's t below 10 trials per side, bootstrap from 10"}.get(cmp.ci_method, cmp.ci_method)
+        lines.append(f"Values are means over each side's trials; Δ is judged with a {cmp.confidence:.0%} "
+                     f"confidence interval of the difference of means ({method}).")
+    if cmp.noise_threshold_pct:
+        lines.append(f"Changes smaller than {cmp.noise_threshold_pct:g}% count as noise.")
+    return lines
+
+
+def table_headers(cmp: Comparison) -> list[str]:
+    if len(cmp.candidates) == 1:
+        h = ["Metric", "Task", "Baseline", "Candidate", "Δ", "Δ %", "Unit"]
+        if cmp.judged:
+            h.append(f"{cmp.confidence:.0%} CI of Δ %")
+        return h + ["Result"]
+    h = ["Metric", "Task", cmp.baseline.label]
+    for c in cmp.candidates:
+        h += [c.label, "Δ %"]
+    return h + ["Unit"]
+
+
+def table_rows(cmp: Comparison) -> list[list[str]]:
+    """The table as strings (also the markdown body)."""
+    out = []
+    for r in cmp.rows:
+        if len(cmp.candidates) == 1:
+            c = r.candidates[0]
+            row = [r.metric, r.task, _value(r.baseline), _value(c.value), _signed(c.diff), _pct(c.diff_pct), r.unit]
+            if cmp.judged:
+                row.append(_ci(r, c))
+            row.append(result_text(r, c))
+        else:
+            row = [r.metric, r.task, _value(r.baseline)]
+            for c in r.candidates:
+                res = result_text(r, c)
+                row += [_value(c.value), f"{_pct(c.diff_pct)} {res}".strip() if c.value is not None else res]
+            row.append(r.unit)
+        out.append(row)
+    return out
+
+
+def _footer(cmp: Comparison, bullet: str) -> list[str]:
+    lines = []
+    for o in cmp.only_in:
+        where = ", ".join(o["sides"]) or "no side"
+        lines.append(f"{bullet}Only in {where}: {o['metric']}" + (f" ({o['task']})" if o["task"] else ""))
+    lines += [f"{bullet}Warning: {w}" for w in cmp.warnings]
+    return lines
+
+
+def _markdown(cmp: Comparison) -> str:
+    rows = table_rows(cmp)
+    if len(cmp.candidates) == 1:
+        rows = [r[:-1] + [markdown_result(r[-1])] for r in rows]
+    else:
+        rows = [[markdown_result(x) if i >= 3 and (i - 3) % 2 == 1 else x for i, x in enumerate(r)] for r in rows]
+    text = "\n".join(f"- {line}" for line in side_lines(cmp)) + "\n\n"
+    text += tabulate(rows, headers=table_headers(cmp), tablefmt="github", disable_numparse=True)
+    foot = _footer(cmp, "- ")
+    if foot:
+        text += "\n\n" + "\n".join(foot)
+    return text + "\n"
+
+
+def markdown_result(text: str) -> str:
+    for word in ("improvement", "regression"):
+        if text.endswith(word):
+            return text[: -len(word)] + f"**{word}**"
+    return text
+
+
+def comparison_renderable(cmp: Comparison) -> Group:
+    """A rich renderable for the terminal: coloured results."""
+    headers = table_headers(cmp)
+    table = Table(show_edge=False, header_style="bold", pad_edge=False)
+    numeric = {"Baseline", "Candidate", "Δ", "Δ %", cmp.baseline.label, *[c.label for c in cmp.candidates]}
+    for i, h in enumerate(headers):
+        table.add_column(h, justify="right" if (h in numeric and i >= 2) else "left", no_wrap=True)
+    for r, strings in zip(cmp.rows, table_rows(cmp)):
+        cells: list[Text] = [Text(s) for s in strings]
+        if len(cmp.candidates) == 1:
+            style = _STYLE.get(r.candidates[0].verdict)
+            if style:
+                cells[-1].stylize(style)
+        else:
+            for k, c in enumerate(r.candidates):
+                style = _STYLE.get(c.verdict)
+                if style:
+                    cells[3 + 2 * k + 1].stylize(style)
+        table.add_row(*cells)
+    parts: list[Any] = [Text("\n".join(side_lines(cmp))), Text(""), table]
+    foot = _footer(cmp, "")
+    if foot:
+        parts += [Text(""), Text("\n".join(foot), style="yellow")]
+    return Group(*parts)
+
+
+def _records(cmp: Comparison) -> list[dict[str, Any]]:
+    recs = []
+    for r in cmp.rows:
+        for side, c in zip(cmp.candidates, r.candidates):
+            recs.append({
+                "metric": r.metric, "task": r.task, "unit": r.unit, "higher_is_better": r.higher_is_better,
+                "baseline": cmp.baseline.label, "baseline_value": r.baseline, "baseline_n": len(r.baseline_values),
+                "candidate": side.label, "candidate_value": c.value, "candidate_n": len(c.values),
+                "diff": c.diff, "diff_pct": c.diff_pct,
+                "ci_low": c.ci.low if c.ci else None, "ci_high": c.ci.high if c.ci else None,
+                "ci_method": c.ci.method if c.ci else None, "result": c.verdict,
+            })
+    return recs
+
+
+def to_json(cmp: Comparison) -> dict[str, Any]:
+    def side(s: Any) -> dict[str, Any]:
+        return {"label": s.label, "selector": s.selector, "trials": s.ids}
+
+    return redact({
+        "baseline": side(cmp.baseline), "candidates": [side(c) for c in cmp.candidates],
+        "confidence": cmp.confidence, "ci_method": cmp.ci_method, "noise_threshold_pct": cmp.noise_threshold_pct,
+        "rows": [{**rec, "baseline_values": r.baseline_values, "candidate_values": c.values}
+                 for rec, (r, c) in zip(_records(cmp), ((r, c) for r in cmp.rows for c in r.candidates))],
+        "only_in": cmp.only_in, "warnings": cmp.warnings,
+    })
+
+
+def render_comparison(cmp: Comparison, fmt: CompareFormat = "table") -> str:
+    """The comparison as text; ``table`` is the terminal layout without colours (for files)."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown compare format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if fmt == "json":
+        return json.dumps(to_json(cmp), indent=2) + "\n"
+    if fmt == "csv":
+        buf = io.StringIO()
+        recs = _records(cmp)
+        fields = list(recs[0]) if recs else ["metric", "task", "unit"]
+        w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+        w.writeheader()
+        w.writerows(recs)
+        return redact_text(buf.getvalue())
+    if fmt == "markdown":
+        return redact_text(_markdown(cmp))
+    console = Console(file=io.StringIO(), width=200, record=True, color_system=None, soft_wrap=True)
+    console.print(comparison_renderable(cmp))
+    return redact_text(console.export_text())

@@ -1,0 +1,103 @@
+"""Turn what the user typed into sides of a comparison, reading the trial store.
+
+Selectors:
+- ``3f2a9c`` -- one trial by id or unique prefix;
+- ``3f2a9c,77b01e,c0ffee`` -- a group of trials by id;
+- ``tag:variant=ccr`` or ``tag:variant=ccr,experiment-run=20240101`` -- every *complete* stored trial whose
+  user tags match all the given pairs (repeated runs of one configuration).
+"""
+
+from __future__ import annotations
+
+from bench.compare.core import Side, TrialData
+from bench.errors import ConfigError, StoreError
+from bench.store import TrialInfo, TrialStore
+from bench.summary import Summary, summarize
+
+ALL_TRIALS = 1_000_000
+
+
+def parse_tag_selector(selector: str) -> dict[str, str]:
+    """``tag:k=v,k2=v2`` (each pair may repeat the ``tag:`` prefix) -> {k: v, k2: v2}."""
+    body = selector.strip()
+    if not body.startswith("tag:"):
+        raise ConfigError(f"{selector!r} is not a tag selector: write tag:KEY=VALUE[,KEY=VALUE]")
+    tags: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in body.split(","))):
+        part = part.removeprefix("tag:")
+        k, sep, v = part.partition("=")
+        if not sep or not k.strip():
+            raise ConfigError(f"tag selector {selector!r}: '{part}' is not KEY=VALUE (e.g. tag:variant=baseline)")
+        tags[k.strip()] = v.strip()
+    return tags
+
+
+def load_trial(store: TrialStore, info: TrialInfo) -> TrialData:
+    """A trial with its summary; recomputed from the stored samples (and telemetry) when none was stored."""
+    summary: Summary | None = store.summary(info.id)
+    if summary is None:
+        df = store.samples(info.id)
+        summary = summarize(df) if not df.empty else None
+    if summary is None or not summary.telemetry:
+        tel = store.telemetry(info.id)
+        if not tel.empty:
+            from bench.telemetry import attach_telemetry
+
+            summary = attach_telemetry(summary, tel)
+    return TrialData(info=info, summary=summary)
+
+
+def matching_trials(store: TrialStore, tags: dict[str, str]) -> list[TrialInfo]:
+    """All trials with these user tags, oldest first."""
+    found = [t for t in store.list_trials(ALL_TRIALS) if all(t.user_tags.get(k) == v for k, v in tags.items())]
+    return sorted(found, key=lambda t: t.start_time)
+
+
+def resolve_side(store: TrialStore, selector: str, label: str | None = None) -> tuple[Side, list[str]]:
+    """The side a selector names, and notes about trials it left out."""
+    sel = selector.strip()
+    if not sel:
+        raise ConfigError("empty trial selector: give a trial id, id1,id2,... or tag:KEY=VALUE")
+    notes: list[str] = []
+    if sel.startswith("tag:"):
+        tags = parse_tag_selector(sel)
+        all_matches = matching_trials(store, tags)
+        infos = [t for t in all_matches if t.status == "complete"]
+        skipped = len(all_matches) - len(infos)
+        default_label = ",".join(tags.values())
+        if skipped:
+            notes.append(f"{label or default_label}: {skipped} matching trial(s) did not complete and are left out.")
+        if not infos:
+            what = f" ({len(all_matches)} matched but none completed)" if all_matches else ""
+            raise StoreError(f"no complete trial has the user tags {sel.removeprefix('tag:')}{what}: "
+                             "see 'bench list trials'")
+    else:
+        ids = [p.strip() for p in sel.split(",") if p.strip()]
+        infos = [store.get_trial(i) for i in ids]
+        if len({i.id for i in infos}) != len(infos):
+            raise ConfigError(f"{selector!r} names the same trial twice")
+        default_label = infos[0].id[:8] if len(infos) == 1 else f"{len(infos)} trials ({infos[0].id[:8]}, ...)"
+    return Side(label=label or default_label, selector=sel,
+                trials=[load_trial(store, i) for i in infos]), notes
+
+
+def resolve_sides(store: TrialStore, baseline: str, candidates: list[str],
+                  labels: list[str] | None = None) -> tuple[Side, list[Side], list[str]]:
+    """Sides of a comparison; ``labels`` (baseline first) replace the labels derived from the selectors."""
+    if not candidates:
+        raise ConfigError("bench compare needs a baseline and at least one candidate")
+    names = list(labels or []) + [None] * (1 + len(candidates))
+    base, notes = resolve_side(store, baseline, names[0])
+    cands = []
+    for i, c in enumerate(candidates, 1):
+        side, n = resolve_side(store, c, names[i])
+        cands.append(side)
+        notes += n
+    labels = [base.label, *[c.label for c in cands]]
+    if len(set(labels)) != len(labels):  # e.g. the same tag value under different keys
+        for i, s in enumerate([base, *cands]):
+            s.label = f"{s.label} [{i}]" if labels.count(s.label) > 1 else s.label
+    shared = set(base.ids).intersection(*[set(c.ids) for c in cands]) if cands else set()
+    if shared:
+        notes.append(f"Trial(s) {', '.join(sorted(i[:8] for i in shared))} are on both sides.")
+    return base, cands, notes

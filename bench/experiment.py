@@ -1,0 +1,298 @@
+"""Experiments: a matrix of races (variants × tracks × repetitions) in a randomised or interleaved order,
+each race a normal trial tagged with its experiment, run, variant, track and repetition, then one comparison
+of every variant against the baseline (per track).
+
+An experiment file (YAML)::
+
+    name: ccr-overhead
+    baseline: baseline            # a variant name (default: the first variant)
+    repetitions: 3
+    order: interleaved            # or "random" (seeded by the run id; reproducible on resume)
+    tracks: [nginx]               # or [{track: nginx, challenge: index-only, track-params: {...}}]
+    race:                         # options shared by every race (bench race's names, - or _)
+      test-mode: false
+      track-params: {doc_count: 200000}
+    variants:
+      baseline: {}
+      soft-deletes: {car: [defaults, soft-deletes]}
+      ccr: {telemetry: [ccr-stats], car-params: {...}}
+
+Resume: ``bench experiment FILE --resume`` continues the newest run of this experiment, skipping the races
+that completed (the run id, order and tags are the same, so nothing is repeated). Failed races are run again
+on resume.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from bench.errors import ConfigError, RaceInterrupted
+from bench.options import RaceOptions
+from bench.store import TrialInfo, TrialStore
+
+TAG_EXPERIMENT = "experiment"
+TAG_RUN = "experiment-run"
+TAG_VARIANT = "variant"
+TAG_REPETITION = "repetition"
+TAG_TRACK = "experiment-track"
+_RESERVED_TAGS = {TAG_EXPERIMENT, TAG_RUN, TAG_VARIANT, TAG_REPETITION, TAG_TRACK}
+_NOT_PER_RACE = {"user_tags", "report_file", "report_format", "progress"}
+
+
+def _norm_keys(d: dict[str, Any], where: str) -> dict[str, Any]:
+    out = {}
+    for k, v in (d or {}).items():
+        key = str(k).replace("-", "_")
+        if key in _NOT_PER_RACE:
+            raise ConfigError(f"{where}: option {k!r} is set by the experiment itself; remove it")
+        out[key] = v
+    return out
+
+
+class TrackEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    track: str | None = None
+    track_path: str | None = Field(default=None, alias="track-path")
+    challenge: str | None = None
+    track_params: dict[str, Any] = Field(default_factory=dict, alias="track-params")
+
+    @property
+    def label(self) -> str:
+        name = self.track or Path(self.track_path or "?").name
+        return f"{name}/{self.challenge}" if self.challenge else name
+
+
+class ExperimentFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    baseline: str | None = None
+    repetitions: int = Field(default=1, ge=1, le=1000)
+    order: Literal["interleaved", "random"] = "interleaved"
+    tracks: list[TrackEntry] = Field(default_factory=list)
+    race: dict[str, Any] = Field(default_factory=dict)
+    variants: dict[str, dict[str, Any]]
+
+    @field_validator("tracks", mode="before")
+    @classmethod
+    def _tracks(cls, v: Any) -> Any:
+        return [{"track": t} if isinstance(t, str) else t for t in (v or [])]
+
+    @field_validator("variants", mode="before")
+    @classmethod
+    def _variants(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {str(k): (x or {}) for k, x in v.items()}
+        if isinstance(v, list):  # [baseline, ccr] without options
+            return {str(x): {} for x in v}
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> ExperimentFile:
+        if not self.variants:
+            raise ValueError("variants: at least one variant is needed")
+        if self.baseline is None:
+            self.baseline = next(iter(self.variants))
+        if self.baseline not in self.variants:
+            raise ValueError(f"baseline {self.baseline!r} is not one of the variants {list(self.variants)}")
+        return self
+
+    def track_entries(self) -> list[TrackEntry]:
+        """The tracks; none listed means the track given in ``race`` (or a variant)."""
+        return self.tracks or [TrackEntry()]
+
+
+class PlannedRace(BaseModel):
+    variant: str
+    repetition: int  # 1-based
+    track: TrackEntry
+    track_index: int
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.variant, str(self.repetition), str(self.track_index))
+
+
+def load_experiment(path: Path | str) -> ExperimentFile:
+    p = Path(path).expanduser()
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"experiment file {p} does not exist") from None
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigError(f"experiment file {p}: cannot be read: {str(e).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"experiment file {p}: expected a mapping with name, variants, ... at the top")
+    try:
+        exp = ExperimentFile.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"]) or "(top)"
+        raise ConfigError(f"experiment file {p}: {loc}: {err['msg']}") from None
+    for v in exp.variants:
+        race_options(exp, PlannedRace(variant=v, repetition=1, track=exp.track_entries()[0], track_index=0),
+                     run_id="check", where=f"experiment file {p}: variants.{v}")
+    return exp
+
+
+def plan(exp: ExperimentFile, run_id: str) -> list[PlannedRace]:
+    """Every race of the matrix, in the order they run.
+
+    interleaved: repetition by repetition, each one running every (track, variant) once, the variants'
+    order rotated by one per repetition -- so no variant always runs first (warm caches) or last.
+    random: the whole matrix shuffled with a seed derived from the run id (the same order on resume).
+    """
+    tracks = exp.track_entries()
+    variants = list(exp.variants)
+    races: list[PlannedRace] = []
+    if exp.order == "interleaved":
+        for rep in range(1, exp.repetitions + 1):
+            shift = (rep - 1) % len(variants)
+            rotated = variants[shift:] + variants[:shift]
+            for ti, t in enumerate(tracks):
+                races += [PlannedRace(variant=v, repetition=rep, track=t, track_index=ti) for v in rotated]
+    else:
+        races = [PlannedRace(variant=v, repetition=rep, track=t, track_index=ti)
+                 for rep, (ti, t), v in itertools.product(range(1, exp.repetitions + 1), enumerate(tracks), variants)]
+        random.Random(f"{exp.name}/{run_id}").shuffle(races)
+    return races
+
+
+def race_options(exp: ExperimentFile, race: PlannedRace, *, run_id: str, progress: bool = False,
+                 where: str = "experiment") -> RaceOptions:
+    """The RaceOptions of one planned race: ``race`` options, then the track entry, then the variant's."""
+    merged: dict[str, Any] = _norm_keys(exp.race, f"{where}: race")
+    track = race.track
+    if track.track or track.track_path:
+        merged.pop("track", None)
+        merged.pop("track_path", None)
+        merged.update({k: v for k, v in (("track", track.track), ("track_path", track.track_path)) if v})
+    if track.challenge:
+        merged["challenge"] = track.challenge
+    variant = _norm_keys(exp.variants[race.variant], where)
+    params = {**merged.get("track_params", {}), **track.track_params, **variant.pop("track_params", {})}
+    merged.update(variant)
+    merged["track_params"] = params
+    for key in ("car", "telemetry"):  # 'defaults,4gheap' as in the CLI
+        if isinstance(merged.get(key), str):
+            merged[key] = [c.strip() for c in merged[key].split(",") if c.strip()]
+    tags = {str(k): str(v) for k, v in (merged.pop("tags", None) or {}).items()}
+    bad = sorted(set(tags) & _RESERVED_TAGS)
+    if bad:
+        raise ConfigError(f"{where}: tags {bad} are set by the experiment itself")
+    tags.update({TAG_EXPERIMENT: exp.name, TAG_RUN: run_id, TAG_VARIANT: race.variant,
+                 TAG_REPETITION: str(race.repetition), TAG_TRACK: str(race.track_index)})
+    if not merged.get("track") and not merged.get("track_path"):
+        raise ConfigError(f"{where}: no track: add 'tracks: [NAME]' or 'race: {{track: NAME}}'")
+    try:
+        return RaceOptions(**merged, user_tags=tags, progress=progress)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        raise ConfigError(f"{where}: {loc.replace('_', '-')}: {err['msg']}") from None
+    except TypeError as e:
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+
+
+def runs_of(store: TrialStore, name: str) -> dict[str, list[TrialInfo]]:
+    """run id -> its trials (oldest first), newest run first."""
+    from bench.compare.select import matching_trials
+
+    runs: dict[str, list[TrialInfo]] = {}
+    for t in matching_trials(store, {TAG_EXPERIMENT: name}):
+        runs.setdefault(t.user_tags.get(TAG_RUN, "?"), []).append(t)
+    return dict(sorted(runs.items(), key=lambda kv: max(t.start_time for t in kv[1]), reverse=True))
+
+
+def completed_keys(trials: list[TrialInfo]) -> set[tuple[str, str, str]]:
+    return {(t.user_tags.get(TAG_VARIANT, ""), t.user_tags.get(TAG_REPETITION, ""), t.user_tags.get(TAG_TRACK, ""))
+            for t in trials if t.status == "complete"}
+
+
+class ExperimentResult(BaseModel):
+    name: str
+    run_id: str
+    planned: int
+    skipped: int  # completed before (resume)
+    ran: list[str] = []  # trial ids run now
+    failed: list[str] = []  # "variant#rep: error"
+
+
+RaceRunner = Callable[[RaceOptions], Any]
+
+
+def run_experiment(exp: ExperimentFile, *, store: TrialStore, resume: bool = False, run_id: str | None = None,
+                   run_race: RaceRunner | None = None, say: Callable[[str], None] = print) -> ExperimentResult:
+    """Run (or resume) an experiment. ``run_race`` defaults to ``bench.race.run_race``.
+
+    A race that fails is recorded and the experiment goes on (it is run again on resume); Ctrl-C stops the
+    experiment (resume later with --resume).
+    """
+    if run_race is None:
+        from bench.race import run_race as _run
+
+        def run_race(o: RaceOptions) -> Any:
+            return _run(o)
+
+    if run_id is None:
+        if resume:
+            runs = runs_of(store, exp.name)
+            if not runs:
+                raise ConfigError(f"experiment {exp.name!r} has no run to resume: run it without --resume")
+            run_id = next(iter(runs))
+        else:
+            run_id = new_run_id()
+            while run_id in runs_of(store, exp.name):  # two runs within a second
+                run_id += "b"
+    done = completed_keys(runs_of(store, exp.name).get(run_id, []))
+    races = plan(exp, run_id)
+    result = ExperimentResult(name=exp.name, run_id=run_id, planned=len(races), skipped=0)
+    for i, race in enumerate(races, 1):
+        label = f"[{i}/{len(races)}] {race.variant} #{race.repetition} on {race.track.label or 'the track'}"
+        if race.key in done:
+            result.skipped += 1
+            say(f"{label}: done before, skipped")
+            continue
+        opts = race_options(exp, race, run_id=run_id)
+        say(f"{label} ...")
+        try:
+            r = run_race(opts)
+        except RaceInterrupted:
+            say(f"experiment {exp.name} run {run_id} interrupted: resume with --resume")
+            raise
+        except Exception as e:  # noqa: BLE001 - one failed race must not lose the others
+            result.failed.append(f"{race.variant}#{race.repetition}: {e}")
+            say(f"{label}: failed: {e}")
+            continue
+        trial_id = getattr(r, "trial_id", None)
+        if trial_id:
+            result.ran.append(trial_id)
+        status = getattr(r, "status", "complete")
+        if status != "complete":
+            result.failed.append(f"{race.variant}#{race.repetition}: {status}")
+        say(f"{label}: trial {str(trial_id)[:12]} {status}")
+    return result
+
+
+def comparison_selectors(exp: ExperimentFile, run_id: str, track_index: int = 0) -> tuple[str, list[str]]:
+    """tag selectors of the baseline and candidates of one run (and track)."""
+    def sel(variant: str) -> str:
+        return (f"tag:{TAG_EXPERIMENT}={exp.name},{TAG_RUN}={run_id},{TAG_VARIANT}={variant},"
+                f"{TAG_TRACK}={track_index}")
+
+    assert exp.baseline is not None
+    return sel(exp.baseline), [sel(v) for v in exp.variants if v != exp.baseline]

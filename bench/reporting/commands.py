@@ -1,0 +1,173 @@
+"""``bench compare``, ``bench report`` and ``bench experiment``: argument parsers and handlers (hooked into
+``bench.cli``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from bench.errors import ConfigError
+
+
+def _noise_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--noise-threshold", type=float, default=0.0, metavar="PCT",
+                   help="changes smaller than PCT %% are labelled 'within noise' (default 0: only the CI decides)")
+    p.add_argument("--ci-method", choices=["auto", "bootstrap", "welch"], default="auto",
+                   help="confidence interval of the difference of means for groups of ≥ 3 trials (default auto: "
+                        "Welch's t below 10 trials per side, bootstrap from 10)")
+
+
+def add_report_parsers(sub: Any) -> None:
+    c = sub.add_parser("compare", help="compare a baseline with candidates (trials or groups of trials)")
+    c.add_argument("trials", nargs="*", metavar="TRIAL",
+                   help="baseline then candidates: trial id/prefix, id1,id2,... (a group) or tag:KEY=VALUE[,...]")
+    c.add_argument("--baseline", help="baseline selector (then every TRIAL and --candidate is a candidate)")
+    c.add_argument("--candidate", action="append", default=[], help="candidate selector (repeatable)")
+    c.add_argument("--format", choices=["table", "markdown", "csv", "json"], default="table")
+    c.add_argument("--output", help="write to this file instead of the terminal")
+    _noise_options(c)
+
+    r = sub.add_parser("report", help="render a markdown or HTML report of a trial or a comparison")
+    r.add_argument("trial", nargs="?", help="trial id or unique prefix")
+    r.add_argument("--compare", nargs="+", metavar="SELECTOR",
+                   help="baseline then candidates (ids, id lists or tag:KEY=VALUE) instead of one trial")
+    r.add_argument("--format", choices=["markdown", "html"], default="markdown")
+    r.add_argument("--output", help="file to write (default: stdout for markdown, bench-report-<id>.html for html)")
+    r.add_argument("--template", help="your own Jinja2 template (context: bench/reporting/context.py)")
+    r.add_argument("--plots-dir", help="also write each plot as a PNG into this folder (for gists)")
+    _noise_options(r)
+
+    e = sub.add_parser("experiment", help="run a matrix of races from a YAML file, then compare the variants")
+    e.add_argument("file", help="experiment file (see experiments/)")
+    e.add_argument("--resume", action="store_true", help="continue the newest run, skipping completed races")
+    e.add_argument("--run-id", help="resume (or start) this run id")
+    e.add_argument("--dry-run", action="store_true", help="print the planned races and stop")
+    e.add_argument("--report-format", choices=["markdown", "html"], default="markdown")
+    e.add_argument("--report-file", help="write the comparison report here (default: stdout for markdown, "
+                                         "<name>-<run>.html for html)")
+    e.add_argument("--plots-dir", help="also write each plot as a PNG into this folder")
+    _noise_options(e)
+
+
+def _selectors(a: argparse.Namespace) -> tuple[str, list[str]]:
+    if a.baseline:
+        return a.baseline, [*a.trials, *a.candidate]
+    if not a.trials:
+        raise ConfigError("bench compare needs BASELINE CANDIDATE... or --baseline SEL --candidate SEL")
+    return a.trials[0], [*a.trials[1:], *a.candidate]
+
+
+def _check_noise(a: argparse.Namespace) -> None:
+    if a.noise_threshold < 0:
+        raise ConfigError(f"--noise-threshold must be ≥ 0, not {a.noise_threshold:g}")
+
+
+def _build_comparison(store: Any, baseline: str, candidates: list[str], a: argparse.Namespace,
+                      labels: list[str] | None = None) -> Any:
+    from bench.compare import compare, resolve_sides
+
+    _check_noise(a)
+    base, cands, notes = resolve_sides(store, baseline, candidates, labels)
+    return compare(base, cands, noise_threshold_pct=a.noise_threshold, ci_method=a.ci_method, notes=notes)
+
+
+def _compare(a: argparse.Namespace, console: Console) -> int:
+    from bench.compare import comparison_renderable, render_comparison
+    from bench.reporting.render import write_text
+    from bench.store import TrialStore
+
+    baseline, candidates = _selectors(a)
+    with TrialStore() as store:
+        cmp = _build_comparison(store, baseline, candidates, a)
+    if a.output:
+        path = write_text(render_comparison(cmp, a.format), a.output)
+        console.print(f"Comparison written to {path}", highlight=False, markup=False)
+    elif a.format == "table" and console.is_terminal:
+        console.print(comparison_renderable(cmp))
+    else:
+        console.print(render_comparison(cmp, a.format), highlight=False, markup=False, soft_wrap=True, end="")
+    return 0
+
+
+def _emit(report: Any, output: str | None, default_name: str, console: Console) -> None:
+    from bench.reporting.render import write_text
+
+    if output or report.fmt == "html":
+        path = write_text(report.text, output or default_name)
+        console.print(f"Report written to {path}", highlight=False, markup=False)
+    else:
+        console.print(report.text, highlight=False, markup=False, soft_wrap=True, end="")
+    for p in report.png_paths:
+        console.print(f"Plot written to {p}", highlight=False, markup=False)
+
+
+def _report(a: argparse.Namespace, console: Console) -> int:
+    from bench.reporting.render import compare_report, trial_report
+    from bench.store import TrialStore
+
+    if bool(a.trial) == bool(a.compare):
+        raise ConfigError("bench report needs a TRIAL or --compare BASELINE CANDIDATE... (not both)")
+    with TrialStore() as store:
+        if a.compare:
+            if len(a.compare) < 2:
+                raise ConfigError("--compare needs a baseline and at least one candidate")
+            cmp = _build_comparison(store, a.compare[0], a.compare[1:], a)
+            report = compare_report(store, cmp, fmt=a.format, template=a.template, plots_dir=a.plots_dir)
+            name = f"bench-compare-{cmp.baseline.ids[0][:8]}.html"
+        else:
+            report = trial_report(store, a.trial, fmt=a.format, template=a.template, plots_dir=a.plots_dir)
+            name = f"bench-report-{store.get_trial(a.trial).id[:8]}.html"
+    _emit(report, a.output, name, console)
+    return 0
+
+
+def _experiment(a: argparse.Namespace, console: Console) -> int:
+    from bench.experiment import comparison_selectors, load_experiment, plan, run_experiment
+    from bench.reporting.render import compare_report
+    from bench.store import TrialStore
+
+    _check_noise(a)
+    exp = load_experiment(a.file)
+    if a.dry_run:
+        for i, r in enumerate(plan(exp, a.run_id or "dry-run"), 1):
+            console.print(f"{i:3}. {r.variant} #{r.repetition} on {r.track.label or 'the track'}", highlight=False,
+                          markup=False)
+        return 0
+    say = lambda text: console.print(text, highlight=False, markup=False)
+    with TrialStore() as store:
+        result = run_experiment(exp, store=store, resume=a.resume, run_id=a.run_id, say=say)
+    say(f"Experiment {exp.name} run {result.run_id}: {result.planned} races planned, {len(result.ran)} run now, "
+        f"{result.skipped} done before, {len(result.failed)} failed.")
+    for f in result.failed:
+        say(f"  failed: {f}")
+    with TrialStore() as store:
+        for ti, track in enumerate(exp.track_entries()):
+            baseline, candidates = comparison_selectors(exp, result.run_id, ti)
+            if not candidates:
+                say("One variant only: nothing to compare.")
+                break
+            labels = [exp.baseline or "", *[v for v in exp.variants if v != exp.baseline]]
+            try:
+                cmp = _build_comparison(store, baseline, candidates, a, labels)
+            except Exception as e:  # noqa: BLE001 - e.g. a variant whose races all failed
+                say(f"No comparison for {track.label or 'the track'}: {e}")
+                continue
+            report = compare_report(store, cmp, fmt=a.report_format, plots_dir=a.plots_dir)
+            suffix = f"-{ti}" if len(exp.track_entries()) > 1 else ""
+            out = a.report_file
+            if out and suffix:
+                p = Path(out)
+                out = str(p.with_name(f"{p.stem}{suffix}{p.suffix}"))
+            _emit(report, out, f"{exp.name}-{result.run_id}{suffix}.html", console)
+    return 1 if result.failed else 0
+
+
+def run_report_command(a: argparse.Namespace, console: Console) -> int:
+    if a.command == "compare":
+        return _compare(a, console)
+    if a.command == "report":
+        return _report(a, console)
+    return _experiment(a, console)

@@ -1,0 +1,172 @@
+"""What a report template sees: environment facts of each trial (never credentials) and the tables, as
+plain dicts and lists so users can write their own Jinja2 templates against them.
+
+Context keys (both modes): ``title``, ``mode`` ("trial" | "compare"), ``generated``, ``bench_version``,
+``sides`` (label, selector, trials: list of ``environment()`` dicts), ``environment_table`` (headers, rows: one
+column per trial), ``notes``; trial mode adds ``trial``,
+``sections`` (name, headers, rows -- rows as lists of strings) and ``summary_markdown``; compare mode adds
+``comparison`` (the JSON form), ``sections`` (compare rows split as below), ``comparison_markdown``; html adds
+``plots`` (key, title, div) and ``plotly_js``.
+Sections: "Cluster totals", one per task, "Telemetry", "CCR" (rows whose metric names CCR).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import bench
+from bench.compare.core import Comparison, Side
+from bench.compare.render import side_lines, table_headers, table_rows, to_json
+from bench.redact import redact, redact_text
+from bench.report import format_value
+from bench.store import TrialInfo
+from bench.summary import Summary
+
+# Options worth showing in a report; client options and anything secret-like never are.
+_SHOWN_OPTIONS = ("distribution_version", "nodes", "target_hosts", "car_params", "worker_processes", "on_error",
+                  "telemetry", "telemetry_params", "telemetry_profile")
+
+
+def environment(info: TrialInfo) -> dict[str, Any]:
+    """Engine and version, car, nodes, machine, track, challenge, params, user tags -- redacted."""
+    clusters = [{k: c.get(k) for k in ("name", "engine", "version", "nodes", "hosts")} for c in info.clusters]
+    options = {k: info.options.get(k) for k in _SHOWN_OPTIONS if info.options.get(k) not in (None, [], {}, "")}
+    env = {
+        "id": info.id, "short_id": info.id[:8], "status": info.status, "error": info.error,
+        "start_time": info.start_time.strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "end_time": info.end_time.strftime("%Y-%m-%d %H:%M:%S UTC") if info.end_time else None,
+        "track": info.track, "challenge": info.challenge, "track_params": info.track_params,
+        "car": "+".join(info.car) or "-", "pipeline": info.pipeline, "test_mode": info.test_mode,
+        "clusters": clusters, "machine": info.machine, "user_tags": info.user_tags, "options": options,
+        "bench_version": info.bench_version,
+    }
+    return redact(env)
+
+
+def _fmt_dict(d: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in d.items()) or "-"
+
+
+def environment_rows(info: TrialInfo) -> list[tuple[str, str]]:
+    """The environment as (label, text) pairs for a two-column table."""
+    e = environment(info)
+    rows = [("Trial", f"{e['id']} ({e['status']})"), ("Started", e["start_time"])]
+    for c in e["clusters"]:
+        rows.append((f"Cluster {c['name']}", (f"{c.get('engine') or '?'} {c.get('version') or '?'}, "
+                                             f"{c.get('nodes') or '?'} node(s)")))
+    rows += [("Car", e["car"]), ("Pipeline", e["pipeline"] + (" (test mode)" if e["test_mode"] else "")),
+             ("Track", f"{e['track']} / {e['challenge']}"), ("Track params", _fmt_dict(e["track_params"])),
+             ("User tags", _fmt_dict(e["user_tags"]))]
+    if e["options"]:
+        rows.append(("Options", _fmt_dict(e["options"])))
+    m = e["machine"]
+    if m:
+        mem = m.get("memory_bytes")
+        rows.append(("Load driver machine", (f"{m.get('hostname', '?')}: {m.get('cpu_count', '?')} CPUs "
+                                            f"({m.get('cpu_model') or '?'}), "
+                                            f"{(mem or 0) / 1024 ** 3:.0f} GiB, {m.get('os', '?')}")))
+    if e["error"]:
+        rows.append(("Error", e["error"]))
+    return [(a, redact_text(str(b))) for a, b in rows]
+
+
+def environment_table(sides: list[dict[str, Any]], compare: bool) -> dict[str, Any]:
+    """One table, one column per trial: rows are the union of the trials' environment labels."""
+    def col(i: int, label: str, short_id: str) -> str:
+        if not compare:
+            return short_id
+        role = "Baseline" if i == 0 else "Candidate"
+        return f"{role} {label}" if label == short_id else f"{role} {label} · {short_id}"
+
+    cols = [col(i, s["label"], t["short_id"]) for i, s in enumerate(sides) for t in s["trials"]]
+    per_trial = [dict(t["rows"]) for s in sides for t in s["trials"]]
+    labels = list(dict.fromkeys(label for s in sides for t in s["trials"] for label, _ in t["rows"]))
+    return {"headers": ["", *cols], "rows": [[label, *[d.get(label, "") for d in per_trial]] for label in labels]}
+
+
+def side_context(side: Side) -> dict[str, Any]:
+    return {"label": side.label, "selector": side.selector,
+            "trials": [dict(environment(t.info), rows=environment_rows(t.info)) for t in side.trials]}
+
+
+def telemetry_metrics(summaries: list[Summary | None]) -> set[str]:
+    from bench.telemetry.summary import telemetry_rows
+
+    return {r.metric for s in summaries if s is not None and s.telemetry for r in telemetry_rows(s.telemetry)}
+
+
+def _section_of(metric: str, task: str, tele: set[str], tasks: set[str]) -> str:
+    if "CCR" in metric:
+        return "CCR"
+    if metric in tele:
+        return "Telemetry"
+    if task and task in tasks:
+        return f"Task {task}"
+    return "Cluster totals"
+
+
+def _sections(keyed: list[tuple[str, str, list[str]]], headers: list[str], tele: set[str],
+              tasks: list[str]) -> list[dict[str, Any]]:
+    """Group rows (metric, task, cells) into ordered sections."""
+    order = ["Cluster totals", *[f"Task {t}" for t in tasks], "Telemetry", "CCR"]
+    grouped: dict[str, list[list[str]]] = {name: [] for name in order}
+    for metric, task, cells in keyed:
+        grouped.setdefault(_section_of(metric, task, tele, set(tasks)), []).append(cells)
+    return [{"name": n, "headers": headers, "rows": rows} for n, rows in grouped.items() if rows]
+
+
+def trial_context(info: TrialInfo, summary: Summary | None) -> dict[str, Any]:
+    from bench.report import render_summary
+
+    tele = telemetry_metrics([summary])
+    rows: list[tuple[str, str, list[str]]] = []
+    tasks: list[str] = []
+    if summary is not None:
+        tasks = [t.task for t in summary.tasks]
+        for r in summary.rows():
+            rows.append((r.metric, r.task, [r.metric, r.task, format_value(r.value), r.unit]))
+    side = Side(label=info.id[:8], selector=info.id, trials=[])
+    sides = [dict(side_context(side), trials=[dict(environment(info), rows=environment_rows(info))])]
+    ctx = {
+        "mode": "trial", "title": f"bench report: {info.track} / {info.challenge} ({info.id[:8]})",
+        "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "bench_version": bench.__version__,
+        "trial": dict(environment(info), rows=environment_rows(info)),
+        "sides": sides,
+        "environment_table": environment_table(sides, compare=False),
+        "sections": _sections(rows, ["Metric", "Task", "Value", "Unit"], tele, tasks),
+        "summary_markdown": render_summary(summary, "markdown") if summary is not None else "",
+        "notes": [redact_text(n) for n in (summary.notes if summary else [])],
+    }
+    return ctx
+
+
+def compare_context(cmp: Comparison) -> dict[str, Any]:
+    from bench.compare.render import render_comparison
+
+    summaries = [t.summary for s in (cmp.baseline, *cmp.candidates) for t in s.trials]
+    tele = telemetry_metrics(summaries)
+    tasks = list(dict.fromkeys(ts.task for s in summaries if s is not None for ts in s.tasks))
+    keyed = [(r.metric, r.task, cells) for r, cells in zip(cmp.rows, table_rows(cmp))]
+    labels = " vs ".join([cmp.baseline.label, *[c.label for c in cmp.candidates]])
+    track = cmp.baseline.trials[0].info if cmp.baseline.trials else None
+    verdicts = [(r, c) for r in cmp.rows for c in r.candidates]
+    sides = [side_context(cmp.baseline), *[side_context(c) for c in cmp.candidates]]
+    return {
+        "mode": "compare",
+        "title": f"bench comparison: {labels}" + (f" ({track.track} / {track.challenge})" if track else ""),
+        "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "bench_version": bench.__version__,
+        "sides": sides,
+        "environment_table": environment_table(sides, compare=True),
+        "comparison": to_json(cmp),
+        "headers": table_headers(cmp),
+        "sections": _sections(keyed, table_headers(cmp), tele, tasks),
+        "comparison_markdown": render_comparison(cmp, "markdown"),
+        "comparison_header": side_lines(cmp),
+        "counts": {v: sum(1 for _, c in verdicts if c.verdict == v)
+                   for v in ("improvement", "regression", "within noise", "not judged")},
+        "notes": [redact_text(w) for w in cmp.warnings],
+        "only_in": cmp.only_in,
+    }

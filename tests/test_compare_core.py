@@ -1,0 +1,99 @@
+"""compare() and its renderings on known summaries (pure; the real-trial tests are in test_compare_real.py)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import UTC, datetime
+
+from bench.compare import compare, render_comparison
+from bench.compare.core import Side, TrialData
+from bench.compare.metrics import higher_is_better
+from bench.stats import ThroughputStats
+from bench.store import TrialInfo
+from bench.summary import Summary, TaskSummary
+
+
+def _trial(i: int, tput: float, p50: float, *, track: str = "nginx", extra_task: bool = False) -> TrialData:
+    tasks = [TaskSummary(task="index", operation_type="bulk", unit="docs",
+                         throughput=ThroughputStats(min=tput * .9, mean=tput, median=tput, max=tput * 1.1,
+                                                    unit="docs/s"),
+                         latency={50.0: p50}, service_time={50.0: p50}, requests=10)]
+    if extra_task:
+        tasks.append(TaskSummary(task="search", operation_type="search", unit="ops", latency={50.0: 3.0},
+                                 requests=5))
+    info = TrialInfo(id=f"{i:032x}", track=track, challenge="index-only", status="complete",
+                     start_time=datetime(2024, 1, 1, tzinfo=UTC), user_tags={"variant": str(i)})
+    return TrialData(info=info, summary=Summary(tasks=tasks))
+
+
+def _side(label: str, trials: list[TrialData]) -> Side:
+    return Side(label=label, selector=label, trials=trials)
+
+
+def _row(cmp, metric: str, task: str = "index"):
+    return next(r for r in cmp.rows if r.metric == metric and r.task == task)
+
+
+def test_directions_of_the_rows():
+    assert higher_is_better("Mean Throughput") is True
+    assert higher_is_better("99th percentile latency") is False
+    assert higher_is_better("error rate") is False
+    assert higher_is_better("Cumulative indexing time of primary shards") is False
+    assert higher_is_better("Median CPU usage (node-stats)") is False
+    assert higher_is_better("Max CCR lag time") is False
+    assert higher_is_better("Total docs count") is None
+
+
+def test_single_trials_are_shown_but_not_judged():
+    cmp = compare(_side("base", [_trial(1, 1000, 10)]), [_side("cand", [_trial(2, 961, 12)])])
+    row = _row(cmp, "Mean Throughput")
+    cell = row.candidates[0]
+    assert row.baseline == 1000 and cell.value == 961 and cell.diff == -39
+    assert round(cell.diff_pct, 2) == -3.9 and cell.ci is None and cell.verdict == "not judged"
+    assert any("significance cannot be judged" in w for w in cmp.warnings)
+    md = render_comparison(cmp, "markdown")
+    line = next(x for x in md.splitlines() if x.startswith("| Mean Throughput"))
+    assert [c.strip() for c in line.strip("|").split("|")] == [
+        "Mean Throughput", "index", "1,000.00", "961.00", "-39.00", "-3.90%", "docs/s", "worse, not judged"]
+
+
+def test_groups_get_a_confidence_interval_and_verdicts():
+    base = _side("base", [_trial(i, t, 10) for i, t in enumerate([1000, 1010, 990], 1)])
+    same = _side("same", [_trial(i, t, 10) for i, t in enumerate([1005, 995, 1012], 4)])
+    slow = _side("slow", [_trial(i, t, 20 + i) for i, t in enumerate([500, 505, 498], 7)])
+    cmp = compare(base, [same, slow])
+    tput = _row(cmp, "Mean Throughput")
+    assert tput.candidates[0].verdict == "within noise" and tput.candidates[0].ci is not None
+    assert tput.candidates[1].verdict == "regression"
+    assert _row(cmp, "50th percentile latency").candidates[1].verdict == "regression"  # latency up
+    # Several candidates: one value and Δ % pair per candidate, the result inside the Δ % cell.
+    md = render_comparison(cmp, "markdown")
+    header = md.splitlines()[md.splitlines().index(next(line for line in md.splitlines() if line.startswith("| Metric")))]
+    assert [h.strip() for h in header.strip("|").split("|")] == ["Metric", "Task", "base", "same", "Δ %", "slow",
+                                                                 "Δ %", "Unit"]
+    assert "**regression**" in md and "within noise" in md
+
+
+def test_rows_on_one_side_only_are_listed_and_tracks_warn():
+    cmp = compare(_side("base", [_trial(1, 1000, 10)]),
+                  [_side("cand", [_trial(2, 1000, 10, track="http_logs", extra_task=True)])])
+    assert {"metric": "50th percentile latency", "task": "search", "sides": ["cand"]} in cmp.only_in
+    assert any("different tracks" in w for w in cmp.warnings)
+    text = render_comparison(cmp, "table")
+    assert "Only in cand: 50th percentile latency (search)" in text
+
+
+def test_csv_and_json_carry_raw_values():
+    base = _side("base", [_trial(i, t, 10) for i, t in enumerate([1000, 1010, 990], 1)])
+    cand = _side("cand", [_trial(i, t, 10) for i, t in enumerate([1200, 1190, 1210], 4)])
+    cmp = compare(base, [cand], noise_threshold_pct=1.0)
+    recs = list(csv.DictReader(io.StringIO(render_comparison(cmp, "csv"))))
+    mean = next(r for r in recs if r["metric"] == "Mean Throughput")
+    assert float(mean["baseline_value"]) == 1000 and float(mean["candidate_value"]) == 1200
+    assert mean["result"] == "improvement" and mean["ci_method"] == "welch"
+    data = json.loads(render_comparison(cmp, "json"))
+    row = next(r for r in data["rows"] if r["metric"] == "Mean Throughput")
+    assert row["candidate_values"] == [1200, 1190, 1210] and row["ci_low"] > 0
+    assert data["noise_threshold_pct"] == 1.0
