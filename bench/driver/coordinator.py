@@ -92,8 +92,8 @@ class Coordinator:
         self._cmds.clear()
 
     def worker_pids(self) -> list[int]:
-        """The live worker processes (for telemetry: driver CPU must include them)."""
-        return [p.pid for p in self._procs if p.pid is not None and p.is_alive()]
+        """The worker processes (for telemetry: driver CPU must include them)."""
+        return [p.pid for p in self._procs if p.pid is not None]  # no is_alive(): it reaps, from another thread
 
     def interrupt(self, reason: str) -> None:
         """Ask the running step to stop (thread-safe from a signal handler on the loop)."""
@@ -123,6 +123,14 @@ class Coordinator:
             try:
                 msg = self._results.get()
             except (EOFError, OSError, ValueError):
+                return
+            except Exception as e:  # noqa: BLE001 - e.g. a message that cannot be unpickled
+                # A reader that died silently would leave the step waiting forever: fail the race instead.
+                msg = ("error", -1, f"load driver results could not be read: {type(e).__name__}: {e}")
+                try:
+                    loop.call_soon_threadsafe(self._messages.put_nowait, msg)
+                except RuntimeError:
+                    pass
                 return
             if msg[0] == "closed":
                 return
@@ -187,6 +195,9 @@ class Coordinator:
                 if stopping and self._stop_overdue():
                     errors.append(f"load driver workers did not stop within {WORKER_TIMEOUT:.0f} s")
                     break
+                if self._reader is not None and not self._reader.is_alive() and not stopping:
+                    errors.append("the load driver's results reader stopped")
+                    stop_all()
                 dead = [p for wid, p in enumerate(self._procs) if wid not in done and not p.is_alive()]
                 if dead:
                     errors.append(f"load driver worker {dead[0].name} died (exit code {dead[0].exitcode})")

@@ -1,0 +1,81 @@
+"""Telemetry: devices that sample clusters and hosts while a race runs (issue 3).
+
+- ``config.py``   devices, their parameters and defaults, profiles; ``resolve_telemetry``
+- ``device.py``   the device contract and shared helpers; ``runner.py`` runs devices in the background
+- ``node_stats.py``, ``ccr_stats.py`` (+ ``ccr_models.py``: CCR answers and lag, reusable), ``host.py``,
+  ``rally_stats.py`` (recovery-stats, shard-stats, segment-stats)
+- ``summary.py``  the telemetry section of a race summary
+
+``start_telemetry`` / ``attach_telemetry`` are what ``bench.race`` calls.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from bench.telemetry.config import DEVICES, TelemetryConfig, device_table, resolve_telemetry
+from bench.telemetry.device import TelemetryContext
+from bench.telemetry.runner import TelemetryRunner, create_devices
+from bench.telemetry.summary import TelemetrySummary, summarize_telemetry, telemetry_rows
+
+if TYPE_CHECKING:
+    from bench.client import ClusterTarget
+    from bench.provision.local import LocalProvisioner
+    from bench.store import TrialStore
+    from bench.summary import Summary
+
+__all__ = [
+    "DEVICES",
+    "TelemetryConfig",
+    "TelemetryContext",
+    "TelemetryRunner",
+    "TelemetrySummary",
+    "attach_telemetry",
+    "create_devices",
+    "device_table",
+    "resolve_telemetry",
+    "start_telemetry",
+    "summarize_telemetry",
+    "telemetry_rows",
+]
+
+
+def race_context(targets: list[ClusterTarget], clusters: list[dict[str, Any]],
+                 provisioner: LocalProvisioner | None, worker_pids: Callable[[], list[int]]) -> TelemetryContext:
+    """What the devices of one race see: its clusters, the nodes bench started, bench's own processes."""
+    node_processes = None
+    if provisioner is not None:
+        def node_processes() -> dict[tuple[str, str], list[Any]]:
+            by_node = provisioner.processes()
+            return {(c, n.name): by_node.get(n.name, []) for c, info in provisioner.clusters.items()
+                    for n in info.nodes}
+
+    return TelemetryContext(targets={t.name: t for t in targets}, clusters={c["name"]: c for c in clusters},
+                            node_processes=node_processes, driver_pids=lambda: [os.getpid(), *worker_pids()])
+
+
+async def start_telemetry(config: TelemetryConfig, ctx: TelemetryContext, store: TrialStore,
+                          trial_id: str) -> TelemetryRunner | None:
+    """Start the configured devices; their rows go to the trial store as they come. None: no devices."""
+    if not config.devices:
+        return None
+    runner = TelemetryRunner(create_devices(config, ctx), lambda rows: store.add_telemetry(trial_id, rows))
+    await runner.start()
+    return runner
+
+
+def attach_telemetry(summary: Summary | None, telemetry: pd.DataFrame) -> Summary | None:
+    """Put the telemetry section (and its warnings) into a race summary; a race that measured nothing but
+    has telemetry still gets a summary holding it."""
+    if telemetry.empty:
+        return summary
+    from bench.summary import Summary
+
+    ts = summarize_telemetry(telemetry)
+    summary = summary if summary is not None else Summary()
+    return summary.model_copy(update={"telemetry": ts.model_dump(mode="json"),
+                                      "notes": [*summary.notes, *ts.notes]})

@@ -1,0 +1,269 @@
+"""The telemetry section of a race summary: pure functions from the stored telemetry rows.
+
+Counters (GC, refresh, merge, flush, rejections, disk and network bytes) are reported as the change from the
+first to the last sample of the race; gauges (CPU, heap, lag) as median / percentiles / max over the samples.
+Two CPU figures exist on purpose: node-stats' ``process.cpu.percent`` is Elasticsearch's own (share of the
+whole machine), the host device's is psutil's (100 % = one core); each row names which it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel
+
+from bench.telemetry.runner import ERROR_METRIC, SAMPLE_METRIC
+
+MB = 1024 * 1024
+DRIVER_CPU_WARNING = 80.0  # % of one core per worker
+
+
+class DeviceCount(BaseModel):
+    device: str
+    cluster: str
+    samples: int
+    failed: int
+    errors: int = 0  # problems reported inside good samples (e.g. a CCR fatal_exception, a missing follower)
+    first_error: str | None = None
+
+
+class NodeTelemetry(BaseModel):
+    cluster: str
+    node: str
+    cpu_median: float | None = None  # node-stats process.cpu.percent (share of the machine)
+    cpu_max: float | None = None
+    host_cpu_median: float | None = None  # host device, psutil: 100 = one core
+    host_cpu_max: float | None = None
+    disk_read_bytes: float | None = None
+    disk_write_bytes: float | None = None
+    net_rx_bytes: float | None = None
+    net_tx_bytes: float | None = None
+    gc_young_count: float | None = None
+    gc_young_time_ms: float | None = None
+    gc_old_count: float | None = None
+    gc_old_time_ms: float | None = None
+    refresh_count: float | None = None
+    refresh_time_ms: float | None = None
+    merge_count: float | None = None
+    merge_time_ms: float | None = None
+    flush_count: float | None = None
+    flush_time_ms: float | None = None
+    write_rejections: float | None = None
+    peak_heap_bytes: float | None = None
+
+
+class FollowerLag(BaseModel):
+    cluster: str
+    index: str
+    lag_ops_median: float | None = None
+    lag_ops_p99: float | None = None
+    lag_ops_max: float | None = None
+    lag_s_median: float | None = None
+    lag_s_p99: float | None = None
+    lag_s_max: float | None = None
+    read_exceptions: float = 0.0  # most exceptions a sample listed
+    failed_read_requests: float = 0.0  # during the race
+    failed_write_requests: float = 0.0
+    missing_samples: int = 0  # samples in which the follower was absent / paused / not replicating
+
+
+class DriverCpu(BaseModel):
+    median: float | None = None  # all bench processes, 100 = one core
+    max: float | None = None
+    workers: int = 0
+    worker_median: dict[str, float] = {}
+
+
+class TelemetrySummary(BaseModel):
+    devices: list[DeviceCount] = []
+    nodes: list[NodeTelemetry] = []
+    followers: list[FollowerLag] = []
+    driver: DriverCpu | None = None
+    notes: list[str] = []
+
+
+def _series(df: pd.DataFrame, metric: str) -> pd.Series:
+    return df.loc[df["metric"] == metric].sort_values("timestamp")["value"]
+
+
+def _delta(df: pd.DataFrame, metric: str, scale: float = 1.0) -> float | None:
+    s = _series(df, metric)
+    if s.empty:
+        return None
+    return max(0.0, float(s.iloc[-1] - s.iloc[0])) * scale
+
+
+def _stat(df: pd.DataFrame, metric: str, how: str) -> float | None:
+    s = _series(df, metric)
+    if s.empty:
+        return None
+    return float(s.median() if how == "median" else s.max())
+
+
+def _sum_delta(df: pd.DataFrame, metrics: list[str], scale: float = 1.0) -> float | None:
+    parts = [d for d in (_delta(df, m, scale) for m in metrics) if d is not None]
+    return sum(parts) if parts else None
+
+
+def _device_counts(df: pd.DataFrame) -> list[DeviceCount]:
+    out = []
+    marks = df[df["metric"] == SAMPLE_METRIC]
+    errs = df[df["metric"] == ERROR_METRIC]
+    for (device, cluster), g in marks.groupby(["device", "cluster"], sort=False):
+        failed = g[g["value"] == 0]
+        e = errs[(errs["device"] == device) & (errs["cluster"] == cluster)]
+        first = next((r.get("error") for r in [*failed["raw"], *e["raw"]] if isinstance(r, dict)), None)
+        out.append(DeviceCount(device=str(device), cluster=str(cluster), samples=len(g), failed=len(failed),
+                               errors=len(e), first_error=first))
+    return out
+
+
+def _nodes(df: pd.DataFrame) -> list[NodeTelemetry]:
+    ns = df[(df["device"] == "node-stats") & (df["node"] != "")]
+    host = df[(df["device"] == "host") & ~df["cluster"].isin(["host", "driver"])]
+    keys = list(dict.fromkeys([*zip(ns["cluster"], ns["node"]), *zip(host["cluster"], host["node"])]))
+    out = []
+    for cluster, node in keys:
+        n = ns[(ns["cluster"] == cluster) & (ns["node"] == node)]
+        h = host[(host["cluster"] == cluster) & (host["node"] == node)]
+        t = NodeTelemetry(cluster=str(cluster), node=str(node))
+        t.cpu_median, t.cpu_max = _stat(n, "process.cpu.percent", "median"), _stat(n, "process.cpu.percent", "max")
+        t.host_cpu_median = _stat(h, "process.cpu.percent", "median")
+        t.host_cpu_max = _stat(h, "process.cpu.percent", "max")
+        t.disk_read_bytes = _delta(n, "fs.io_stats.total.read_kilobytes", 1024.0)
+        t.disk_write_bytes = _delta(n, "fs.io_stats.total.write_kilobytes", 1024.0)
+        if t.disk_read_bytes is None:  # no node-stats fs: what the host saw the node's processes do
+            t.disk_read_bytes = _delta(h, "process.read_bytes")
+            t.disk_write_bytes = _delta(h, "process.write_bytes")
+        t.net_rx_bytes = _sum_delta(n, ["transport.rx_size_in_bytes", "http.rx_size_in_bytes"])
+        t.net_tx_bytes = _sum_delta(n, ["transport.tx_size_in_bytes", "http.tx_size_in_bytes"])
+        t.gc_young_count = _delta(n, "jvm.gc.collectors.young.collection_count")
+        t.gc_young_time_ms = _delta(n, "jvm.gc.collectors.young.collection_time_in_millis")
+        t.gc_old_count = _delta(n, "jvm.gc.collectors.old.collection_count")
+        t.gc_old_time_ms = _delta(n, "jvm.gc.collectors.old.collection_time_in_millis")
+        for what, section in (("refresh", "refresh"), ("merge", "merges"), ("flush", "flush")):
+            setattr(t, f"{what}_count", _delta(n, f"indices.{section}.total"))
+            setattr(t, f"{what}_time_ms", _delta(n, f"indices.{section}.total_time_in_millis"))
+        t.write_rejections = _delta(n, "thread_pool.write.rejected")
+        t.peak_heap_bytes = _stat(n, "jvm.mem.heap_used_in_bytes", "max")
+        out.append(t)
+    return out
+
+
+def _pct(s: pd.Series, p: float) -> float | None:
+    return float(np.percentile(s.to_numpy(), p)) if not s.empty else None
+
+
+def _followers(df: pd.DataFrame) -> list[FollowerLag]:
+    ccr = df[(df["device"] == "ccr-stats") & (df["node"] != "") & ~df["node"].str.contains(r"\[", regex=True)]
+    indices = ccr[ccr["metric"].isin(["lag_ops", "missing", "paused"])]
+    out = []
+    for (cluster, index), g in ccr[ccr.set_index(["cluster", "node"]).index.isin(
+            set(zip(indices["cluster"], indices["node"])))].groupby(["cluster", "node"], sort=False):
+        ops, secs = _series(g, "lag_ops"), _series(g, "lag_seconds")
+        paused = _series(g, "paused")
+        out.append(FollowerLag(
+            cluster=str(cluster), index=str(index),
+            lag_ops_median=float(ops.median()) if not ops.empty else None, lag_ops_p99=_pct(ops, 99),
+            lag_ops_max=float(ops.max()) if not ops.empty else None,
+            lag_s_median=float(secs.median()) if not secs.empty else None, lag_s_p99=_pct(secs, 99),
+            lag_s_max=float(secs.max()) if not secs.empty else None,
+            read_exceptions=float(_series(g, "read_exceptions").max()) if not _series(g, "read_exceptions").empty
+            else 0.0,
+            failed_read_requests=_delta(g, "failed_read_requests") or 0.0,
+            failed_write_requests=_delta(g, "failed_write_requests") or 0.0,
+            missing_samples=int(_series(g, "missing").sum() + (paused > 0).sum())))
+    return out
+
+
+def _driver(df: pd.DataFrame) -> DriverCpu | None:
+    d = df[(df["device"] == "host") & (df["cluster"] == "driver") & (df["metric"] == "process.cpu.percent")]
+    if d.empty:
+        return None
+    total = d[d["node"] == "all"]["value"]
+    workers = d[d["node"].str.startswith("worker-")]
+    return DriverCpu(median=float(total.median()) if not total.empty else None,
+                     max=float(total.max()) if not total.empty else None,
+                     workers=int(workers["node"].nunique()),
+                     worker_median={str(k): float(v) for k, v in workers.groupby("node")["value"].median().items()})
+
+
+def summarize_telemetry(df: pd.DataFrame) -> TelemetrySummary:
+    """``df``: ``TrialStore.telemetry(trial_id)``."""
+    if df.empty:
+        return TelemetrySummary()
+    s = TelemetrySummary(devices=_device_counts(df), nodes=_nodes(df), followers=_followers(df), driver=_driver(df))
+    for c in s.devices:
+        if c.failed or c.errors:
+            s.notes.append(f"Telemetry {c.device} on {c.cluster}: {c.failed} of {c.samples} samples failed"
+                           + (f", {c.errors} errors reported" if c.errors else "")
+                           + (f" (first: {c.first_error})" if c.first_error else "") + ".")
+    if s.driver is not None:
+        busy = {w: v for w, v in s.driver.worker_median.items() if v > DRIVER_CPU_WARNING}
+        if busy:
+            s.notes.append("The load driver used more than 80% of a core per worker ("
+                           + ", ".join(f"{w}: {v:.0f}%" for w, v in sorted(busy.items()))
+                           + "): the client, not the cluster, may be the bottleneck; use more "
+                             "--worker-processes or a bigger driver machine.")
+    return s
+
+
+def telemetry_rows(data: dict[str, Any]) -> list[Any]:
+    """Report rows (bench.summary.MetricRow) of a stored telemetry summary; the Task column names the
+    cluster/node, follower index or device."""
+    from bench.summary import MetricRow
+
+    if not data:
+        return []
+    s = TelemetrySummary.model_validate(data)
+    rows: list[MetricRow] = []
+
+    def add(metric: str, scope: str, value: float | None, unit: str, scale: float = 1.0) -> None:
+        if value is not None:
+            rows.append(MetricRow(metric=metric, task=scope, value=value / scale if scale != 1.0 else value,
+                                  unit=unit))
+
+    for n in s.nodes:
+        scope = f"{n.cluster}/{n.node}"
+        add("Median CPU usage (node-stats)", scope, n.cpu_median, "%")
+        add("Max CPU usage (node-stats)", scope, n.cpu_max, "%")
+        add("Median process CPU (host, 100% = 1 core)", scope, n.host_cpu_median, "%")
+        add("Max process CPU (host, 100% = 1 core)", scope, n.host_cpu_max, "%")
+        add("Disk read", scope, n.disk_read_bytes, "MB", MB)
+        add("Disk write", scope, n.disk_write_bytes, "MB", MB)
+        add("Network rx", scope, n.net_rx_bytes, "MB", MB)
+        add("Network tx", scope, n.net_tx_bytes, "MB", MB)
+        add("Young GC count", scope, n.gc_young_count, "")
+        add("Young GC time", scope, n.gc_young_time_ms, "s", 1000.0)
+        add("Old GC count", scope, n.gc_old_count, "")
+        add("Old GC time", scope, n.gc_old_time_ms, "s", 1000.0)
+        for what in ("refresh", "merge", "flush"):
+            add(f"{what.capitalize()} count", scope, getattr(n, f"{what}_count"), "")
+            add(f"{what.capitalize()} time", scope, getattr(n, f"{what}_time_ms"), "s", 1000.0)
+        add("Write thread pool rejections", scope, n.write_rejections, "")
+        add("Peak heap used", scope, n.peak_heap_bytes, "MB", MB)
+    for f in s.followers:
+        scope = f"{f.cluster}/{f.index}"
+        add("Median CCR lag", scope, f.lag_ops_median, "ops")
+        add("99th percentile CCR lag", scope, f.lag_ops_p99, "ops")
+        add("Max CCR lag", scope, f.lag_ops_max, "ops")
+        add("Median CCR lag time", scope, f.lag_s_median, "s")
+        add("99th percentile CCR lag time", scope, f.lag_s_p99, "s")
+        add("Max CCR lag time", scope, f.lag_s_max, "s")
+        add("CCR read exceptions", scope, f.read_exceptions, "")
+        add("CCR failed read requests", scope, f.failed_read_requests, "")
+        add("CCR failed write requests", scope, f.failed_write_requests, "")
+        if f.missing_samples:
+            add("CCR samples without follower checkpoints", scope, f.missing_samples, "")
+    if s.driver is not None:
+        add("Median driver CPU (100% = 1 core)", "driver", s.driver.median, "%")
+        add("Max driver CPU (100% = 1 core)", "driver", s.driver.max, "%")
+        for w, v in sorted(s.driver.worker_median.items()):
+            add("Median driver CPU (100% = 1 core)", f"driver/{w}", v, "%")
+    for c in s.devices:
+        scope = f"{c.device}@{c.cluster}"
+        add("Telemetry samples", scope, c.samples, "")
+        add("Telemetry failed samples", scope, c.failed, "")
+    return rows

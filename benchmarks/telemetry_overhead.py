@@ -1,0 +1,124 @@
+"""Telemetry overhead: does sampling node-stats + host change indexing throughput?
+
+Starts one local Elasticsearch node (bench's provisioner, 127.0.0.1), then bulk-indexes generated nginx
+documents into a fresh one-shard index repeatedly, alternating without and with ``--telemetry=node-stats,host``
+(order ABBA ABBA ... so slow drift of the machine hits both sides alike). Reports each run's mean indexing
+throughput, each side's mean and standard deviation, the difference of the means, and the run-to-run noise
+(the baseline's standard deviation and range). Numbers are printed, never judged.
+
+    python benchmarks/telemetry_overhead.py [--pairs 3] [--docs 200000] [--clients 2] [--interval 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+from rich.console import Console
+
+from bench.options import RaceOptions
+from bench.provision.local import LocalProvisioner
+from bench.provision.model import ClusterSpec
+from bench.race import run_race
+
+# Its own small track (generated nginx documents, one shard, no replica), so the numbers do not move when the
+# built-in tracks change.
+TRACK = """{
+  "version": 2,
+  "description": "telemetry overhead: bulk-index generated nginx documents",
+  "indices": [{"name": "overhead", "body": "index.json"}],
+  "corpora": [{"name": "nginx", "documents": [{"source-file": "nginx-documents.json",
+               "document-count": {{ doc_count }}, "target-index": "overhead",
+               "generator": {"name": "nginx", "seed": 1}}]}],
+  "schedule": [
+    {"operation": {"operation-type": "delete-index"}},
+    {"operation": {"operation-type": "create-index"}},
+    {"operation": {"operation-type": "cluster-health", "request-params": {"wait_for_status": "green"},
+                   "retry-until-success": true}},
+    {"name": "index-append", "operation": {"operation-type": "bulk", "bulk-size": {{ bulk_size }}},
+     "warmup-time-period": {{ warmup_time_period }}, "clients": {{ bulk_indexing_clients }}},
+    {"operation": {"operation-type": "refresh"}}
+  ]
+}
+"""
+
+
+def one_race(track: Path, target: str, params: dict[str, object], telemetry: bool, interval: float
+             ) -> tuple[float, int]:
+    opts = RaceOptions(track_path=track, track_params=params, target_hosts=target,
+                       progress=False, telemetry=["node-stats", "host"] if telemetry else [],
+                       telemetry_params={"node-stats-sample-interval": interval, "host-sample-interval": interval}
+                       if telemetry else {})
+    result = run_race(opts, console=Console(file=io.StringIO()))
+    assert result.summary is not None
+    task = result.summary.task("index-append")
+    assert task is not None and task.throughput is not None and task.error_rate == 0, task
+    samples = sum(d["samples"] for d in result.summary.telemetry.get("devices", [])) if telemetry else 0
+    return task.throughput.mean, samples
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pairs", type=int, default=3, help="ABBA blocks count as two pairs each")
+    ap.add_argument("--docs", type=int, default=200_000)
+    ap.add_argument("--clients", type=int, default=2)
+    ap.add_argument("--bulk-size", type=int, default=2000)
+    ap.add_argument("--interval", type=float, default=1.0, help="node-stats and host sample interval (s)")
+    ap.add_argument("--heap", default="1gheap")
+    a = ap.parse_args()
+
+    os.environ.setdefault("BENCH_CACHE", str(Path.home() / ".bench"))
+    os.environ["BENCH_HOME"] = tempfile.mkdtemp(prefix="bench-telemetry-overhead-")
+    params = {"doc_count": a.docs, "bulk_indexing_clients": a.clients, "bulk_size": a.bulk_size,
+              "warmup_time_period": 5}
+    track = Path(os.environ["BENCH_HOME"]) / "track"
+    track.mkdir()
+    (track / "track.json").write_text(TRACK)
+    (track / "index.json").write_text(json.dumps({"settings": {"number_of_shards": 1, "number_of_replicas": 0}}))
+    provisioner = LocalProvisioner("telemetry-overhead", Path(os.environ["BENCH_HOME"]) / "trial")
+    info = provisioner.start(ClusterSpec(nodes=1, car=["defaults", a.heap]))
+    runs: list[dict[str, object]] = []
+    try:
+        target = ",".join(h.removeprefix("http://") for h in info.hosts)
+        one_race(track, target, params, False, a.interval)  # not counted: generates the corpus, warms the JIT
+        order = [False, True, True, False] * ((a.pairs + 1) // 2)
+        for telemetry in order[: 2 * a.pairs]:
+            t0 = time.monotonic()
+            docs_s, samples = one_race(track, target, params, telemetry, a.interval)
+            runs.append({"telemetry": telemetry, "docs_per_s": round(docs_s), "telemetry_samples": samples,
+                         "wall_s": round(time.monotonic() - t0, 1)})
+            print(json.dumps(runs[-1]), flush=True)
+    finally:
+        provisioner.stop_all()
+
+    def side(flag: bool) -> list[float]:
+        return [float(r["docs_per_s"]) for r in runs if r["telemetry"] is flag]  # type: ignore[arg-type]
+
+    base, tele = side(False), side(True)
+    sd = lambda xs: statistics.stdev(xs) if len(xs) > 1 else float("nan")
+    result = {
+        "without_telemetry_docs_per_s": {"mean": round(statistics.mean(base)), "stdev": round(sd(base)),
+                                         "runs": base},
+        "with_telemetry_docs_per_s": {"mean": round(statistics.mean(tele)), "stdev": round(sd(tele)), "runs": tele},
+        "difference_of_means_docs_per_s": round(statistics.mean(tele) - statistics.mean(base)),
+        "difference_pct": round(100 * (statistics.mean(tele) / statistics.mean(base) - 1), 2),
+        "run_to_run_noise_pct": round(100 * sd(base) / statistics.mean(base), 2),
+        "baseline_range_pct": round(100 * (max(base) - min(base)) / statistics.mean(base), 2),
+        "settings": {"docs": a.docs, "clients": a.clients, "bulk_size": a.bulk_size, "interval_s": a.interval,
+                     "devices": "node-stats,host", "heap": a.heap},
+        "machine": f"{platform.node()} {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
+                   f"load avg {os.getloadavg()[0]:.1f}, Python {platform.python_version()}",
+    }
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
