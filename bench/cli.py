@@ -53,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--distribution-version", default="8.19.21")
     r.add_argument("--distribution-repository", help="URL template for the distribution, with {version}")
     r.add_argument("--distribution-path", help="a local archive (zip/tar.gz) or unpacked install")
+    r.add_argument("--distribution", help="ENGINE:VERSION of the clusters bench starts, e.g. opensearch:2.19.1 "
+                                          "(overrides --distribution-version and a topology's engine/version)")
+    r.add_argument("--plugin", action="append", dest="plugins", metavar="[CLUSTER:]PATH",
+                   help="install a plugin zip or folder into every node (of CLUSTER only when given); repeatable")
     r.add_argument("--nodes", type=int, default=1, help="nodes of the local cluster (default 1)")
     r.add_argument("--http-port", type=int, help="first HTTP port of the local cluster (default: free ports)")
     r.add_argument("--target-hosts", help="benchmark existing clusters: host:port,... or name:host:port,... or JSON")
@@ -67,9 +71,27 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--keep-cluster", action="store_true", help="leave the local cluster running")
     r.add_argument("--worker-processes", type=int, default=1,
                    help="load driver processes (clients are dealt out to them; default 1)")
+    r.add_argument("--topology", help="a topology file (topologies/): its clusters, locally or in a cloud")
+    r.add_argument("--yes", action="store_true", help="with a cloud --topology: create machines without asking")
+    r.add_argument("--max-instances", type=int, default=8, help="with a cloud --topology: refuse more machines")
     r.add_argument("--telemetry", help="telemetry devices, e.g. node-stats,ccr-stats,host (see 'bench list telemetry')")
     r.add_argument("--telemetry-params", help="k:v,... or a JSON file, e.g. node-stats-sample-interval:5")
     r.add_argument("--telemetry-profile", help="a profile from telemetry/ (e.g. ccr, default) or a YAML file")
+
+    lg = sub.add_parser("loadgen", help="run an INFINI Loadgen YAML config as it is (measured, stored as a trial)")
+    lg.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress display")
+    lg.add_argument("--config", default="loadgen.yml", help="the Loadgen YAML file (default loadgen.yml)")
+    lg.add_argument("-c", type=int, default=1, dest="concurrency", help="concurrent clients (default 1)")
+    lg.add_argument("-d", type=float, default=5, dest="duration", help="duration in seconds (default 5)")
+    lg.add_argument("-r", type=float, default=None, dest="rate", help="max requests per second, all clients")
+    lg.add_argument("-l", type=int, default=None, dest="limit", help="total request limit")
+    lg.add_argument("--compress", action="store_true", help="gzip request bodies")
+    lg.add_argument("--target-hosts", help="send every request to these hosts instead of the URLs' own")
+    lg.add_argument("--client-options", help="k:v,... as for race (use_ssl, verify_certs, ca_certs, timeout ...)")
+    lg.add_argument("--user-tag", action="append", help="k:v (repeatable or comma-separated)")
+    lg.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
+    lg.add_argument("--worker-processes", type=int, default=1,
+                    help="load-driver processes (default 1; sequences then count per process)")
 
     ls = sub.add_parser("list", help="list trials, tracks, cars or telemetry devices")
     ls.add_argument("what", choices=["trials", "tracks", "cars", "telemetry"])
@@ -78,6 +100,14 @@ def _parser() -> argparse.ArgumentParser:
     sh = sub.add_parser("show", help="print the summary of a stored trial")
     sh.add_argument("trial", help="trial id or unique prefix")
     sh.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
+
+    from bench.cloud.cli import add_cloud_parser
+
+    add_cloud_parser(sub)
+
+    from bench.reporting.commands import add_report_parsers
+
+    add_report_parsers(sub)  # compare, report, experiment
     return p
 
 
@@ -91,6 +121,8 @@ def _race(a: argparse.Namespace, console: Console) -> int:
     from bench.options import RaceOptions
     from bench.race import run_race
 
+    if a.topology and a.target_hosts:
+        raise ConfigError("--topology and --target-hosts exclude each other: the topology's clusters are the targets")
     if not a.track and not a.track_path:
         raise ConfigError("bench race needs --track=NAME (see 'bench list tracks') or --track-path=DIR")
     raw_client_options = _params(a.client_options, "--client-options")
@@ -109,12 +141,47 @@ def _race(a: argparse.Namespace, console: Console) -> int:
             report_file=a.report_file, keep_cluster=a.keep_cluster, worker_processes=a.worker_processes,
             progress=not a.quiet,
             telemetry=[d.strip() for d in (a.telemetry or "").split(",") if d.strip()],
-            telemetry_params=_params(a.telemetry_params, "--telemetry-params"), telemetry_profile=a.telemetry_profile)
+            telemetry_params=_params(a.telemetry_params, "--telemetry-params"), telemetry_profile=a.telemetry_profile,
+            topology=a.topology, yes=a.yes, max_instances=a.max_instances,
+            distribution=a.distribution, plugins=a.plugins or [])
     except ValidationError as e:
         err = e.errors()[0]
         raise ConfigError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+    if opts.distribution or opts.plugins:  # bad values fail before a trial is created (bench/ccr/overrides.py)
+        from bench.ccr.overrides import parse_distribution, parse_plugins
+
+        if opts.target_hosts:
+            raise ConfigError("--distribution and --plugin are for clusters bench starts, not --target-hosts")
+        parse_distribution(opts.distribution, opts.distribution_version)
+        parse_plugins(opts.plugins)
     result = run_race(opts, console=console)
     console.print()
+    console.print(result.report, highlight=False, markup=False, soft_wrap=True)
+    console.print(f"\nTrial [bold]{result.trial_id}[/bold] stored ({result.status}).", highlight=False)
+    return 0
+
+
+def _loadgen(a: argparse.Namespace, console: Console) -> int:
+    from bench.loadgen.run import LoadgenOptions, run_loadgen
+
+    raw_client_options = _params(a.client_options, "--client-options")
+    for key in ("basic_auth_password", "api_key"):
+        if raw_client_options.get(key):
+            redact.register_secret(str(raw_client_options[key]))
+    try:
+        opts = LoadgenOptions(config=a.config, concurrency=a.concurrency, duration=a.duration, rate=a.rate,
+                              limit=a.limit, compress=a.compress, target_hosts=a.target_hosts,
+                              client_options=raw_client_options, user_tags=_kv_list(a.user_tag, "--user-tag"),
+                              report_format=a.report_format, worker_processes=a.worker_processes,
+                              progress=not a.quiet)
+    except ValidationError as e:
+        err = e.errors()[0]
+        flag = {"concurrency": "-c", "duration": "-d", "rate": "-r", "limit": "-l"}.get(str(err["loc"][0]),
+                                                                                     f"--{err['loc'][0]}")
+        raise ConfigError(f"{flag}: {err['msg']}") from None
+    result = run_loadgen(opts, console=console)
+    console.print()
+    console.print(result.loadgen_report, highlight=False, markup=False, soft_wrap=True)
     console.print(result.report, highlight=False, markup=False, soft_wrap=True)
     console.print(f"\nTrial [bold]{result.trial_id}[/bold] stored ({result.status}).", highlight=False)
     return 0
@@ -197,10 +264,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         _setup_logging()
         if args.command == "race":
             return _race(args, console)
+        if args.command == "loadgen":
+            return _loadgen(args, console)
         if args.command == "list":
             return _list(args, console)
+        if args.command == "cloud":
+            from bench.cloud.cli import run_cloud
+
+            return run_cloud(args, console)
         if args.command == "show":
             return _show(args, console)
+        if args.command in ("compare", "report", "experiment"):
+            from bench.reporting.commands import run_report_command
+
+            return run_report_command(args, console)
         raise ConfigError(f"unknown command {args.command}")
     except BenchError as e:
         log.error("%s", e)

@@ -23,6 +23,8 @@ class RaceOptions(BaseModel):
     car: list[str] = Field(default_factory=lambda: ["defaults"])
     car_params: dict[str, Any] = Field(default_factory=dict)
     distribution_version: str = "8.19.21"
+    distribution: str | None = None  # --distribution=ENGINE:VERSION (e.g. opensearch:2.19.1; bench/ccr/overrides.py)
+    plugins: list[str] = Field(default_factory=list)  # --plugin=[CLUSTER:]PATH, a plugin zip or folder
     distribution_repository: str | None = None
     distribution_path: Path | None = None
     nodes: int = Field(default=1, ge=1)
@@ -36,7 +38,14 @@ class RaceOptions(BaseModel):
     report_file: Path | None = None
     keep_cluster: bool = False
     worker_processes: int = Field(default=1, ge=1, le=64)
+    # --topology: clusters (and, in a cloud, machines) from a topology file; see bench/cloud/.
+    topology: Path | None = None
+    yes: bool = False  # no confirmation before creating cloud machines
+    max_instances: int = Field(default=8, ge=1)
     progress: bool = True
+    telemetry: list[str] = Field(default_factory=list)  # --telemetry devices (see bench/telemetry)
+    telemetry_params: dict[str, Any] = Field(default_factory=dict)
+    telemetry_profile: str | None = None
 
     @property
     def pipeline(self) -> str:

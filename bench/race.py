@@ -66,6 +66,19 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult:
     console = console or Console()
+    topology = None
+    if opts.topology:  # bench/cloud: a cloud topology runs the race on its driver host instead
+        from bench.cloud.topology import load_topology
+
+        topology = load_topology(opts.topology)
+        if opts.distribution or opts.plugins:  # issue 4: --distribution / --plugin apply to its clusters
+            from bench.ccr.overrides import apply_to_topology, parse_plugins
+
+            topology = apply_to_topology(topology, opts.distribution, parse_plugins(opts.plugins))
+        if topology.provider != "local":
+            from bench.cloud.race import run_cloud_race
+
+            return run_cloud_race(opts, topology, console)  # type: ignore[return-value]
     track = load_track(find_track(opts.track, opts.track_path), opts.track_params,
                        ignore_unused=opts.ignore_unused_track_params, test_mode=opts.test_mode)
     challenge = track.challenge(opts.challenge)
@@ -96,18 +109,33 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
             documents = _documents_per_task(track, challenge)
             if opts.target_hosts:
                 targets = [ClusterTarget(name=n, hosts=h, options=client_options) for n, h in named.items()]
+            elif topology is not None:
+                from bench.cloud.local import start_topology
+
+                provisioner = LocalProvisioner(trial.id, trials_dir() / trial.id)
+                targets = [_target_for(i, client_options) for i in start_topology(provisioner, topology, console)]
             else:
                 trial_dir = trials_dir() / trial.id
                 provisioner = LocalProvisioner(trial.id, trial_dir)
+                from bench.ccr.overrides import parse_distribution, parse_plugins, plugins_for
+
+                engine, version = parse_distribution(opts.distribution, opts.distribution_version)
                 spec = ClusterSpec(name=DEFAULT_CLUSTER, nodes=opts.nodes, car=opts.car, car_params=opts.car_params,
-                                   version=opts.distribution_version, repository=opts.distribution_repository,
+                                   engine=engine, plugins=plugins_for(parse_plugins(opts.plugins), DEFAULT_CLUSTER),
+                                   version=version, repository=opts.distribution_repository,
                                    distribution_path=opts.distribution_path, http_port=opts.http_port)
-                console.print(f"Starting a {opts.nodes}-node Elasticsearch {opts.distribution_version} cluster "
+                console.print(f"Starting a {opts.nodes}-node {engine} {version} cluster "
                               f"(car {'+'.join(opts.car)}) on 127.0.0.1 ...", highlight=False)
                 info = provisioner.start(spec)
                 targets = [_target_for(info, client_options)]
+            # issue 4: CCR wiring (remote connected, licenses, CCR support) before the schedule starts
+            from bench.ccr.prepare import prepare_ccr_race
+
+            opts, ccr = prepare_ccr_race(opts, topology, track, challenge, targets, console)
             summary, clusters = asyncio.run(_drive(opts, store, trial.id, track, challenge, documents, targets,
                                                    provisioner, console))
+            if ccr is not None:
+                summary = ccr.finish(summary, console)  # final doc counts while the clusters still run
         status = "complete"
     except (KeyboardInterrupt, _Interrupted, RaceInterrupted) as e:
         # str(KeyboardInterrupt()) is empty: name the signal ourselves.

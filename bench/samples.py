@@ -28,3 +28,7 @@ class RequestSample(NamedTuple):
     warmup: bool
     # Items of a bulk that failed (counted in the error rate per document).
     failed_units: int = 0
+    # Response body bytes (k6's data_received, Loadgen's transfer/s); 0 where a runner does not measure it.
+    bytes_received: int = 0
+    # HTTP status of the response (Loadgen's per-status counts); 0 when there was no response.
+    status: int = 0

@@ -40,6 +40,8 @@ class TaskSummary(BaseModel):
     failed_units: int = 0  # e.g. bulk items that failed (document-level errors)
     duration_s: float = 0.0  # measured: first scheduled start to last completion
     warmup_requests: int = 0
+    # k6's end-of-test figures for request/response tasks (search, loadgen requests); empty for others.
+    k6: dict[str, float] = {}
 
 
 class MetricRow(BaseModel):
@@ -54,12 +56,22 @@ class Summary(BaseModel):
     cluster: ClusterTotals | None = None
     telemetry: dict[str, Any] = {}
     notes: list[str] = []
+    ccr: dict[str, Any] = {}  # the CCR section (bench.ccr.report), for races that follow indices
 
     def rows(self) -> list[MetricRow]:
-        """Rally-style report rows: cluster totals first, then each task in schedule order."""
+        """Rally-style report rows: cluster totals first, then each task in schedule order, then telemetry."""
         rows = cluster_rows(self.cluster) if self.cluster else []
         for t in self.tasks:
             rows.extend(task_rows(t))
+        if self.telemetry:
+            from bench.telemetry.summary import telemetry_rows  # late: telemetry imports this module
+
+            rows.extend(telemetry_rows(self.telemetry))
+        if self.ccr:
+            from bench.ccr.report import ccr_rows, is_ccr_telemetry_row
+
+            # The CCR section repeats the telemetry's follower lag next to catch-up time and doc counts.
+            rows = [r for r in rows if not is_ccr_telemetry_row(r.metric)] + ccr_rows(self.ccr)
         return rows
 
     def task(self, name: str) -> TaskSummary | None:
@@ -115,7 +127,38 @@ def task_rows(t: TaskSummary) -> list[MetricRow]:
                        unit="ms") for p, v in sorted(t.service_time.items())]
     if t.requests:
         rows.append(MetricRow(metric="error rate", task=t.task, value=t.error_rate * 100.0, unit="%"))
+    rows += [MetricRow(metric=name, task=t.task, value=t.k6[key], unit=unit) for key, name, unit in K6_ROWS
+             if key in t.k6]
     return rows
+
+
+# key, row name, unit: k6's end-of-test summary names (http_req_duration is the service time).
+K6_ROWS: list[tuple[str, str, str]] = [
+    ("duration_avg", "k6 http_req_duration avg", "ms"), ("duration_min", "k6 http_req_duration min", "ms"),
+    ("duration_med", "k6 http_req_duration med", "ms"), ("duration_max", "k6 http_req_duration max", "ms"),
+    ("duration_p90", "k6 http_req_duration p(90)", "ms"), ("duration_p95", "k6 http_req_duration p(95)", "ms"),
+    ("failed_pct", "k6 http_req_failed", "%"), ("reqs_per_s", "k6 http_reqs", "req/s"),
+    ("data_received_mb", "k6 data_received", "MB"), ("data_received_mb_s", "k6 data_received rate", "MB/s"),
+    ("data_sent_mb", "k6 data_sent", "MB"), ("data_sent_mb_s", "k6 data_sent rate", "MB/s"),
+]
+K6_TYPES = frozenset({"search", "loadgen-request"})
+
+
+def k6_figures(measured: pd.DataFrame, duration_s: float) -> dict[str, float]:
+    """k6's figures over measured samples: request duration (service time) avg/min/med/max/p90/p95 in ms, failed %,
+    requests/s, data received/sent (response/request bodies, MB = 10^6 bytes as k6 prints them) and their rates."""
+    st = measured["service_time"].to_numpy() * 1000.0
+    if len(st) == 0:
+        return {}
+    pct = percentiles(st, [50.0, 90.0, 95.0])
+    dur = max(duration_s, 1e-9)
+    received = float(measured["bytes_received"].sum()) if "bytes_received" in measured else 0.0
+    sent = float(measured["bytes_sent"].sum())
+    return {"duration_avg": float(st.mean()), "duration_min": float(st.min()), "duration_med": pct[50.0],
+            "duration_max": float(st.max()), "duration_p90": pct[90.0], "duration_p95": pct[95.0],
+            "failed_pct": float((~measured["success"].astype(bool)).mean() * 100.0), "reqs_per_s": len(st) / dur,
+            "data_received_mb": received / 1e6, "data_received_mb_s": received / 1e6 / dur,
+            "data_sent_mb": sent / 1e6, "data_sent_mb_s": sent / 1e6 / dur}
 
 
 def summarize_task(task: str, df: pd.DataFrame) -> TaskSummary:
@@ -135,6 +178,7 @@ def summarize_task(task: str, df: pd.DataFrame) -> TaskSummary:
         service_time=percentiles(measured["service_time"].to_numpy() * 1000.0, pcts),
         error_rate=errors.error_rate, requests=errors.requests, failed_requests=errors.failed_requests,
         units=errors.units, failed_units=errors.failed_units, duration_s=measured_duration(measured),
+        k6=k6_figures(measured, measured_duration(measured)) if s.operation_type in K6_TYPES else {},
     ))
 
 

@@ -99,7 +99,7 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
         warmup = i < b.warmup_iterations if total_iterations is not None else due < b.warmup_end
         record(RequestSample(task.name, op.name, op.operation_type, client_id, WALL_OFFSET + due, t1 - start_at,
                              t1 - due, t1 - t0, res.units, res.unit, res.bytes_sent, res.success, res.error_type,
-                             warmup, res.failed_units))
+                             warmup, res.failed_units, res.bytes_received, res.status))
         if not res.success and on_failure is not None:
             on_failure(f"task '{task.name}' ({op.operation_type}) failed: {res.detail or res.error_type}")
         i += 1

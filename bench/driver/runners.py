@@ -27,6 +27,8 @@ class Result:
     error_type: str | None = None
     failed_units: int = 0
     detail: str | None = None  # why it failed, for --on-error=abort and logs
+    bytes_received: int = 0  # response body bytes (k6's data_received, Loadgen's transfer)
+    status: int = 0  # HTTP status of the (last) response, 0 when none
 
 
 @dataclass
@@ -75,10 +77,10 @@ async def bulk(ctx: Context, p: dict[str, Any]) -> Result:
             body = raw[:300].decode(errors="replace")
         return _fail(status, body, units=b.docs, unit="docs", bytes_sent=b.size)
     if b'"errors":false' in raw[:128]:
-        return Result(units=b.docs, unit="docs", bytes_sent=b.size)
+        return Result(units=b.docs, unit="docs", bytes_sent=b.size, bytes_received=len(raw), status=status)
     data = json.loads(raw)
     if not data.get("errors"):
-        return Result(units=b.docs, unit="docs", bytes_sent=b.size)
+        return Result(units=b.docs, unit="docs", bytes_sent=b.size, bytes_received=len(raw), status=status)
     items = data.get("items") or []
     failed = [next(iter(i.values())) for i in items]
     failed = [f for f in failed if isinstance(f, dict) and "error" in f]
@@ -90,17 +92,72 @@ async def bulk(ctx: Context, p: dict[str, Any]) -> Result:
                          f"{first.get('reason') if isinstance(first, dict) else ''}")
 
 
+async def send_raw(http: RawHttp, method: str, path: str, body: bytes | None,
+                   headers: dict[str, str] | None = None, gzipped: bool = False) -> tuple[int, bytes]:
+    """One request with a prepared body; the raw answer (its length is what k6/Loadgen call data received).
+    Uses RawHttp's session directly: RawHttp.post only does POST, and the JSON path parses every answer."""
+    assert http._session is not None
+    h = {"Content-Type": "application/json"}
+    if headers:
+        h.update(headers)
+    if gzipped:
+        h["Content-Encoding"] = "gzip"
+    async with http._session.request(method, http._next_url() + path, data=body, headers=h) as resp:
+        return resp.status, await resp.read()
+
+
+def _raw_fail(status: int, raw: bytes, *, bytes_sent: int) -> Result:
+    try:
+        body: Any = json.loads(raw)
+    except ValueError:
+        body = raw[:300].decode(errors="replace")
+    res = _fail(status, body, bytes_sent=bytes_sent)
+    res.bytes_received, res.status = len(raw), status
+    return res
+
+
 async def search(ctx: Context, p: dict[str, Any]) -> Result:
     index = p.get("index") or ctx.default_index()
     params = _req_params(p)
     if "cache" in p:
         params["request_cache"] = bool(p["cache"])
-    status, body = await ctx.cluster(p).request("POST", f"/{index}/_search", params=params, body=p.get("body") or {})
+    path = f"/{index}/_search"
+    if params:
+        from urllib.parse import urlencode
+
+        path += "?" + urlencode({k: str(v).lower() if isinstance(v, bool) else v for k, v in params.items()})
+    body = p.get("_body_bytes")
+    if body is None:
+        body = json.dumps(p.get("body") or {}).encode()
+    status, raw = await send_raw(ctx.cluster(p), "POST", path, body)
     if status >= 400:
-        return _fail(status, body)
-    if isinstance(body, dict) and body.get("timed_out"):
-        return Result(success=False, error_type="search-timed-out", detail="search timed out")
-    return Result()
+        return _raw_fail(status, raw, bytes_sent=len(body))
+    # The answer starts {"took":N,"timed_out":...}: no need to parse the hits to know.
+    if b'"timed_out":true' in raw[:100]:
+        return Result(success=False, error_type="search-timed-out", detail="search timed out",
+                      bytes_sent=len(body), bytes_received=len(raw), status=status)
+    return Result(bytes_sent=len(body), bytes_received=len(raw), status=status)
+
+
+async def loadgen_request(ctx: Context, p: dict[str, Any]) -> Result:
+    """A rendered Loadgen request (bench.loadgen): any method/path/headers; HTTP >= 400 is an error."""
+    r = p["request"]
+    wire = p.get("wire", r.body)
+    status, raw = await send_raw(ctx.cluster(p), r.method, r.url, wire or None, r.headers, gzipped=p.get("gzipped",
+                                                                                                         False))
+    units, unit = (r.docs, "docs") if r.docs else (1, "ops")
+    if status >= 400:
+        res = _raw_fail(status, raw, bytes_sent=len(r.body))
+        res.units, res.unit = units, unit
+        return res
+    if r.docs and b'"errors":true' in raw[:200]:
+        data = json.loads(raw)
+        failed = [next(iter(i.values())) for i in data.get("items") or []]
+        failed = [f for f in failed if isinstance(f, dict) and "error" in f]
+        return Result(units=units, unit=unit, bytes_sent=len(r.body), success=False,
+                      error_type="bulk-item-failures", failed_units=len(failed) or units,
+                      detail=f"{len(failed)} of {units} documents failed", bytes_received=len(raw), status=status)
+    return Result(units=units, unit=unit, bytes_sent=len(r.body), bytes_received=len(raw), status=status)
 
 
 def _indices_for(ctx: Context, p: dict[str, Any]) -> list[str]:
@@ -223,6 +280,7 @@ async def sleep(ctx: Context, p: dict[str, Any]) -> Result:
 RUNNERS: dict[str, Runner] = {
     "bulk": bulk,
     "search": search,
+    "loadgen-request": loadgen_request,
     "create-index": create_index,
     "delete-index": delete_index,
     "cluster-health": cluster_health,
@@ -267,3 +325,10 @@ def with_retries(runner: Runner, p: dict[str, Any]) -> Runner:
             await asyncio.sleep(wait)
 
     return retrying
+
+
+# Cross-cluster replication operations (issue 4, bench/ccr): imported last because bench.ccr.runners uses
+# Context and Result from this module.
+from bench.ccr.runners import RUNNERS as _CCR_RUNNERS
+
+RUNNERS.update(_CCR_RUNNERS)

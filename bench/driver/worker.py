@@ -20,7 +20,7 @@ from typing import Any
 
 from bench.client import ClusterTarget, RawHttp
 from bench.driver.client_loop import run_client
-from bench.driver.params import bulk_source, static_source
+from bench.driver.params import bulk_source, other_source
 from bench.driver.runners import RUNNERS, Context, with_retries
 from bench.errors import BenchError
 from bench.samples import RequestSample
@@ -44,9 +44,22 @@ class StepPlan:
     report_failures: bool = False  # --on-error=abort: tell the coordinator about the first failure
 
 
+def _raise_nofile_limit() -> None:
+    """Thousands of clients need as many sockets: lift the soft file-descriptor limit to the hard one."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY or soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 1 << 20, hard))
+    except (ImportError, ValueError, OSError) as e:  # not fatal: few clients need few descriptors
+        log.warning("could not raise the open-files limit: %s", e)
+
+
 def worker_main(wid: int, commands: Any, results: Any) -> None:
     # Ctrl-C in a terminal reaches the whole process group: the coordinator decides when we stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _raise_nofile_limit()
     while True:
         cmd = commands.get()
         if cmd[0] == "shutdown":
@@ -108,7 +121,7 @@ async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event,
             source = bulk_source(task, plan.documents.get(task.name, []), client=client_id,
                                  gzip_bodies=gzip_for.get(cluster, False), default_index=default_index)
         else:
-            source = static_source(task)
+            source = other_source(task, client=client_id, gzip_for=gzip_for)
         jobs.append((task, client_id, runner, source))
 
     buffer: list[RequestSample] = []

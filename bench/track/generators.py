@@ -202,13 +202,19 @@ GENERATORS: dict[str, Callable[[int, int], Iterator[str]]] = {
 }
 
 
+def generator_names() -> list[str]:
+    """The log generators first (the foundation's), then the others, each group sorted."""
+    first = ("http_logs", "nginx")
+    return sorted(n for n in GENERATORS if n in first) + sorted(n for n in GENERATORS if n not in first)
+
+
 def generate(name: str, seed: int, count: int, out: BinaryIO) -> int:
     """Write ``count`` newline-terminated JSON documents to ``out``; returns bytes written."""
     try:
         chunks = GENERATORS[name]
     except KeyError:
         raise TrackError(
-            f"unknown document generator '{name}': use one of {', '.join(sorted(GENERATORS))}"
+            f"unknown document generator '{name}': use one of {', '.join(generator_names())}"
         ) from None
     written = 0
     for text in chunks(seed, count):
@@ -228,3 +234,179 @@ def generate_file(name: str, seed: int, count: int, path: Path) -> Path:
         os.fsync(f.fileno())
     os.replace(part, path)
     return path
+
+
+# ---------------------------------------------------------------- issue 6: shakespeare, eventdata, geopoint, pmc
+
+_PLAYS = ["Henry IV", "Hamlet", "Macbeth", "King Lear", "Othello", "Romeo and Juliet", "The Tempest", "Julius Caesar",
+          "A Midsummer nights dream", "Twelfth Night", "Much Ado about nothing", "As you like it",
+          "Merchant of Venice", "Richard III", "Antony and Cleopatra", "Coriolanus"]
+_SPEAKERS = ["KING HENRY IV", "HAMLET", "MACBETH", "LADY MACBETH", "KING LEAR", "OTHELLO", "IAGO", "ROMEO", "JULIET",
+             "PROSPERO", "BRUTUS", "CASSIUS", "PUCK", "VIOLA", "BENEDICK", "BEATRICE", "ROSALIND", "PORTIA", "SHYLOCK",
+             "GLOUCESTER", "CLEOPATRA", "CORIOLANUS", "FALSTAFF", "HORATIO", "OPHELIA", "POLONIUS", "EDMUND", "CORDELIA",
+             "MERCUTIO", "NURSE", "ARIEL", "CALIBAN"]
+# Common words of the plays: match queries on text_entry find hits at every corpus size.
+SHAKESPEARE_WORDS = ["the", "and", "to", "of", "i", "you", "my", "a", "that", "in", "is", "not", "with", "me", "it", "for", "be", "his", "your", "this", "but", "he", "have", "as", "thou", "so", "him", "will", "what", "thy", "all", "her", "do", "no", "by", "shall", "if", "are", "we", "thee", "our", "lord", "on", "king", "good", "now", "sir", "from", "come", "they", "let", "o", "would", "well", "here", "more", "love", "which", "was", "then", "there", "how", "man", "or", "hath", "when", "upon", "like", "night", "death", "heart", "blood", "crown", "sword", "honour", "queen", "father", "brother", "sweet", "fair", "speak", "know", "time", "heaven", "world", "life", "eyes", "hand", "soul", "grace", "noble", "gentle", "war", "peace", "fortune", "sleep", "dream"]
+
+
+def _zipf_pool(items: list[str], size: int, rnd: random.Random) -> list[str]:
+    """``size`` entries covering every item, earlier items more often (quadratic skew), shuffled."""
+    out = [items[min(len(items) - 1, int(len(items) * (k / size) ** 2))] for k in range(size)]
+    rnd.shuffle(out)
+    return out
+
+
+def _shakespeare_chunks(seed: int, count: int) -> Iterator[str]:
+    rnd = random.Random(seed)
+    words = _zipf_pool(SHAKESPEARE_WORDS, 256, rnd)
+    getbits = rnd.getrandbits
+    play, act, scene, line, speech, speaker = 0, 1, 1, 1, 1, _SPEAKERS[0]
+    i = 0
+    while i < count:
+        n = min(_CHUNK, count - i)
+        lines = []
+        append = lines.append
+        for j in range(i, i + n):
+            r = getbits(64)
+            if r & 7 == 0:  # a new speech
+                speech += 1
+                speaker = _SPEAKERS[(r >> 3) & 31]
+                if (r >> 8) & 63 == 0:  # a new scene, sometimes a new act, rarely a new play
+                    scene, line = scene + 1, 1
+                    if (r >> 14) & 3 == 0:
+                        act, scene = act + 1, 1
+                    if act > 5:
+                        play, act, scene, speech = (play + 1) % len(_PLAYS), 1, 1, 1
+            nwords = 4 + ((r >> 16) & 7)
+            w = getbits(8 * nwords)
+            text = " ".join(words[(w >> (8 * k)) & 255] for k in range(nwords))
+            append(f'{{"line_id":{j + 1},"play_name":"{_PLAYS[play]}","speech_number":{speech},'
+                   f'"line_number":"{act}.{scene}.{line}","speaker":"{speaker}","text_entry":"{text.capitalize()}"}}\n')
+            line += 1
+        yield "".join(lines)
+        i += n
+
+
+_COUNTRIES = [("United States", -98.5, 39.8), ("China", 104.2, 35.9), ("India", 78.9, 20.6), ("Germany", 10.4, 51.2),
+              ("Brazil", -51.9, -14.2), ("France", 2.2, 46.2), ("United Kingdom", -3.4, 55.4), ("Japan", 138.3, 36.2),
+              ("Russia", 105.3, 61.5), ("Canada", -106.3, 56.1), ("Australia", 133.8, -25.3), ("Spain", -3.7, 40.5),
+              ("Mexico", -102.6, 23.6), ("Italy", 12.6, 41.9), ("Sweden", 18.6, 60.1), ("Netherlands", 5.3, 52.1)]
+_UA = [("Chrome", "Windows", "Windows 10", "Other", "124"), ("Firefox", "Linux", "Ubuntu", "Other", "125"),
+       ("Safari", "Mac OS X", "Mac OS X", "Other", "17"), ("Mobile Safari", "iOS", "iOS", "iPhone", "17"),
+       ("Chrome Mobile", "Android", "Android", "Samsung SM-G991B", "124"), ("Edge", "Windows", "Windows 11", "Other",
+                                                                             "124"),
+       ("Googlebot", "Other", "Other", "Spider", "2"), ("curl", "Other", "Other", "Other", "8")]
+_EV_REQ = ["/", "/blog", "/products/elasticsearch", "/downloads/kibana", "/guide/index.html", "/webinars",
+           "/customers", "/about", "/search?q=logs", "/elasticon/2024", "/blog/benchmarks", "/pricing"]
+ELASTICLOGS_START = 1_525_132_800  # 2018-05-01T00:00:00Z
+
+
+def _eventdata_chunks(seed: int, count: int) -> Iterator[str]:
+    """Documents with the fields of Rally's eventdata track (elasticlogs: web access logs with geoip/useragent)."""
+    rnd = random.Random(seed)
+    ips = _ip_pool(rnd, 1 << 14)
+    reqs = _pool(_EV_REQ, 32, rnd)
+    statuses = _pool(["200", "200", "304", "404", "301", "500", "206", "403"], 16, rnd)
+    refs = _pool(["-", "https://www.elastic.co/", "https://www.google.com/", "https://github.com/"], 8, rnd)
+    getbits = rnd.getrandbits
+    ts = ELASTICLOGS_START * 1000
+    i = 0
+    while i < count:
+        n = min(_CHUNK, count - i)
+        lines = []
+        append = lines.append
+        for _ in range(n):
+            r = getbits(80)
+            ts += r & 63
+            sec = ts // 1000
+            tm = time.gmtime(sec)
+            stamp = (f"{tm.tm_year:04d}-{tm.tm_mon:02d}-{tm.tm_mday:02d}T{tm.tm_hour:02d}:{tm.tm_min:02d}:"
+                     f"{tm.tm_sec:02d}.{ts % 1000:03d}Z")
+            ip = ips[(r >> 6) & 0x3FFF]
+            country, lon, lat = _COUNTRIES[(r >> 20) & 15]
+            lon += ((r >> 24) & 1023) / 200.0 - 2.56
+            lat += ((r >> 34) & 1023) / 400.0 - 1.28
+            name, os_, os_name, device, major = _UA[(r >> 44) & 7]
+            status = statuses[(r >> 47) & 15]
+            req = reqs[(r >> 51) & 31]
+            size = 0 if status == "304" else (r >> 56) & 0xFFFF
+            verb = "GET" if (r >> 72) & 7 else "POST"
+            ref = refs[(r >> 75) & 7]
+            append(f'{{"@timestamp":"{stamp}","message":"{ip} - - \\"{verb} {req} HTTP/1.1\\" {status} {size}",'
+                   f'"agent":"{name}/{major} ({os_name})","bytes":{size},"clientip":"{ip}",'
+                   f'"geoip":{{"country_name":"{country}","location":[{lon:.4f},{lat:.4f}]}},"httpversion":"1.1",'
+                   f'"referrer":"{ref}","request":"{req}","response":{status},"verb":"{verb}",'
+                   f'"useragent":{{"name":"{name}","os":"{os_}","os_name":"{os_name}","device":"{device}",'
+                   f'"major":"{major}"}}}}\n')
+        yield "".join(lines)
+        i += n
+
+
+_CITIES = [(-0.1276, 51.5072), (2.3522, 48.8566), (13.4050, 52.5200), (-74.0060, 40.7128), (139.6917, 35.6895),
+           (151.2093, -33.8688), (-122.4194, 37.7749), (37.6173, 55.7558), (116.4074, 39.9042), (-43.1729, -22.9068),
+           (77.2090, 28.6139), (18.4241, -33.9249), (-99.1332, 19.4326), (103.8198, 1.3521), (12.4964, 41.9028),
+           (-79.3832, 43.6532)]
+
+
+def _geopoint_chunks(seed: int, count: int) -> Iterator[str]:
+    """Rally's geopoint documents: ``{"location": [lon, lat]}`` (points of interest, clustered around cities)."""
+    rnd = random.Random(seed)
+    getbits = rnd.getrandbits
+    i = 0
+    while i < count:
+        n = min(_CHUNK, count - i)
+        lines = []
+        append = lines.append
+        for _ in range(n):
+            r = getbits(64)
+            lon, lat = _CITIES[r & 15]
+            if (r >> 4) & 7 == 0:  # an eighth anywhere on earth
+                lon, lat = ((r >> 7) & 0xFFFFF) / 0xFFFFF * 360.0 - 180.0, ((r >> 27) & 0xFFFFF) / 0xFFFFF * 170.0 - 85.0
+            else:
+                lon += (((r >> 7) & 0xFFFF) / 0xFFFF - 0.5) * 1.5
+                lat += (((r >> 23) & 0xFFFF) / 0xFFFF - 0.5) * 1.0
+            append(f'{{"location":[{lon:.7f},{lat:.7f}]}}\n')
+        yield "".join(lines)
+        i += n
+
+
+_JOURNALS = ["PLoS One", "Nucleic Acids Res", "BMC Bioinformatics", "J Biol Chem", "Sci Rep", "Nat Commun",
+             "Proc Natl Acad Sci U S A", "BMC Genomics", "Cell Rep", "eLife", "Front Immunol", "J Clin Invest"]
+_PMC_WORDS = ["the", "of", "and", "in", "to", "a", "with", "for", "was", "were", "is", "by", "that", "on", "as", "from", "at", "this", "are", "be", "cells", "protein", "expression", "analysis", "patients", "study", "gene", "data", "results", "cell", "using", "between", "these", "which", "or", "levels", "we", "treatment", "activity", "clinical", "increased", "response", "disease", "model", "observed", "associated", "compared", "significant", "samples", "effect", "group", "control", "human", "mice", "function", "genes", "proteins", "binding", "receptor", "signaling", "pathway", "sequence", "structure", "tissue", "tumor", "cancer", "infection", "immune", "virus", "dna", "rna", "mutation", "method", "methods", "figure", "table", "values", "higher", "lower", "after", "during", "both", "each", "two", "three", "time"]
+PMC_START = 1_262_304_000  # 2010-01-01
+
+
+def _pmc_chunks(seed: int, count: int, body_words: int = 800) -> Iterator[str]:
+    """Documents shaped like Rally's pmc track (PubMed Central articles): long ``body`` text plus metadata."""
+    rnd = random.Random(seed)
+    words = _zipf_pool(_PMC_WORDS, 512, rnd)
+    getbits = rnd.getrandbits
+    # Pre-built 16-word phrases (bit-sliced picks) keep long bodies cheap to assemble.
+    phrases = [" ".join(words[getbits(9)] for _ in range(16)) for _ in range(4096)]
+    i = 0
+    chunk = max(1, min(_CHUNK, 2000))
+    while i < count:
+        n = min(chunk, count - i)
+        lines = []
+        append = lines.append
+        for j in range(i, i + n):
+            r = getbits(64)
+            k = max(1, (body_words + ((r >> 40) & 255) - 128) // 16)
+            body = ". ".join(phrases[getbits(12)] for _ in range(k))
+            tm = time.gmtime(PMC_START + (r & 0xFFFFFFF) % (12 * 365 * 86400))
+            title = phrases[(r >> 28) & 4095][:60].title()
+            append(f'{{"name":"{title}","journal":"{_JOURNALS[(r >> 12) % len(_JOURNALS)]}",'
+                   f'"date":"{tm.tm_year} {_MONTHS[tm.tm_mon - 1]} {tm.tm_mday}","volume":"{(r >> 20) & 63}",'
+                   f'"issue":"{(r >> 26) & 15}","accession":"PMC{3000000 + j}","timestamp":'
+                   f'"{tm.tm_year:04d}-{tm.tm_mon:02d}-{tm.tm_mday:02d} {tm.tm_hour:02d}:{tm.tm_min:02d}:'
+                   f'{tm.tm_sec:02d}","pmid":{20000000 + j},"body":"{body}."}}\n')
+        yield "".join(lines)
+        i += n
+
+
+GENERATORS.update({
+    "shakespeare": _shakespeare_chunks,
+    "eventdata": _eventdata_chunks,
+    "geopoint": _geopoint_chunks,
+    "pmc": _pmc_chunks,
+})

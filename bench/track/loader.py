@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from bench.errors import TrackError
 from bench.home import project_root
 from bench.track import rally_helpers
-from bench.track.generators import GENERATORS
+from bench.track.generators import GENERATORS, generator_names
 from bench.track.model import Challenge, Operation, Parallel, Task, Track
 from bench.track.operations import SUPPORTED_OPERATION_TYPES, check_operation
 from bench.track.testmode import apply_test_mode
@@ -425,7 +425,7 @@ def _check_corpora_refs(track: Track, file: Path) -> None:
             if d.generator.name not in GENERATORS:
                 raise TrackError(
                     f"{where}.generator.name: unknown generator '{d.generator.name}': "
-                    f"use one of {', '.join(sorted(GENERATORS))}"
+                    f"use one of {', '.join(generator_names())}"
                 )
             if d.includes_action_and_meta_data:
                 raise TrackError(

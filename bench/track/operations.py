@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.ccr.operations import REQUIRED as CCR_REQUIRED
+from bench.ccr.operations import check_ccr_operation
 from bench.errors import TrackError
 
 # type -> parameters that must be present (Rally names them "mandatory parameters").
@@ -23,6 +25,8 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "index-stats": (),
     "raw-request": ("path",),
     "sleep": ("duration",),
+    "loadgen-request": ("config",),  # bench loadgen's requests (bench.loadgen), not for track files
+    **CCR_REQUIRED,  # ccr-follow ... wait-for-followers-to-sync (bench/ccr, issue 4)
 }
 
 SUPPORTED_OPERATION_TYPES: frozenset[str] = frozenset(_REQUIRED)
@@ -37,10 +41,21 @@ def check_operation(name: str, op_type: str, params: dict[str, Any], *, track_fi
             f"use one of {', '.join(sorted(SUPPORTED_OPERATION_TYPES))}"
         )
     for key in _REQUIRED[op_type]:
+        if key == "bulk-size" and ("bulk-size-mb" in params or "template" in params):
+            continue  # a bulk sized in MB, or by a template's repetitions
         if key not in params:
             raise TrackError(f"{track_file}: operation '{name}' ({op_type}) needs the parameter '{key}'")
     if op_type == BULK:
-        size = params["bulk-size"]
+        size = params.get("bulk-size", 1)
+        mb = params.get("bulk-size-mb")
+        if mb is not None and (not isinstance(mb, (int, float)) or isinstance(mb, bool) or mb <= 0):
+            raise TrackError(f"{track_file}: operation '{name}' has bulk-size-mb {mb!r}: use a positive number")
+        if "conflicts" in params and params["conflicts"] not in ("sequential", "random"):
+            raise TrackError(f"{track_file}: operation '{name}' has conflicts {params['conflicts']!r}: "
+                             f"use 'sequential' or 'random'")
+        if "on-conflict" in params and params["on-conflict"] not in ("index", "update"):
+            raise TrackError(f"{track_file}: operation '{name}' has on-conflict {params['on-conflict']!r}: "
+                             f"use 'index' or 'update'")
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise TrackError(
                 f"{track_file}: operation '{name}' has bulk-size {size!r}: use a positive integer"
@@ -53,6 +68,8 @@ def check_operation(name: str, op_type: str, params: dict[str, Any], *, track_fi
             raise TrackError(
                 f"{track_file}: operation '{name}' has corpora {corpora!r}: use a name or a list of names"
             )
+    if op_type in CCR_REQUIRED:
+        check_ccr_operation(name, op_type, params, track_file=track_file)
     if op_type == "sleep":
         d = params["duration"]
         if not isinstance(d, (int, float)) or isinstance(d, bool) or d < 0:

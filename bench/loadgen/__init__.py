@@ -1,0 +1,1 @@
+"""INFINI Loadgen compatibility: $[[variables]] templates, YAML configs, `bench loadgen`."""
