@@ -215,6 +215,25 @@ class RawHttp:
         self._p = (self._p + 1) % len(pools)
         return await pool.post(path, body, b"Content-Encoding: gzip\r\n" if gzipped else b"")
 
+    async def send(self, method: str, path: str, body: bytes | None = None, *,
+                   params: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
+                   gzipped: bool = False, timeout: float | None = None) -> tuple[int, bytes]:
+        """One request with a prepared body; returns the status and the raw answer, unparsed (runners that
+        only need a flag from the first bytes, or the answer's size, never parse it)."""
+        assert self._session is not None
+        h = {"Content-Type": "application/json", "Accept": "application/json"}
+        if headers:
+            h.update(headers)
+        if gzipped:
+            h["Content-Encoding"] = "gzip"
+        kw: dict[str, Any] = {}
+        if params:
+            kw["params"] = {k: _param(v) for k, v in params.items()}
+        if timeout is not None:
+            kw["timeout"] = aiohttp.ClientTimeout(total=timeout)
+        async with self._session.request(method, self._next_url() + path, data=body, headers=h, **kw) as resp:
+            return resp.status, await resp.read()
+
     async def request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
                       body: Any = None, headers: dict[str, str] | None = None,
                       timeout: float | None = None) -> tuple[int, Any]:
@@ -223,25 +242,13 @@ class RawHttp:
         Plain ``application/json`` on purpose: the same call works on Elasticsearch and OpenSearch
         (elasticsearch-py 8 rejects servers that do not identify as Elasticsearch).
         """
-        assert self._session is not None
-        data: bytes | None
-        if body is None:
-            data = None
-        elif isinstance(body, (bytes, str)):
-            data = body.encode() if isinstance(body, str) else body
+        if body is None or isinstance(body, bytes):
+            data = body
+        elif isinstance(body, str):
+            data = body.encode()
         else:
             data = json.dumps(body).encode()
-        h = {"Content-Type": "application/json", "Accept": "application/json"}
-        if headers:
-            h.update(headers)
-        q = {k: _param(v) for k, v in (params or {}).items()}
-        kw: dict[str, Any] = {}
-        if timeout is not None:
-            kw["timeout"] = aiohttp.ClientTimeout(total=timeout)
-        async with self._session.request(method, self._next_url() + path, params=q, data=data, headers=h,
-                                         **kw) as resp:
-            raw = await resp.read()
-            status = resp.status
+        status, raw = await self.send(method, path, data, params=params, headers=headers, timeout=timeout)
         if not raw:
             return status, None
         try:

@@ -78,32 +78,24 @@ async def bulk(ctx: Context, p: dict[str, Any]) -> Result:
         return _fail(status, body, units=b.docs, unit="docs", bytes_sent=b.size)
     if b'"errors":false' in raw[:128]:
         return Result(units=b.docs, unit="docs", bytes_sent=b.size, bytes_received=len(raw), status=status)
+    return _bulk_result(raw, status, docs=b.docs, bytes_sent=b.size)
+
+
+def _bulk_result(raw: bytes, status: int, *, docs: int, bytes_sent: int) -> Result:
+    """A 2xx bulk answer: success, or the count of failed items (the answer lists only those, see
+    filter_path) and the first one's reason."""
     data = json.loads(raw)
+    ok = Result(units=docs, unit="docs", bytes_sent=bytes_sent, bytes_received=len(raw), status=status)
     if not data.get("errors"):
-        return Result(units=b.docs, unit="docs", bytes_sent=b.size, bytes_received=len(raw), status=status)
-    items = data.get("items") or []
-    failed = [next(iter(i.values())) for i in items]
+        return ok
+    failed = [next(iter(i.values())) for i in data.get("items") or []]
     failed = [f for f in failed if isinstance(f, dict) and "error" in f]
     first = failed[0]["error"] if failed else {}
-    return Result(units=b.docs, unit="docs", bytes_sent=b.size, success=False, error_type="bulk-item-failures",
-                  failed_units=len(failed) or b.docs,
-                  detail=f"{len(failed)} of {b.docs} documents failed, first: "
-                         f"{first.get('type') if isinstance(first, dict) else first}: "
-                         f"{first.get('reason') if isinstance(first, dict) else ''}")
-
-
-async def send_raw(http: RawHttp, method: str, path: str, body: bytes | None,
-                   headers: dict[str, str] | None = None, gzipped: bool = False) -> tuple[int, bytes]:
-    """One request with a prepared body; the raw answer (its length is what k6/Loadgen call data received).
-    Uses RawHttp's session directly: RawHttp.post only does POST, and the JSON path parses every answer."""
-    assert http._session is not None
-    h = {"Content-Type": "application/json"}
-    if headers:
-        h.update(headers)
-    if gzipped:
-        h["Content-Encoding"] = "gzip"
-    async with http._session.request(method, http._next_url() + path, data=body, headers=h) as resp:
-        return resp.status, await resp.read()
+    ok.success, ok.error_type, ok.failed_units = False, "bulk-item-failures", len(failed) or docs
+    ok.detail = (f"{len(failed)} of {docs} documents failed, first: "
+                 f"{first.get('type') if isinstance(first, dict) else first}: "
+                 f"{first.get('reason') if isinstance(first, dict) else ''}")
+    return ok
 
 
 def _raw_fail(status: int, raw: bytes, *, bytes_sent: int) -> Result:
@@ -121,15 +113,10 @@ async def search(ctx: Context, p: dict[str, Any]) -> Result:
     params = _req_params(p)
     if "cache" in p:
         params["request_cache"] = bool(p["cache"])
-    path = f"/{index}/_search"
-    if params:
-        from urllib.parse import urlencode
-
-        path += "?" + urlencode({k: str(v).lower() if isinstance(v, bool) else v for k, v in params.items()})
     body = p.get("_body_bytes")
     if body is None:
         body = json.dumps(p.get("body") or {}).encode()
-    status, raw = await send_raw(ctx.cluster(p), "POST", path, body)
+    status, raw = await ctx.cluster(p).send("POST", f"/{index}/_search", body, params=params)
     if status >= 400:
         return _raw_fail(status, raw, bytes_sent=len(body))
     # The answer starts {"took":N,"timed_out":...}: no need to parse the hits to know.
@@ -143,20 +130,15 @@ async def loadgen_request(ctx: Context, p: dict[str, Any]) -> Result:
     """A rendered Loadgen request (bench.loadgen): any method/path/headers; HTTP >= 400 is an error."""
     r = p["request"]
     wire = p.get("wire", r.body)
-    status, raw = await send_raw(ctx.cluster(p), r.method, r.url, wire or None, r.headers, gzipped=p.get("gzipped",
-                                                                                                         False))
+    status, raw = await ctx.cluster(p).send(r.method, r.url, wire or None, headers=r.headers,
+                                            gzipped=p.get("gzipped", False))
     units, unit = (r.docs, "docs") if r.docs else (1, "ops")
     if status >= 400:
         res = _raw_fail(status, raw, bytes_sent=len(r.body))
         res.units, res.unit = units, unit
         return res
     if r.docs and b'"errors":true' in raw[:200]:
-        data = json.loads(raw)
-        failed = [next(iter(i.values())) for i in data.get("items") or []]
-        failed = [f for f in failed if isinstance(f, dict) and "error" in f]
-        return Result(units=units, unit=unit, bytes_sent=len(r.body), success=False,
-                      error_type="bulk-item-failures", failed_units=len(failed) or units,
-                      detail=f"{len(failed)} of {units} documents failed", bytes_received=len(raw), status=status)
+        return _bulk_result(raw, status, docs=units, bytes_sent=len(r.body))
     return Result(units=units, unit=unit, bytes_sent=len(r.body), bytes_received=len(raw), status=status)
 
 

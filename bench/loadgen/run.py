@@ -28,7 +28,6 @@ from bench import redact
 from bench.client import ClusterTarget, RawHttp, check_cluster, parse_client_options, parse_target_hosts
 from bench.driver.coordinator import Coordinator
 from bench.driver.progress import Progress
-from bench.driver.runners import send_raw
 from bench.errors import BenchError, ClusterError, ConfigError, RaceInterrupted
 from bench.loadgen.config import LoadgenPlan, load_plan
 from bench.loadgen.summary import render_loadgen, summarize_loadgen
@@ -110,8 +109,8 @@ async def _warmup(plan: LoadgenPlan, targets: list[ClusterTarget], clusters: dic
             body = gzip.compress(r.body, compresslevel=1) if compress and r.body else r.body
             url = by_name[name].urls()[0] + r.url
             try:
-                status, raw = await send_raw(https[name], r.method, r.url, body or None, r.headers,
-                                             gzipped=compress and bool(r.body))
+                status, raw = await https[name].send(r.method, r.url, body or None, headers=r.headers,
+                                                     gzipped=compress and bool(r.body))
             except Exception as e:  # noqa: BLE001 - any transport failure is one line for the user
                 raise ClusterError(f"warmup request #{req.index} ({r.method} {url}) failed: "
                                    f"{redact.redact_text(str(e)) or type(e).__name__}: is the endpoint reachable? "
