@@ -18,9 +18,17 @@ _SECRET_KEY = re.compile(r"(pass(word)?|api[_-]?key|token|secret|credential|auth
 _URL_USERINFO = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@\s]+):(?P<pw>[^@/\s]+)@", re.I)
 
 
+_pattern: re.Pattern[str] | None = None
+
+
 def register_secret(value: str | None) -> None:
-    if value and len(value) >= 3:
+    global _pattern
+    if value and len(value) >= 3 and value not in _SECRETS:
         _SECRETS.add(value)
+        # Whole tokens only: a password "elastic" must not turn "elasticsearch" into "*****search".
+        # Longest first, so a secret containing another is masked whole.
+        alternatives = "|".join(re.escape(x) for x in sorted(_SECRETS, key=len, reverse=True))
+        _pattern = re.compile(rf"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])")
 
 
 def is_secret_key(key: str) -> bool:
@@ -28,9 +36,8 @@ def is_secret_key(key: str) -> bool:
 
 
 def redact_text(text: str) -> str:
-    for s in sorted(_SECRETS, key=len, reverse=True):
-        if s in text:
-            text = text.replace(s, MASK)
+    if _pattern is not None:
+        text = _pattern.sub(MASK, text)
     return _URL_USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
 
 
