@@ -1,6 +1,15 @@
 """Secrets are masked as whole tokens wherever they appear, and nowhere else."""
 
+import pytest
+
 from bench import redact
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry(monkeypatch):
+    # The registry is process-wide; other tests register their own passwords.
+    monkeypatch.setattr(redact, "_SECRETS", set())
+    monkeypatch.setattr(redact, "_pattern", None)
 
 
 def test_secret_is_masked_as_a_token_but_not_inside_other_words():
