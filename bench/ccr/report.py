@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from bench.telemetry.summary import add_follower_lag_rows
+
 if TYPE_CHECKING:
     from bench.ccr.prepare import CcrPlan
     from bench.summary import MetricRow, Summary
@@ -127,17 +129,7 @@ def ccr_rows(data: dict[str, Any]) -> list[MetricRow]:
 
     for f in s.followers:
         scope = f"{f.cluster}/{f.index}"
-        add("Median CCR lag", scope, f.lag_ops_median, "ops")
-        add("99th percentile CCR lag", scope, f.lag_ops_p99, "ops")
-        add("Max CCR lag", scope, f.lag_ops_max, "ops")
-        add("Median CCR lag time", scope, f.lag_s_median, "s")
-        add("99th percentile CCR lag time", scope, f.lag_s_p99, "s")
-        add("Max CCR lag time", scope, f.lag_s_max, "s")
-        add("CCR read exceptions", scope, f.read_exceptions, "")
-        add("CCR failed read requests", scope, f.failed_read_requests, "")
-        add("CCR failed write requests", scope, f.failed_write_requests, "")
-        if f.samples_without_checkpoints:
-            add("CCR samples without follower checkpoints", scope, f.samples_without_checkpoints, "")
+        add_follower_lag_rows(add, scope, f, f.samples_without_checkpoints)
         if f.leader_cluster:
             add("CCR leader docs", f"{f.leader_cluster}/{f.leader_index}", f.leader_docs, "")
         add("CCR follower docs", scope, f.follower_docs, "")

@@ -245,18 +245,7 @@ def telemetry_rows(data: dict[str, Any]) -> list[Any]:
         add("Write thread pool rejections", scope, n.write_rejections, "")
         add("Peak heap used", scope, n.peak_heap_bytes, "MB", MB)
     for f in s.followers:
-        scope = f"{f.cluster}/{f.index}"
-        add("Median CCR lag", scope, f.lag_ops_median, "ops")
-        add("99th percentile CCR lag", scope, f.lag_ops_p99, "ops")
-        add("Max CCR lag", scope, f.lag_ops_max, "ops")
-        add("Median CCR lag time", scope, f.lag_s_median, "s")
-        add("99th percentile CCR lag time", scope, f.lag_s_p99, "s")
-        add("Max CCR lag time", scope, f.lag_s_max, "s")
-        add("CCR read exceptions", scope, f.read_exceptions, "")
-        add("CCR failed read requests", scope, f.failed_read_requests, "")
-        add("CCR failed write requests", scope, f.failed_write_requests, "")
-        if f.missing_samples:
-            add("CCR samples without follower checkpoints", scope, f.missing_samples, "")
+        add_follower_lag_rows(add, f"{f.cluster}/{f.index}", f, f.missing_samples)
     if s.driver is not None:
         add("Median driver CPU (100% = 1 core)", "driver", s.driver.median, "%")
         add("Max driver CPU (100% = 1 core)", "driver", s.driver.max, "%")
@@ -267,3 +256,19 @@ def telemetry_rows(data: dict[str, Any]) -> list[Any]:
         add("Telemetry samples", scope, c.samples, "")
         add("Telemetry failed samples", scope, c.failed, "")
     return rows
+
+
+def add_follower_lag_rows(add: Any, scope: str, f: Any, missing: int) -> None:
+    """The CCR lag rows of one follower index; shared by the telemetry section and the CCR section
+    (bench/ccr/report.py) so both name and order them alike. ``f`` has the lag_* and exception fields."""
+    add("Median CCR lag", scope, f.lag_ops_median, "ops")
+    add("99th percentile CCR lag", scope, f.lag_ops_p99, "ops")
+    add("Max CCR lag", scope, f.lag_ops_max, "ops")
+    add("Median CCR lag time", scope, f.lag_s_median, "s")
+    add("99th percentile CCR lag time", scope, f.lag_s_p99, "s")
+    add("Max CCR lag time", scope, f.lag_s_max, "s")
+    add("CCR read exceptions", scope, f.read_exceptions, "")
+    add("CCR failed read requests", scope, f.failed_read_requests, "")
+    add("CCR failed write requests", scope, f.failed_write_requests, "")
+    if missing:
+        add("CCR samples without follower checkpoints", scope, missing, "")
