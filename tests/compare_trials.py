@@ -1,6 +1,7 @@
 """Real trials for the compare/report tests, made once per session against the session cluster.
 
-- 6 trials of one configuration (unthrottled bulk, 1 client), tagged group=g1 / g2, run interleaved
+- 6 trials of one configuration (unthrottled bulk, 1 client, 3 s over a looped corpus), tagged group=g1 / g2,
+  run interleaved
   (g1, g2, g1, ...) so drift over time does not favour one group; node-stats + host telemetry every 0.5 s;
 - 3 + 3 trials of two genuinely different configurations: bulks of 10 docs throttled to 10 vs 2.5 requests/s
   (tagged rate=fast / rate=slow) -- a 4x throughput difference that the noise of this machine cannot hide
@@ -33,7 +34,9 @@ TRACK = """{
                    "request-params": {"wait_for_status": "green"}, "retry-until-success": true}},
     {"name": "index", "clients": 1,
      {% if target %}"target-throughput": {{ target }},{% endif %}
+     {% if time_period %}"time-period": {{ time_period }},{% endif %}
      "operation": {"name": "load", "operation-type": "bulk", "bulk-size": {{ bulk_size | default(100) }},
+                   {% if time_period %}"looped": true,{% endif %}
                    "ingest-percentage": {{ ingest_percentage | default(100) }}}}
   ]
 }
@@ -83,7 +86,10 @@ def compare_trials(tmp_path_factory: pytest.TempPathFactory, es_target_session: 
     try:
         for _ in range(3):
             for g in ("g1", "g2"):
+                # Time-bounded (looped corpus): however fast the machine, every run spans several one-second
+                # buckets, so the throughput-over-time plot and per-second statistics always exist.
                 groups[g].append(race(track, es_target_session, f"--user-tag=group:{g}", "--telemetry=node-stats,host",
+                                      "--track-params=time_period:3",
                                       "--telemetry-params=node-stats-sample-interval:0.5,host-sample-interval:0.5"))
             # 30 bulks of 10 docs at 10/s vs 9 at 2.5/s: both ~3 s, so start-up costs weigh alike.
             for g, target, pct in (("fast", 10, 10), ("slow", 2.5, 3)):
