@@ -16,8 +16,15 @@ from typing import Any
 from rich.console import Console
 
 from bench import redact
-from bench.client import DEFAULT_CLUSTER, ClientOptions, ClusterTarget, RawHttp, check_cluster, \
-    parse_client_options, parse_target_hosts
+from bench.client import (
+    DEFAULT_CLUSTER,
+    ClientOptions,
+    ClusterTarget,
+    RawHttp,
+    check_cluster,
+    parse_client_options,
+    parse_target_hosts,
+)
 from bench.cluster_stats import STATS_METRICS, ClusterTotals, cluster_totals
 from bench.driver.coordinator import Coordinator
 from bench.driver.progress import Progress

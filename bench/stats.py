@@ -208,6 +208,12 @@ class ErrorStats(BaseModel):
     units: int
     failed_units: int  # e.g. bulk items that failed, plus all units of requests that failed outright
     unit_error_rate: float  # failed_units / units, 0..1
+    # Failed requests per error type ("http-429", "timeout", ...; "item-errors": a bulk answered 200 whose
+    # items failed). Lets a reader tell the cluster's answers from failures on bench's side.
+    by_type: dict[str, int] = {}
+    # Failed requests that got no HTTP answer at all (connection, timeout, client exception): bench-side
+    # or network failures, as opposed to the cluster answering with an error.
+    unanswered: int = 0
 
 
 def request_failed(samples_df: pd.DataFrame) -> pd.Series:
@@ -227,6 +233,11 @@ def error_stats(samples_df: pd.DataFrame) -> ErrorStats:
     counted = samples_df["failed_units"] > 0
     failed_units = int(samples_df.loc[counted, "failed_units"].sum()
                        + samples_df.loc[~ok & ~counted, "units"].sum())
+    types = samples_df.loc[failed, "error_type"].fillna("item-errors")
+    by_type = {str(k): int(v) for k, v in types.value_counts().sort_index().items()}
+    status = samples_df["status"] if "status" in samples_df else pd.Series(0, index=samples_df.index)
+    unanswered = int((~ok & (status == 0)).sum())
     return ErrorStats(requests=n, failed_requests=n_failed, error_rate=(n_failed / n) if n else 0.0,
                       units=units, failed_units=failed_units,
-                      unit_error_rate=(failed_units / units) if units else 0.0)
+                      unit_error_rate=(failed_units / units) if units else 0.0,
+                      by_type=by_type, unanswered=unanswered)

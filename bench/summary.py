@@ -38,6 +38,8 @@ class TaskSummary(BaseModel):
     failed_requests: int = 0
     units: int = 0
     failed_units: int = 0  # e.g. bulk items that failed (document-level errors)
+    errors_by_type: dict[str, int] = {}  # failed requests per error type, e.g. {"http-429": 55}
+    unanswered_requests: int = 0  # failed requests that got no HTTP answer (connection, timeout, client error)
     duration_s: float = 0.0  # measured: first scheduled start to last completion
     warmup_requests: int = 0
     # k6's end-of-test figures for request/response tasks (search, loadgen requests); empty for others.
@@ -178,8 +180,27 @@ def summarize_task(task: str, df: pd.DataFrame) -> TaskSummary:
         service_time=percentiles(measured["service_time"].to_numpy() * 1000.0, pcts),
         error_rate=errors.error_rate, requests=errors.requests, failed_requests=errors.failed_requests,
         units=errors.units, failed_units=errors.failed_units, duration_s=measured_duration(measured),
+        errors_by_type=errors.by_type, unanswered_requests=errors.unanswered,
         k6=k6_figures(measured, measured_duration(measured)) if s.operation_type in K6_TYPES else {},
     ))
+
+
+def error_note(ts: TaskSummary) -> str:
+    """The warning for a task with failed requests: how many, of which type, and whose side they came from."""
+    kinds = ", ".join(f"{n} {t}" for t, n in sorted(ts.errors_by_type.items(), key=lambda kv: (-kv[1], kv[0])))
+    answered = ts.failed_requests - ts.unanswered_requests
+    if ts.unanswered_requests == 0:
+        side = "the cluster answered every one of them"
+    elif answered <= 0:
+        side = "none got an HTTP answer (connection, timeout or client error)"
+    else:
+        side = f"{ts.unanswered_requests} got no HTTP answer (connection, timeout or client error)"
+    hint = ("; HTTP 429 means the cluster rejected requests (a full thread-pool queue): lower the load or "
+            "give the cluster more capacity" if "http-429" in ts.errors_by_type else "")
+    return (f"Error rate is {ts.error_rate * 100:.2f}% for task '{ts.task}' "
+            f"({ts.failed_requests} of {ts.requests} requests failed"
+            + (f", {ts.failed_units} {ts.unit} failed" if ts.failed_units else "")
+            + (f": {kinds}" if kinds else "") + f"; {side}{hint}): check the logs.")
 
 
 def summarize(samples_df: pd.DataFrame, cluster: ClusterTotals | None = None) -> Summary:
@@ -195,8 +216,5 @@ def summarize(samples_df: pd.DataFrame, cluster: ClusterTotals | None = None) ->
                 notes.append(f"Task '{ts.task}' has only warmup samples ({ts.warmup_requests}); "
                              "nothing was measured: lengthen the task or shorten its warmup.")
             elif ts.error_rate > 0:
-                notes.append(f"Error rate is {ts.error_rate * 100:.2f}% for task '{ts.task}' "
-                             f"({ts.failed_requests} of {ts.requests} requests failed"
-                             + (f", {ts.failed_units} {ts.unit} failed" if ts.failed_units else "")
-                             + "): check the logs.")
+                notes.append(error_note(ts))
     return Summary(tasks=tasks, cluster=cluster, notes=notes)

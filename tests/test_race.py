@@ -49,6 +49,22 @@ def test_throttled_requests_show_coordinated_omission(tmp_path, es_target):
     assert (df["latency"].diff().dropna() > 0.1).all()
 
 
+def test_ramp_up_starts_clients_one_after_another_within_warmup(tmp_path, es_target):
+    # Rally's ramp-up-time-period: 4 clients over 2 s start at 0, 0.5, 1.0 and 1.5 s; each then follows
+    # its own throttled schedule (2 ops/s), so its first request is due exactly at its start.
+    track = write_track(tmp_path / "t", [{"operation": {"name": "nap", "operation-type": "sleep", "duration": 0.01},
+                                          "clients": 4, "target-throughput": 8, "warmup-time-period": 2,
+                                          "ramp-up-time-period": 2, "time-period": 1}])
+    assert race(f"--track-path={track}", f"--target-hosts={es_target}") == 0
+    with TrialStore() as store:
+        df = store.samples(only_trial(store).id)
+    first = df.groupby("client_id")["absolute_time"].min().sort_index()
+    offsets = (first - first.iloc[0]).to_numpy()
+    assert abs(offsets - [0.0, 0.5, 1.0, 1.5]).max() < 0.05, offsets
+    # Every client was started before measuring began, so each has measured samples.
+    assert set(df.loc[~df["warmup"], "client_id"]) == {0, 1, 2, 3}
+
+
 def test_unthrottled_latency_equals_service_time_and_warmup_is_flagged(tmp_path, es_target):
     track = write_track(tmp_path / "t", [
         {"operation": {"name": "health", "operation-type": "cluster-health",

@@ -113,6 +113,20 @@ def test_error_stats_counts_requests_and_bulk_items():
     assert (empty.requests, empty.error_rate) == (0, 0.0)
 
 
+def test_error_stats_tell_the_clusters_answers_from_unanswered_requests():
+    s = [sample()._replace(status=200),
+         sample(success=False, error="http-429")._replace(status=429),
+         sample(success=False, error="http-429")._replace(status=429),
+         sample(success=False, error="connection"),                      # no answer: status 0
+         sample(success=False, error="timeout"),
+         sample(units=10, unit="docs", failed_units=2)._replace(status=200)]  # items failed, no error type
+    e = error_stats(samples_frame(s))
+    assert e.failed_requests == 5
+    assert e.by_type == {"connection": 1, "http-429": 2, "item-errors": 1, "timeout": 1}
+    assert e.unanswered == 2
+    assert error_stats(samples_frame([])).by_type == {}
+
+
 def test_samples_frame_has_stable_columns_when_empty():
     df = samples_frame([])
     assert list(df.columns) == list(RequestSample._fields)

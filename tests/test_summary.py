@@ -105,3 +105,16 @@ def test_summary_round_trips_through_json():
     again = Summary.model_validate_json(summary.model_dump_json())
     assert again == summary
     assert summarize(samples_frame([])) == Summary()
+
+
+def test_error_note_names_error_types_and_whose_side_they_came_from():
+    rejected = [s("q", "search", 1.0 + i, 0.01, 0.01, success=False)._replace(error_type="http-429", status=429)
+                for i in range(3)]
+    ok = [s("q", "search", 10.0 + i, 0.01, 0.01)._replace(status=200) for i in range(7)]
+    note = summarize(samples_frame(rejected + ok)).notes[0]
+    assert "3 of 10 requests failed" in note and ": 3 http-429;" in note and "the cluster answered every one" in note
+    assert "HTTP 429 means the cluster rejected requests" in note
+    lost = [s("q", "search", 20.0, 0.01, 0.01, success=False)._replace(error_type="connection")]
+    t = summarize(samples_frame(rejected + ok + lost)).tasks[0]
+    assert t.errors_by_type == {"connection": 1, "http-429": 3} and t.unanswered_requests == 1
+    assert "1 got no HTTP answer" in summarize(samples_frame(rejected + ok + lost)).notes[0]

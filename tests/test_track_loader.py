@@ -404,6 +404,18 @@ def test_test_mode_shrinks_the_track():
     assert {x.name: x.iterations for x in t.challenge(None).tasks()}["term"] == 1
 
 
+def test_ramp_up_must_fit_in_the_warmup_and_test_mode_drops_it(tmp_path):
+    def track(warmup):
+        return {"schedule": [{"operation": {"name": "h", "operation-type": "cluster-health"}, "clients": 10,
+                              "ramp-up-time-period": 5, "time-period": 20, **warmup}]}
+    with pytest.raises(TrackError, match=r"track\.json.*ramp-up-time-period \(5 s\) needs a warmup-time-period"):
+        load_track(write_track(tmp_path / "a", track({"warmup-time-period": 4})), {})
+    ok = load_track(write_track(tmp_path / "b", track({"warmup-time-period": 5})), {}).challenge(None).tasks()[0]
+    assert [ok.start_delay(i) for i in (0, 1, 9)] == [0.0, 0.5, 4.5]
+    quick = load_track(tmp_path / "b", {}, test_mode=True).challenge(None).tasks()[0]
+    assert quick.warmup_time_period == 0 and quick.ramp_up_time_period is None and quick.start_delay(9) == 0.0
+
+
 def test_unknown_generator_is_a_load_error(tmp_path):
     write_track(
         tmp_path / "t",

@@ -42,7 +42,14 @@ FOLLOW_PARAMETERS = frozenset({
 
 
 class CcrError(ClusterError):
-    """A CCR call failed (bad request, missing leader index, license, timeout)."""
+    """A CCR call failed (bad request, missing leader index, license, timeout).
+
+    ``status``: the HTTP status the cluster answered with (200 when the answer itself reports the failure),
+    0 when no request was answered, so the summary can tell the cluster's answers from bench-side failures."""
+
+    def __init__(self, message: str, *, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class NoCcrSupport(CcrError):
@@ -120,11 +127,12 @@ class CcrEngine(ABC):
         text = redact.redact_text(_text(answer)[:300])
         if is_no_handler(status, answer):
             raise NoCcrSupport(f"cluster {self.cluster} ({self.engine}): {NO_CCR}: {where} answered HTTP {status} "
-                               f"{text}")
+                               f"{text}", status=status)
         if status == 403 and "non-compliant" in text:
             raise CcrError(f"{where}: HTTP 403 {text}: CCR needs a platinum or trial license on both clusters; "
-                           f"add the trial-license car mixin or POST _license/start_trial?acknowledge=true")
-        raise CcrError(f"{where} answered HTTP {status}: {text}")
+                           f"add the trial-license car mixin or POST _license/start_trial?acknowledge=true",
+                           status=status)
+        raise CcrError(f"{where} answered HTTP {status}: {text}", status=status)
 
     # -- the interface ---------------------------------------------------------------------------------------
     @abstractmethod
@@ -173,13 +181,13 @@ class CcrEngine(ABC):
         while True:
             p = await self.progress(follower_index)
             if isinstance(p, FollowerProgress) and p.fatal:
-                raise CcrError(f"follower {follower_index} on cluster {self.cluster} failed: {p.fatal}")
+                raise CcrError(f"follower {follower_index} on cluster {self.cluster} failed: {p.fatal}", status=200)
             if isinstance(p, FollowerProgress) and self.is_active(p):
                 return p
             if time.monotonic() >= deadline:
                 state = p.reason if isinstance(p, NoStats) else f"status {p.status}"
                 raise CcrError(f"follower {follower_index} on cluster {self.cluster} did not become active within "
-                               f"{timeout:g} s ({state})")
+                               f"{timeout:g} s ({state})", status=200)
             await asyncio.sleep(poll)
 
 

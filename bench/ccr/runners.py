@@ -92,7 +92,7 @@ def _index(p: dict[str, Any], ctx: Context, what: str) -> str:
 
 def _failed(e: CcrError) -> Result:
     return Result(success=False, error_type="no-ccr-support" if isinstance(e, NoCcrSupport) else "ccr",
-                  detail=str(e))
+                  detail=str(e), status=e.status)
 
 
 async def ccr_follow(ctx: Context, p: dict[str, Any]) -> Result:
@@ -206,4 +206,4 @@ CCR_OPERATION_TYPES = frozenset(RUNNERS)
 
 # Last, after RUNNERS exists: bench.driver.runners imports this module at its own end to register RUNNERS, so
 # either module may be imported first.
-from bench.driver.runners import Context, Result
+from bench.driver.runners import Context, Result  # noqa: E402

@@ -136,15 +136,15 @@ class RemoteHost:
         assert self.client
         count = 0
         with self.client.open_sftp() as sftp:
-            def walk(r: str, l: Path) -> None:
+            def walk(r: str, dest: Path) -> None:
                 nonlocal count
                 try:
                     entries = sftp.listdir_attr(r)
                 except FileNotFoundError:
                     return
-                l.mkdir(parents=True, exist_ok=True)
+                dest.mkdir(parents=True, exist_ok=True)
                 for e in entries:
-                    rp, lp = posixpath.join(r, e.filename), l / e.filename
+                    rp, lp = posixpath.join(r, e.filename), dest / e.filename
                     if stat.S_ISDIR(e.st_mode or 0):
                         walk(rp, lp)
                     elif stat.S_ISREG(e.st_mode or 0):

@@ -61,9 +61,16 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
     offsets = due_offsets(rate / task.clients if rate else None, task.schedule, seed=client_id)
     op = task.operation
     total_iterations = None if b.iterations is None else b.warmup_iterations + b.iterations
+    # Ramp-up: this client's schedule starts later than the task's; the task's clock (warmup end,
+    # relative times) stays the same for every client.
+    client_start = start_at + task.start_delay(client_id)
     now = time.monotonic()
-    if start_at > now:
-        await asyncio.sleep(start_at - now)
+    if client_start > now:
+        try:  # wait, but wake up at once when the step is stopped
+            await asyncio.wait_for(stop.wait(), client_start - now)
+            return
+        except asyncio.TimeoutError:
+            pass
     i = 0
     while not stop.is_set():
         if total_iterations is not None and i >= total_iterations:
@@ -78,7 +85,7 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
         if off is None:
             due = time.monotonic()
         else:
-            due = start_at + off
+            due = client_start + off
             wait = due - time.monotonic()
             if wait > 0:
                 if b.deadline is not None and due >= b.deadline:

@@ -59,7 +59,7 @@ def _fail(status: int, body: Any, *, units: int = 1, unit: str = "ops", bytes_se
     elif body:
         reason = str(body)[:300]
     return Result(units=units, unit=unit, bytes_sent=bytes_sent, success=False, error_type=f"http-{status}",
-                  failed_units=units if unit == "docs" else 0, detail=f"HTTP {status}: {reason}")
+                  failed_units=units if unit == "docs" else 0, detail=f"HTTP {status}: {reason}", status=status)
 
 
 def _req_params(p: dict[str, Any]) -> dict[str, Any]:
@@ -192,10 +192,11 @@ async def cluster_health(ctx: Context, p: dict[str, Any]) -> Result:
     expected = params.get("wait_for_status", "green")
     got = body.get("status", "red") if isinstance(body, dict) else "red"
     if (isinstance(body, dict) and body.get("timed_out")) or _HEALTH_ORDER[got] < _HEALTH_ORDER.get(expected, 2):
-        return Result(success=False, error_type="cluster-health",
+        return Result(success=False, error_type="cluster-health", status=status,
                       detail=f"cluster health is {got}, expected {expected}")
     if int(params.get("wait_for_no_relocating_shards", 0) or 0) and body.get("relocating_shards", 0):
-        return Result(success=False, error_type="cluster-health", detail="shards are still relocating")
+        return Result(success=False, error_type="cluster-health", detail="shards are still relocating",
+                      status=status)
     return Result()
 
 
@@ -238,7 +239,7 @@ async def index_stats(ctx: Context, p: dict[str, Any]) -> Result:
     if cond:
         actual = _path_get(body, cond["path"])
         if str(actual) != str(cond["expected-value"]):
-            return Result(success=False, error_type="condition",
+            return Result(success=False, error_type="condition", status=status,
                           detail=f"{cond['path']} is {actual}, expected {cond['expected-value']}")
     return Result()
 
@@ -311,6 +312,6 @@ def with_retries(runner: Runner, p: dict[str, Any]) -> Runner:
 
 # Cross-cluster replication operations (issue 4, bench/ccr): imported last because bench.ccr.runners uses
 # Context and Result from this module.
-from bench.ccr.runners import RUNNERS as _CCR_RUNNERS
+from bench.ccr.runners import RUNNERS as _CCR_RUNNERS  # noqa: E402
 
 RUNNERS.update(_CCR_RUNNERS)

@@ -34,6 +34,7 @@ TRACK_FILE = "track.json"
 PARALLEL_DEFAULTS = (
     "clients",
     "warmup-time-period",
+    "ramp-up-time-period",
     "time-period",
     "warmup-iterations",
     "iterations",
@@ -45,6 +46,7 @@ _TASK_KEYS = {
     "operation",
     "clients",
     "warmup-time-period",
+    "ramp-up-time-period",
     "time-period",
     "warmup-iterations",
     "iterations",

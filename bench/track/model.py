@@ -99,6 +99,9 @@ class Task(_RallyModel):
     operation: Operation
     clients: int = Field(default=1, ge=1)
     warmup_time_period: float | None = Field(default=None, ge=0)
+    # Rally: clients start one after another over this period (client i after i/clients of it), so
+    # thousands of clients do not all send their first request in the same instant. Within warmup.
+    ramp_up_time_period: float | None = Field(default=None, ge=0)
     time_period: float | None = Field(default=None, gt=0)
     warmup_iterations: int | None = Field(default=None, ge=0)
     iterations: int | None = Field(default=None, ge=1)
@@ -108,6 +111,18 @@ class Task(_RallyModel):
     ignore_response_error_level: Literal["non-fatal"] | None = None
     tags: list[str] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _ramp_up_within_warmup(self) -> "Task":
+        if self.ramp_up_time_period:
+            if self.warmup_time_period is None or self.warmup_time_period < self.ramp_up_time_period:
+                raise ValueError(f"task '{self.name}': ramp-up-time-period ({self.ramp_up_time_period:g} s) needs a "
+                                 "warmup-time-period at least as long, so no client starts while measuring")
+        return self
+
+    def start_delay(self, client_index: int) -> float:
+        """Seconds after the task's start at which client ``client_index`` (0-based) starts (ramp-up)."""
+        return (self.ramp_up_time_period or 0.0) * client_index / self.clients
 
     @property
     def throttled(self) -> bool:

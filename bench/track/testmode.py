@@ -1,6 +1,6 @@
 """Test mode (Rally's --test-mode): shrink a track so it runs in seconds and shows that it works.
 
-1000 documents per document set, no warmup, time periods of at most 10 s, at most one iteration per
+1000 documents per document set, no warmup (and so no ramp-up), time periods of at most 10 s, at most one iteration per
 client, and no throttling.
 """
 
@@ -24,6 +24,7 @@ def apply_test_mode(track: Track) -> Track:
         for task in challenge.tasks():
             if task.warmup_time_period is not None:
                 task.warmup_time_period = 0
+                task.ramp_up_time_period = None  # ramp-up must fit in the warmup (Rally does the same)
             if task.time_period is not None:
                 task.time_period = min(task.time_period, TEST_MODE_MAX_TIME_PERIOD)
             if task.warmup_iterations is not None:
