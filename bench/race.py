@@ -34,7 +34,7 @@ from bench.options import RaceOptions
 from bench.provision.car import load_car
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo, ClusterSpec
-from bench.report import render_summary, write_report
+from bench.report import check_report_file, render_summary, write_report
 from bench.samples import RequestSample
 from bench.store import TrialInfo, TrialStore, machine_info, new_trial_id, utcnow
 from bench.summary import Summary, summarize
@@ -92,8 +92,17 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     client_options = parse_client_options(opts.client_options)
     # bad telemetry devices, parameters or profiles fail before anything starts
     resolve_telemetry(opts.telemetry, opts.telemetry_params, opts.telemetry_profile)
+    if opts.report_file:
+        check_report_file(opts.report_file)
     if not opts.target_hosts:
-        load_car(opts.car, opts.car_params)  # bad car names or params fail before anything starts
+        car = load_car(opts.car, opts.car_params)  # bad car names or params fail before anything starts
+        if car.variables.get("index_soft_deletes") is False and topology is None and not opts.distribution_path:
+            from bench.ccr.overrides import parse_distribution
+            from bench.ccr.prepare import check_soft_deletes
+
+            # Known before provisioning: do not start a cluster only to refuse the car afterwards.
+            check_soft_deletes(DEFAULT_CLUSTER, *parse_distribution(opts.distribution, opts.distribution_version),
+                               car.names, None)
         named = {}
     else:
         named = parse_target_hosts(opts.target_hosts)

@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import math
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -60,6 +61,21 @@ def render_summary(summary: Summary, fmt: ReportFormat = "table") -> str:
         bullet = "[WARNING] " if fmt == "table" else "- **Warning:** "
         text += "\n\n" + "\n".join(bullet + n for n in notes)
     return text + "\n"
+
+
+def check_report_file(path: Path | str) -> None:
+    """Fail before a race, not after it, when its report could not be written."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise ConfigError(f"--report-file {p} is a folder: name a file in it")
+    if p.exists():
+        if not os.access(p, os.W_OK):
+            raise ConfigError(f"cannot write report to {p}: permission denied: choose a writable --report-file")
+        return
+    folder = next((d for d in (p.parent, *p.parent.parents) if d.exists()), None)
+    if folder is None or not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"cannot write report to {p}: {folder} is not a writable folder: "
+                          "choose a writable --report-file")
 
 
 def write_report(text: str, path: Path | str) -> Path:

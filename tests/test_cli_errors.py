@@ -155,6 +155,25 @@ def test_bad_options_are_one_line(arg: str, needles: list[str], capsys: pytest.C
     no_trial()
 
 
+def test_unwritable_report_file_fails_before_the_race(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for report, needles in ((blocker / "report.md", ["cannot write report", "a-file", "--report-file"]),
+                            (tmp_path, ["--report-file", "is a folder"])):
+        rc, _, err = run(capsys, "--track=nginx", "--test-mode", f"--target-hosts=127.0.0.1:{closed_port()}",
+                         f"--report-file={report}")
+        assert rc == 2
+        one_line_error(err, *needles)
+        no_trial()
+
+
+def test_soft_deletes_off_on_elasticsearch_8_fails_before_provisioning(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = run(capsys, "--track=nginx", "--test-mode", "--car=defaults,soft-deletes-off")
+    assert rc == 2
+    one_line_error(err, "soft-deletes-off", "Elasticsearch 8.19.21 rejects", "7.x or OpenSearch")
+    no_trial()
+
+
 # -- clusters that cannot be used ---------------------------------------------------------------------------
 
 

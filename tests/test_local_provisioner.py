@@ -221,6 +221,9 @@ def test_kill_9_leaves_no_orphan_jvm(tmp_path: Path) -> None:
         child.kill()
         child.wait(10)
         assert _gone(pids["a"]["jvms"] + [pids["a"]["guard"]], 30), "orphan JVM after bench was killed"
+        # ... and, nobody else being left to do it, kept the node's logs with the trial and deleted its files.
+        assert not Path(pids["a"]["base"]).exists(), "the orphaned node's files were left behind"
+        assert list((tmp_path / "a" / "trial" / "logs" / "a").glob("*/*.log")), "the orphaned node's logs were not kept"
     finally:
         child.kill()
         for v in pids.values() if "pids" in locals() else ():

@@ -4,12 +4,15 @@ Why it exists: a node must die with bench (even on ``kill -9``), yet ``--keep-cl
 to leave it running after bench exits. The guard reads a JSON launch spec as the first line on
 stdin, starts the node (as the node user, with a parent-death SIGKILL set after the uid switch), and
 then watches stdin: EOF (bench is gone) or SIGTERM stops the node gracefully, then forcibly; the
-line ``detach`` makes it keep the node running on its own.
+line ``detach`` makes it keep the node running on its own. When bench is gone (EOF), nobody else will
+clean up, so the guard also copies the node's logs to the trial and removes the node's folder.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -47,6 +50,29 @@ def stop_tree(proc: subprocess.Popen, grace: float) -> None:
         proc.wait(timeout=10)
 
 
+def clean_up_orphan(spec: dict) -> None:
+    """Bench died: keep the node's logs with the trial, then delete the node's files (data can be GBs)."""
+    for src, dst in spec.get("copy", []):
+        try:
+            if os.path.isdir(src):
+                shutil.copytree(src, dst, dirs_exist_ok=True)
+            elif os.path.isfile(src):
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copy2(src, dst)
+        except OSError as e:
+            print(f"guard: could not copy {src} to {dst}: {e}", file=sys.stderr)
+    remove = spec.get("remove")
+    if remove:
+        shutil.rmtree(remove, ignore_errors=True)
+        parent = os.path.dirname(remove)
+        for _ in range(2):  # the cluster's and the trial's folders, once empty
+            try:
+                os.rmdir(parent)
+            except OSError:
+                break
+            parent = os.path.dirname(parent)
+
+
 def main() -> int:
     spec = json.loads(sys.stdin.readline())
     user = spec.get("user")
@@ -60,6 +86,7 @@ def main() -> int:
 
     stop = threading.Event()
     detached = threading.Event()
+    orphaned = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGHUP, lambda *_: stop.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is bench's to handle; it stops us in order.
@@ -70,14 +97,18 @@ def main() -> int:
                 detached.set()
                 return
             if line.strip() == "stop":
-                break
-        stop.set()  # EOF: bench died (or asked us to stop).
+                stop.set()
+                return
+        orphaned.set()  # EOF: bench died.
+        stop.set()
 
     threading.Thread(target=watch_stdin, daemon=True).start()
     while proc.poll() is None and not stop.wait(0.5):
         pass
     if proc.poll() is None:
         stop_tree(proc, float(spec.get("grace", 30)))
+    if orphaned.is_set() and not detached.is_set():
+        clean_up_orphan(spec.get("orphan", {}))
     return proc.returncode if proc.returncode and proc.returncode > 0 else 0
 
 

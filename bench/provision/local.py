@@ -239,10 +239,11 @@ class LocalProvisioner:
         return env
 
     def _run_tool(self, node: _Node, layout: EngineLayout, java_home: Path, user: NodeUser | None, argv: list[str],
-                  what: str) -> None:
+                  what: str, stdin_text: str | None = None) -> None:
+        io: dict[str, Any] = {"input": stdin_text} if stdin_text is not None else {"stdin": subprocess.DEVNULL}
         try:
             res = subprocess.run(argv, cwd=node.info.home, env=self._env(node, layout, java_home, None),
-                                 capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, check=False,
+                                 capture_output=True, text=True, timeout=120, check=False, **io,
                                  **popen_user_kwargs(user))
         except (OSError, subprocess.TimeoutExpired) as e:
             raise ProvisionError(f"{what} for node {node.info.name} failed: {redact_text(str(e))}") from None
@@ -253,9 +254,10 @@ class LocalProvisioner:
     def _add_user(self, node: _Node, layout: EngineLayout, java_home: Path, user: NodeUser | None, role: str,
                   username: str, password: str) -> None:
         tool = str(node.info.home / layout.users_tool)
-        # The password is on this short-lived command line only; it is never logged (errors are redacted).
-        self._run_tool(node, layout, java_home, user, [tool, "useradd", username, "-p", password, "-r", role],
-                       f"creating file-realm user {username!r}")
+        # The password goes in on stdin (the tool prompts twice), never on a command line other processes can
+        # read; it is never logged either (errors are redacted).
+        self._run_tool(node, layout, java_home, user, [tool, "useradd", username, "-r", role],
+                       f"creating file-realm user {username!r}", stdin_text=f"{password}\n{password}\n")
 
     def _install_plugin(self, node: _Node, layout: EngineLayout, java_home: Path, user: NodeUser | None,
                         plugin: Path) -> None:
@@ -278,7 +280,11 @@ class LocalProvisioner:
         spec = {"argv": [str(node.info.home / layout.binary), "-p", str(node.pid_file)],
                 "cwd": str(node.info.home), "env": self._env(node, layout, java_home, car),
                 "console_log": str(node.console_log), "grace": STOP_GRACE,
-                "user": {"uid": user.uid, "gid": user.gid} if user else None}
+                "user": {"uid": user.uid, "gid": user.gid} if user else None,
+                # If bench dies, the guard itself keeps the logs with the trial and deletes the node's files.
+                "orphan": {"copy": [[str(node.info.log_dir), str(self._logs_target(node))],
+                                    [str(node.base / "guard.log"), str(self._logs_target(node) / "guard.log")]],
+                           "remove": str(node.base)}}
         with open(node.base / "guard.log", "ab") as guard_log:
             # start_new_session: a terminal Ctrl-C reaches bench only, which then stops nodes in order.
             guard = subprocess.Popen([sys.executable, "-m", "bench.provision.guard"], stdin=subprocess.PIPE,
@@ -401,8 +407,11 @@ class LocalProvisioner:
                 pass
         log.info("stopped node %s", node.info.name)
 
+    def _logs_target(self, node: _Node) -> Path:
+        return self.trial_dir / "logs" / node.cluster / node.info.name
+
     def _copy_logs(self, node: _Node) -> None:
-        target = self.trial_dir / "logs" / node.cluster / node.info.name
+        target = self._logs_target(node)
         if node.info.log_dir.is_dir():
             shutil.copytree(node.info.log_dir, target, dirs_exist_ok=True)
         guard_log = node.base / "guard.log"
