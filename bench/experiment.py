@@ -31,12 +31,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bench.errors import ConfigError, RaceInterrupted
 from bench.options import RaceOptions
 from bench.store import TrialInfo, TrialStore
+from bench.yaml_file import load_yaml_model
 
 TAG_EXPERIMENT = "experiment"
 TAG_RUN = "experiment-run"
@@ -125,20 +125,7 @@ class PlannedRace(BaseModel):
 
 def load_experiment(path: Path | str) -> ExperimentFile:
     p = Path(path).expanduser()
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"experiment file {p} does not exist") from None
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigError(f"experiment file {p}: cannot be read: {str(e).splitlines()[0]}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"experiment file {p}: expected a mapping with name, variants, ... at the top")
-    try:
-        exp = ExperimentFile.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"]) or "(top)"
-        raise ConfigError(f"experiment file {p}: {loc}: {err['msg']}") from None
+    exp = load_yaml_model(p, ExperimentFile, "experiment file", "name, variants, ...")
     for v in exp.variants:
         race_options(exp, PlannedRace(variant=v, repetition=1, track=exp.track_entries()[0], track_index=0),
                      run_id="check", where=f"experiment file {p}: variants.{v}")

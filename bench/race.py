@@ -8,8 +8,6 @@ import asyncio
 import logging
 import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +26,7 @@ from bench.client import (
 from bench.cluster_stats import STATS_METRICS, ClusterTotals, cluster_totals
 from bench.driver.coordinator import Coordinator
 from bench.driver.progress import Progress
-from bench.errors import BenchError, ClusterError, RaceInterrupted
+from bench.errors import ClusterError
 from bench.home import trials_dir
 from bench.options import RaceOptions
 from bench.provision.car import load_car
@@ -42,6 +40,7 @@ from bench.telemetry import attach_telemetry, race_context, resolve_telemetry, s
 from bench.track.corpus import bulk_documents, prepare_corpora
 from bench.track.loader import find_track, load_track
 from bench.track.model import Challenge, DocumentsSpec, Track
+from bench.trial_run import recorded_run
 
 log = logging.getLogger(__name__)
 
@@ -53,22 +52,6 @@ class RaceResult:
     summary: Summary | None
     report: str = ""
     clusters: list[dict[str, Any]] = field(default_factory=list)
-
-
-class _Interrupted(BaseException):
-    """Raised from the SIGTERM handler outside the event loop (like KeyboardInterrupt for SIGINT)."""
-
-
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    def handler(signum: int, frame: Any) -> None:
-        raise _Interrupted()
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult:
@@ -116,11 +99,9 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     console.print(f"[bold]Trial {trial.id}[/bold]: track [cyan]{track.name}[/cyan], challenge "
                   f"[cyan]{challenge.name}[/cyan]{' (test mode)' if opts.test_mode else ''}", highlight=False)
     provisioner: LocalProvisioner | None = None
-    status, error = "failed", None
-    summary: Summary | None = None
     clusters: list[dict[str, Any]] = []
-    try:
-        with _sigterm_as_interrupt():
+    with recorded_run(store, trial.id, "race", lambda: _summary_of_stored(store, trial.id, None)) as outcome:
+        try:
             prepare_corpora(track, challenge, test_mode=opts.test_mode)
             documents = _documents_per_task(track, challenge)
             if opts.target_hosts:
@@ -148,34 +129,15 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
             from bench.ccr.prepare import prepare_ccr_race
 
             opts, ccr = prepare_ccr_race(opts, topology, track, challenge, targets, console)
-            summary, clusters = asyncio.run(_drive(opts, store, trial.id, track, challenge, documents, targets,
-                                                   provisioner, console))
-            if ccr is not None:
-                summary = ccr.finish(summary, console)  # final doc counts while the clusters still run
-        status = "complete"
-    except (KeyboardInterrupt, _Interrupted, RaceInterrupted) as e:
-        # str(KeyboardInterrupt()) is empty: name the signal ourselves.
-        reason = str(e) or ("SIGTERM" if isinstance(e, _Interrupted) else "Ctrl-C")
-        status, error = "aborted", f"interrupted ({reason})"
-        raise RaceInterrupted(f"race {trial.id} interrupted: stored as aborted with the samples taken so far") \
-            from None
-    except BenchError as e:
-        error = str(e)
-        raise
-    except BaseException as e:
-        error = f"{type(e).__name__}: {e}"
-        raise
-    finally:
-        if provisioner is not None:
-            stopped = provisioner.stop_all(keep=opts.keep_cluster)
-            for line in stopped or []:
-                console.print(line, highlight=False)
-        if summary is None:
-            summary = _summary_of_stored(store, trial.id, None)
-        if summary is not None:
-            store.set_summary(trial.id, summary)
-        store.finish_trial(trial.id, status, error)
-        store.close()
+            outcome.summary, clusters = asyncio.run(_drive(opts, store, trial.id, track, challenge, documents,
+                                                           targets, provisioner, console))
+            if ccr is not None:  # final doc counts while the clusters still run
+                outcome.summary = ccr.finish(outcome.summary, console)
+        finally:
+            if provisioner is not None:
+                for line in provisioner.stop_all(keep=opts.keep_cluster) or []:
+                    console.print(line, highlight=False)
+    summary, status = outcome.summary, outcome.status
     report = render_summary(summary, opts.report_format) if summary else ""
     if opts.report_file:
         write_report(report, opts.report_file)

@@ -97,3 +97,18 @@ def test_csv_and_json_carry_raw_values():
     row = next(r for r in data["rows"] if r["metric"] == "Mean Throughput")
     assert row["candidate_values"] == [1200, 1190, 1210] and row["ci_low"] > 0
     assert data["noise_threshold_pct"] == 1.0
+
+
+def test_ccr_catch_up_time_is_compared_lower_is_better():
+    from bench.ccr.report import CatchUp, CcrSection
+
+    def with_catch_up(i: int, ms: float) -> TrialData:
+        t = _trial(i, 1000, 10)
+        section = CcrSection(catch_up=[CatchUp(task="wait-for-sync", cluster="follower", service_time_ms={100.0: ms})])
+        t.summary.ccr = section.model_dump(mode="json")
+        return t
+
+    cmp = compare(_side("base", [with_catch_up(1, 2000.0)]), [_side("cand", [with_catch_up(2, 3000.0)])])
+    row = _row(cmp, "100th percentile CCR catch-up time", "wait-for-sync")
+    assert row.higher_is_better is False and row.unit == "ms"
+    assert row.baseline == 2000.0 and row.candidates[0].diff == 1000.0

@@ -47,14 +47,14 @@ class RaceProcess:
 
     _count = 0
 
-    def __init__(self, home: Path, args: list[str]) -> None:
+    def __init__(self, home: Path, args: list[str], command: str = "race") -> None:
         self.home = home
         RaceProcess._count += 1
         stem = home.parent / f"race-{RaceProcess._count}"
         self.out_file, self.err_file = stem.with_suffix(".out"), stem.with_suffix(".err")
         env = {**os.environ, "BENCH_HOME": str(home), "BENCH_CACHE": default_cache()}
         with open(self.out_file, "wb") as out, open(self.err_file, "wb") as err:
-            self.proc = subprocess.Popen([sys.executable, "-m", "bench", "race", "--quiet", *args], env=env,
+            self.proc = subprocess.Popen([sys.executable, "-m", "bench", command, "--quiet", *args], env=env,
                                          cwd=project_root(), stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         self.trial_id: str | None = None
 
@@ -254,6 +254,24 @@ def test_signal_while_measuring_aborts_with_samples(sig: signal.Signals, reason:
     assert trial.status == "aborted" and trial.error == f"interrupted ({reason})"
     assert taken > 0
     no_jvm_left(trial_id)
+
+
+def test_sigterm_during_a_loadgen_run_aborts_with_samples(tmp_path: Path, es_target: str,
+                                                           race: list[RaceProcess]) -> None:
+    config = tmp_path / "loop.yml"
+    config.write_text(f"requests:\n  - request:\n      method: GET\n      url: http://{es_target}/_cluster/health\n")
+    home = tmp_path / "bench-home-loadgen"
+    r = RaceProcess(home, [f"--config={config}", "-d", "120", "-c", "2"], command="loadgen")
+    race.append(r)
+    trial_id = r.wait_trial()
+    r.wait_measuring()
+    r.proc.send_signal(signal.SIGTERM)
+
+    assert r.wait_exit(60) == 130
+    one_line_error(r.stderr, "interrupted", trial_id, "aborted")
+    trial, taken = stored_trial(home, trial_id)
+    assert trial.status == "aborted" and trial.error == "interrupted (SIGTERM)"
+    assert taken > 0
 
 
 def test_ctrl_c_while_the_node_starts(tmp_path: Path, long_track: Path, race: list[RaceProcess]) -> None:

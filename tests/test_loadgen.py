@@ -125,10 +125,10 @@ def test_plan_of_the_documentation_example(tmp_path):
     assert search.label == "GET /loadgen-docs/_search"
     bad = tmp_path / "bad.yml"
     bad.write_text("requests:\n  - request:\n      method: GET\n    url: [\n")
-    with pytest.raises(ConfigError, match=r"bad.yml:\d+:\d+: not valid YAML"):
+    with pytest.raises(ConfigError, match=r"bad.yml: line \d+, column \d+: not valid YAML"):
         load_plan(bad)
     bad.write_text("requests:\n  - request:\n      method: GET\n")
-    with pytest.raises(ConfigError, match=r"bad.yml: requests.0.request.url: Field required"):
+    with pytest.raises(ConfigError, match=r"bad.yml: field 'requests.0.request.url': Field required"):
         load_plan(bad)
 
 

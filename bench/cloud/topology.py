@@ -11,11 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bench.errors import ConfigError
 from bench.provision.model import ClusterSpec, Engine
+from bench.yaml_file import read_yaml
 
 Provider = Literal["local", "aws", "gcp"]
 _NAME = r"^[a-z][a-z0-9-]{0,30}$"  # valid in AWS Name tags, GCE instance names and ES cluster names
@@ -176,10 +176,5 @@ def load_topology(path: str | Path) -> Topology:
     p = Path(path).expanduser()
     if not p.is_file():
         raise ConfigError(f"topology file {p} does not exist")
-    try:
-        raw = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"topology {p}:{where} is not valid YAML: {getattr(e, 'problem', e)}") from None
+    raw = read_yaml(p, "topology")
     return parse_topology(raw, str(p))

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from bench import redact
 from bench.errors import ConfigError
 from bench.loadgen.template import CompiledTemplate, RequestTemplate, substitute_env
 from bench.loadgen.variables import Variables, VariableSpec
+from bench.yaml_file import load_yaml_model
 
 log = logging.getLogger(__name__)
 _COMPAT_NDJSON = "application/vnd.elasticsearch+x-ndjson;compatible-with=7"
@@ -127,21 +127,7 @@ def read_config(path: Path | str) -> LoadgenConfig:
     p = Path(path).expanduser()
     if not p.is_file():
         raise ConfigError(f"--config: loadgen config {p} not found")
-    try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        raise ConfigError(f"{p}{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{p}: a loadgen config is a mapping with 'variables' and 'requests'")
-    try:
-        return LoadgenConfig.model_validate(raw)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        raise ConfigError(f"{p}: {loc}: {err['msg']}") from None
-
+    return load_yaml_model(p, LoadgenConfig, "loadgen config", "'variables' and 'requests'", empty_ok=True)
 
 def load_plan(path: Path | str, *, environ: Mapping[str, str] | None = None, seed: int | None = None) -> LoadgenPlan:
     """Read, validate and compile a Loadgen YAML file; every problem is one ConfigError line naming it."""

@@ -28,7 +28,7 @@ from bench import redact
 from bench.client import ClusterTarget, RawHttp, check_cluster, parse_client_options, parse_target_hosts
 from bench.driver.coordinator import Coordinator
 from bench.driver.progress import Progress
-from bench.errors import BenchError, ClusterError, ConfigError, RaceInterrupted
+from bench.errors import ClusterError, ConfigError
 from bench.loadgen.config import LoadgenPlan, load_plan
 from bench.loadgen.summary import render_loadgen, summarize_loadgen
 from bench.report import render_summary
@@ -36,6 +36,7 @@ from bench.samples import RequestSample
 from bench.store import TrialInfo, TrialStore, machine_info, new_trial_id, utcnow
 from bench.summary import Summary, summarize
 from bench.track.model import Challenge, Operation, Task, Track
+from bench.trial_run import recorded_run
 
 log = logging.getLogger(__name__)
 
@@ -150,28 +151,15 @@ def run_loadgen(opts: LoadgenOptions, *, console: Console | None = None) -> Load
     console.print(f"[bold]Trial {trial.id}[/bold]: loadgen [cyan]{plan.path.name}[/cyan], {opts.concurrency} "
                   f"clients, {opts.duration:g} s" + (f", <= {opts.rate:g} req/s" if opts.rate else "")
                   + (f", limit {opts.limit} requests" if opts.limit else ""), highlight=False)
-    status, error, summary, lg_text = "failed", None, None, ""
-    try:
-        summary, lg_text = asyncio.run(_drive(plan, opts, targets, clusters, store, trial.id, console))
-        status = "complete"
-    except (KeyboardInterrupt, RaceInterrupted) as e:
-        status, error = "aborted", f"interrupted ({str(e) or 'Ctrl-C'})"
-        raise RaceInterrupted(f"loadgen run {trial.id} interrupted: stored as aborted with the samples taken so far") \
-            from None
-    except BenchError as e:
-        error = str(e)
-        raise
-    except BaseException as e:
-        error = f"{type(e).__name__}: {e}"
-        raise
-    finally:
-        if summary is None:
-            df = store.samples(trial.id)
-            summary = summarize(df) if not df.empty else None
-        if summary is not None:
-            store.set_summary(trial.id, summary)
-        store.finish_trial(trial.id, status, error)
-        store.close()
+    lg_text = ""
+
+    def stored_summary() -> Summary | None:
+        df = store.samples(trial.id)
+        return summarize(df) if not df.empty else None
+
+    with recorded_run(store, trial.id, "loadgen run", stored_summary) as outcome:
+        outcome.summary, lg_text = asyncio.run(_drive(plan, opts, targets, clusters, store, trial.id, console))
+    summary, status = outcome.summary, outcome.status
     report = render_summary(summary, opts.report_format) if summary else ""  # type: ignore[arg-type]
     return LoadgenResult(trial.id, status, summary, lg_text, report)
 

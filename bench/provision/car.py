@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from bench.errors import ConfigError
 from bench.home import project_root
 from bench.provision.model import Checksum
+from bench.yaml_file import load_yaml_model
 
 _HEAP = re.compile(r"^[1-9][0-9]*[kKmMgG]$")
 _JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
@@ -105,24 +106,7 @@ def list_cars() -> list[tuple[str, str, str]]:
 
 
 def read_car_file(path: Path) -> CarFile:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ConfigError(f"car config {path}:{where}: YAML syntax error: {problem}; fix the file") from None
-    except OSError as e:
-        raise ConfigError(f"cannot read car config {path}: {e}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"car config {path}: expected a mapping with 'type: car|mixin', got {type(raw).__name__}")
-    try:
-        return CarFile.model_validate(raw)
-    except ValidationError as e:
-        err = e.errors()[0]
-        field = ".".join(str(x) for x in err["loc"]) or "(root)"
-        raise ConfigError(f"car config {path}: field '{field}': {err['msg']} "
-                          f"(value: {str(err.get('input'))[:80]!r}); fix the file") from None
+    return load_yaml_model(path, CarFile, "car config", "'type: car|mixin'")
 
 
 def load_car(names: list[str], params: dict[str, Any] | None = None) -> CarConfig:

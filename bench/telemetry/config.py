@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from bench.errors import ConfigError
 from bench.home import project_root
+from bench.yaml_file import load_yaml_model
 
 
 @dataclass(frozen=True)
@@ -129,21 +129,7 @@ def load_profile(name: str) -> TelemetryProfile:
             raise ConfigError(f"--telemetry-profile: unknown profile '{name}': use one of "
                               f"{', '.join(profiles) or '(none)'} or a YAML file")
         path = profiles[name]
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"telemetry profile {path}:{where}: YAML syntax error; fix the file") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"telemetry profile {path}: expected a mapping with devices and params")
-    try:
-        return TelemetryProfile.model_validate(raw)
-    except ValidationError as e:
-        err = e.errors()[0]
-        field = ".".join(str(x) for x in err["loc"]) or "(root)"
-        raise ConfigError(f"telemetry profile {path}: field '{field}': {err['msg']}; fix the file") from None
-
+    return load_yaml_model(path, TelemetryProfile, "telemetry profile", "devices and params", empty_ok=True)
 
 def _device_list(spec: str | list[str] | None, what: str) -> list[str]:
     items = spec.split(",") if isinstance(spec, str) else list(spec or [])

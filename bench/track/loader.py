@@ -41,22 +41,7 @@ PARALLEL_DEFAULTS = (
     "target-throughput",
     "target-interval",
 )
-_TASK_KEYS = {
-    "name",
-    "operation",
-    "clients",
-    "warmup-time-period",
-    "ramp-up-time-period",
-    "time-period",
-    "warmup-iterations",
-    "iterations",
-    "target-throughput",
-    "target-interval",
-    "schedule",
-    "ignore-response-error-level",
-    "tags",
-    "meta",
-}
+_TASK_KEYS = {"name", "operation", *PARALLEL_DEFAULTS, "schedule", "ignore-response-error-level", "tags", "meta"}
 
 
 class TrackListing(BaseModel):

@@ -1,0 +1,81 @@
+"""How a run (``bench race``, ``bench loadgen``) ends up in the trial store, whatever ends it.
+
+One context manager for both, so every way out -- success, a bench error, a crash, Ctrl-C or SIGTERM --
+stores the trial's status, error and summary (from the samples stored so far when the run did not get
+to summarize them itself) and closes the store.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from bench.errors import BenchError, RaceInterrupted
+from bench.store import TrialStore
+from bench.summary import Summary
+
+
+class SigtermInterrupt(BaseException):
+    """Raised from the SIGTERM handler outside the event loop (as KeyboardInterrupt is for SIGINT)."""
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM interrupts like Ctrl-C does, so the run is stored as aborted."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise SigtermInterrupt()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@dataclass
+class Outcome:
+    """What the block sets as it goes: the summary once it has one (status and error are set on the way out)."""
+
+    status: str = "failed"
+    error: str | None = None
+    summary: Summary | None = None
+
+
+@contextmanager
+def recorded_run(store: TrialStore, trial_id: str, what: str,
+                 stored_summary: Callable[[], Summary | None]) -> Iterator[Outcome]:
+    """Run the block, then store how it ended. An interruption is re-raised as RaceInterrupted.
+
+    ``what`` names the run in the interruption message ("race", "loadgen run"); ``stored_summary`` builds a
+    summary from what the store holds, for runs that ended before making their own.
+    """
+    out = Outcome()
+    try:
+        with sigterm_as_interrupt():
+            yield out
+        out.status = "complete"
+    except (KeyboardInterrupt, SigtermInterrupt, RaceInterrupted) as e:
+        # str(KeyboardInterrupt()) is empty: name the signal ourselves.
+        reason = str(e) or ("SIGTERM" if isinstance(e, SigtermInterrupt) else "Ctrl-C")
+        out.status, out.error = "aborted", f"interrupted ({reason})"
+        raise RaceInterrupted(f"{what} {trial_id} interrupted: stored as aborted with the samples taken so far") \
+            from None
+    except BenchError as e:
+        out.error = str(e)
+        raise
+    except BaseException as e:
+        out.error = f"{type(e).__name__}: {e}"
+        raise
+    finally:
+        try:
+            if out.summary is None:
+                out.summary = stored_summary()
+            if out.summary is not None:
+                store.set_summary(trial_id, out.summary)
+            store.finish_trial(trial_id, out.status, out.error)
+        finally:
+            store.close()
