@@ -14,10 +14,13 @@ from pydantic import BaseModel
 from bench.errors import ClusterError
 
 # Only the metric groups we read: keeps the answer small on clusters with many indices.
-STATS_METRICS = "indexing,merge,refresh,flush,store,segments,docs"
+STATS_METRICS = "indexing,merge,refresh,flush,store,segments,docs,translog"
+# The garbage collectors' counters of every node, read right before and right after the schedule (as Rally's
+# always-on JVM stats do): only the collectors, so the answer stays a few hundred bytes per node.
+JVM_GC_PATH = "/_nodes/stats/jvm?filter_path=nodes.*.jvm.gc.collectors"
 
 # Gauges describe the state at a point in time; everything else is a monotonically growing counter.
-GAUGES = frozenset({"store_size_bytes", "segment_count", "docs_count"})
+GAUGES = frozenset({"store_size_bytes", "segment_count", "docs_count", "translog_size_bytes"})
 
 
 class ShardTotals(BaseModel):
@@ -36,12 +39,23 @@ class ShardTotals(BaseModel):
     store_size_bytes: int = 0
     segment_count: int = 0
     docs_count: int = 0
+    translog_size_bytes: int = 0
+
+
+class GcTotals(BaseModel):
+    """Garbage collections summed over a cluster's nodes (young: G1 Young/ParNew/..., old: G1 Old/CMS/...)."""
+
+    young_count: int = 0
+    young_time_ms: int = 0
+    old_count: int = 0
+    old_time_ms: int = 0
 
 
 class ClusterTotals(BaseModel):
     cluster: str | None = None  # the race's name for the cluster (e.g. "default", "leader")
     primaries: ShardTotals = ShardTotals()
     total: ShardTotals = ShardTotals()
+    gc: GcTotals | None = None  # during the schedule; None when it could not be read
 
 
 def _get(d: dict[str, Any], *path: str) -> int:
@@ -69,6 +83,7 @@ def shard_totals(section: dict[str, Any]) -> ShardTotals:
         store_size_bytes=_get(section, "store", "size_in_bytes"),
         segment_count=_get(section, "segments", "count"),
         docs_count=_get(section, "docs", "count"),
+        translog_size_bytes=_get(section, "translog", "size_in_bytes"),
     )
 
 
@@ -96,6 +111,26 @@ async def fetch_cluster_totals(client: Any, cluster: str | None = None) -> Clust
     return cluster_totals(dict(body), cluster)
 
 
+def gc_totals(nodes_stats: dict[str, Any]) -> GcTotals:
+    """Sum a ``GET _nodes/stats/jvm`` answer's collectors over the nodes ("young" and "old", as Elasticsearch and
+    OpenSearch name them whatever the JVM's collector)."""
+    out = GcTotals()
+    nodes = nodes_stats.get("nodes") if isinstance(nodes_stats, dict) else None
+    for node in (nodes or {}).values():
+        collectors = node.get("jvm", {}).get("gc", {}).get("collectors", {}) if isinstance(node, dict) else {}
+        for gen in ("young", "old"):
+            c = collectors.get(gen) or {}
+            setattr(out, f"{gen}_count", getattr(out, f"{gen}_count") + _get(c, "collection_count"))
+            setattr(out, f"{gen}_time_ms", getattr(out, f"{gen}_time_ms") + _get(c, "collection_time_in_millis"))
+    return out
+
+
+def gc_delta(before: GcTotals, after: GcTotals) -> GcTotals:
+    """Collections between two readings; a counter that went down (a node restarted) counts from zero."""
+    return GcTotals(**{name: (a - b if a >= b else a) for name in GcTotals.model_fields
+                       for a, b in [(getattr(after, name), getattr(before, name))]})
+
+
 def _delta_totals(before: ShardTotals, after: ShardTotals) -> ShardTotals:
     values: dict[str, int] = {}
     for name in ShardTotals.model_fields:
@@ -114,4 +149,4 @@ def delta(before: ClusterTotals, after: ClusterTotals) -> ClusterTotals:
     (store size, segment count, docs count) are the ``after`` values."""
     return ClusterTotals(cluster=after.cluster or before.cluster,
                          primaries=_delta_totals(before.primaries, after.primaries),
-                         total=_delta_totals(before.total, after.total))
+                         total=_delta_totals(before.total, after.total), gc=after.gc)

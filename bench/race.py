@@ -23,7 +23,15 @@ from bench.client import (
     parse_client_options,
     parse_target_hosts,
 )
-from bench.cluster_stats import STATS_METRICS, ClusterTotals, cluster_totals
+from bench.cluster_stats import (
+    JVM_GC_PATH,
+    STATS_METRICS,
+    ClusterTotals,
+    GcTotals,
+    cluster_totals,
+    gc_delta,
+    gc_totals,
+)
 from bench.driver.coordinator import Coordinator
 from bench.driver.progress import Progress
 from bench.errors import ClusterError
@@ -222,6 +230,7 @@ async def _drive(opts: RaceOptions, store: TrialStore, trial_id: str, track: Tra
         telemetry = await start_telemetry(
             resolve_telemetry(opts.telemetry, opts.telemetry_params, opts.telemetry_profile),
             race_context(targets, clusters, provisioner, coord.worker_pids), store, trial_id)
+        gc_before = await _gc_reading(targets[0]) if targets else None
         await coord.run_challenge(track, challenge.schedule, documents)
     finally:
         try:
@@ -235,7 +244,23 @@ async def _drive(opts: RaceOptions, store: TrialStore, trial_id: str, track: Tra
             store.add_samples(trial_id, pending)
             pending.clear()
     totals = await _cluster_totals(targets[0]) if targets else None
+    gc_after = await _gc_reading(targets[0]) if targets and gc_before is not None else None
+    if totals is not None and gc_before is not None and gc_after is not None:
+        totals.gc = gc_delta(gc_before, gc_after)
     return _summary_of_stored(store, trial_id, totals), clusters
+
+
+async def _gc_reading(target: ClusterTarget) -> GcTotals | None:
+    try:
+        async with RawHttp(target, connections=1) as http:
+            status, body = await http.request("GET", JVM_GC_PATH)
+    except Exception as e:  # noqa: BLE001 - GC totals are a nice-to-have, like the index totals
+        log.warning("could not read JVM stats of %s: %s", target.name, redact.redact_text(str(e)))
+        return None
+    if status >= 400 or not isinstance(body, dict):
+        log.warning("GET %s on %s answered %s", JVM_GC_PATH, target.name, status)
+        return None
+    return gc_totals(body)
 
 
 async def _cluster_totals(target: ClusterTarget) -> ClusterTotals | None:

@@ -107,8 +107,14 @@ def cluster_rows(c: ClusterTotals) -> list[MetricRow]:
         if r.metric in counts:
             name, value = counts[r.metric]
             ordered.append(MetricRow(metric=name, task="", value=value, unit=""))
+    if c.gc is not None:  # during the schedule, as Rally reports them
+        ordered += [MetricRow(metric="Total Young Gen GC time", task="", value=c.gc.young_time_ms / 1000.0, unit="s"),
+                    MetricRow(metric="Total Young Gen GC count", task="", value=c.gc.young_count, unit=""),
+                    MetricRow(metric="Total Old Gen GC time", task="", value=c.gc.old_time_ms / 1000.0, unit="s"),
+                    MetricRow(metric="Total Old Gen GC count", task="", value=c.gc.old_count, unit="")]
     ordered += [
         MetricRow(metric="Store size", task="", value=t.store_size_bytes / GB, unit="GB"),
+        MetricRow(metric="Translog size", task="", value=t.translog_size_bytes / GB, unit="GB"),
         MetricRow(metric="Segment count", task="", value=p.segment_count, unit=""),
         MetricRow(metric="Total docs count", task="", value=p.docs_count, unit=""),
     ]

@@ -5,11 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from bench.cluster_stats import STATS_METRICS, ClusterTotals, cluster_totals, delta, fetch_cluster_totals
+from bench.cluster_stats import (
+    JVM_GC_PATH,
+    STATS_METRICS,
+    ClusterTotals,
+    GcTotals,
+    cluster_totals,
+    delta,
+    fetch_cluster_totals,
+    gc_delta,
+    gc_totals,
+)
 from bench.errors import ClusterError
 
 RECORDED = Path(__file__).parent / "data" / "recorded"
@@ -54,6 +65,24 @@ def test_delta_subtracts_counters_and_keeps_gauges():
     assert d.primaries.docs_count == 25000
     assert d.primaries.segment_count == after.primaries.segment_count
     assert d.total.store_size_bytes == after.total.store_size_bytes
+
+
+def _jvm(*nodes: tuple[int, int, int, int]) -> dict:
+    """A ``_nodes/stats/jvm?filter_path=nodes.*.jvm.gc.collectors`` answer, shaped as Elasticsearch gives it."""
+    return {"nodes": {f"n{i}": {"jvm": {"gc": {"collectors": {
+        "young": {"collection_count": yc, "collection_time_in_millis": yt},
+        "old": {"collection_count": oc, "collection_time_in_millis": ot}}}}}
+        for i, (yc, yt, oc, ot) in enumerate(nodes)}}
+
+
+def test_gc_totals_sum_nodes_and_delta_survives_a_restart():
+    before = gc_totals(_jvm((10, 100, 1, 50), (20, 300, 0, 0)))
+    assert before == GcTotals(young_count=30, young_time_ms=400, old_count=1, old_time_ms=50)
+    after = gc_totals(_jvm((15, 160, 1, 50), (25, 350, 2, 80)))
+    assert gc_delta(before, after) == GcTotals(young_count=10, young_time_ms=110, old_count=2, old_time_ms=80)
+    restarted = gc_totals(_jvm((2, 10, 0, 0)))
+    assert gc_delta(before, restarted) == restarted
+    assert gc_totals({}) == GcTotals() and gc_totals({"nodes": {"x": {}}}) == GcTotals()
 
 
 def test_delta_after_counter_reset_uses_after_value():
@@ -107,6 +136,9 @@ def test_fetch_cluster_totals_from_real_cluster(es_cluster):
     assert after.primaries.docs_count - before.primaries.docs_count == 50
     assert after.primaries.index_total - before.primaries.index_total == 50
     assert after.primaries.flush_total >= 1 and after.primaries.segment_count >= 1
-    assert after.total.store_size_bytes > 0
+    assert after.total.store_size_bytes > 0 and after.total.translog_size_bytes > 0
+    with urllib.request.urlopen(es_cluster.hosts[0] + JVM_GC_PATH, timeout=30) as r:
+        gc = gc_totals(json.loads(r.read()))
+    assert gc.young_count > 0 and gc.young_time_ms >= 0  # a started node has collected its young generation
     assert delta(before, after).primaries.index_total == 50
     assert cluster_totals(raw).primaries.docs_count == after.primaries.docs_count

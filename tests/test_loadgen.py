@@ -132,6 +132,51 @@ def test_plan_of_the_documentation_example(tmp_path):
         load_plan(bad)
 
 
+def test_assert_conditions_like_infini():
+    from bench.loadgen.conditions import Response, compile_condition
+
+    body = json.dumps({"took": 17, "timed_out": False, "result": "created",
+                       "hits": {"total": {"value": 100}, "hits": [{"_id": "a1"}]}}).encode()
+    ok, missing = Response(200, body), Response(201, b"not json")
+
+    def check(spec, r=ok):
+        return compile_condition(spec, "t.yml: requests[0].assert")(r)
+
+    assert check({"equals": {"_ctx.response.status": 200, "_ctx.response.body_json.timed_out": False}})
+    assert not check({"equals": {"_ctx.response.status": 201}})
+    assert check({"equals": {"_ctx.response.body_json.hits.total.value": "100"}})  # as YAML often writes it
+    assert check({"range": {"_ctx.response.body_json.took": {"gte": 17, "lt": 50}}})
+    assert not check({"range": {"_ctx.response.body_json.took": {"gt": 17}}})
+    assert check({"and": [{"prefix": {"_ctx.response.body_json.result": "cre"}},
+                          {"suffix": {"_ctx.response.body": "}}"}},
+                          {"contains": {"_ctx.response.body": '"_id": "a1"'}},
+                          {"regexp": {"_ctx.response.body_json.hits.hits.0._id": "^a[0-9]$"}},
+                          {"in": {"_ctx.response.status": [200, 201]}},
+                          {"exists": ["_ctx.response.body_json.hits.total"]}]})
+    assert check({"or": [{"equals": {"_ctx.response.status": 500}}, {"not": {"exists": "_ctx.response.body_json.x"}}]})
+    # Fields a response does not have never match (and a body that is not JSON has no body_json).
+    assert not check({"equals": {"_ctx.response.body_json.result": "created"}}, missing)
+    assert not check({"range": {"_ctx.response.body_json.took": {"lt": 50}}}, missing)
+    assert check({"equals": {"_ctx.response.body_length": 8}}, missing)
+    for spec, fragment in [({"equals": {"_ctx.request.url": "x"}}, "field '_ctx.request.url' is not supported"),
+                           ({"near": {"_ctx.response.status": 1}}, "unknown condition 'near'"),
+                           ({"range": {"_ctx.response.status": {"above": 1}}}, "gt, gte, lt, lte"),
+                           ({"regexp": {"_ctx.response.body": "("}}, "bad regular expression"),
+                           ({"and": {}}, "expected a list of conditions")]:
+        with pytest.raises(ConfigError, match=re.escape(fragment)) as e:
+            compile_condition(spec, "t.yml: requests[0].assert")
+        assert str(e.value).startswith("t.yml: requests[0].assert")
+
+
+def test_register_and_sleep_are_said_to_be_unevaluated(tmp_path):
+    config = tmp_path / "c.yml"
+    config.write_text("requests:\n  - request: {method: GET, url: 'http://127.0.0.1:1/'}\n"
+                      "    register: [{v: _ctx.response.body_json.x}]\n  - sleep: {sleep_in_milli_seconds: 5}\n")
+    warnings = load_plan(config).warnings
+    assert any("requests[0]: 'register' is not evaluated" in w for w in warnings)
+    assert any("requests[1]: 'sleep' is not evaluated" in w for w in warnings)
+
+
 # ------------------------------------------------------------------ against a real cluster
 
 
@@ -205,6 +250,40 @@ def test_every_variable_type_lands_as_specified(tmp_path, es_cluster, monkeypatc
     by_batch = Counter(d["batch"] for d in docs)
     assert len(by_batch) == 3 and set(by_batch.values()) == {100}
     assert all(len({d["routing"] for d in docs if d["batch"] == b}) == 100 for b in by_batch)
+
+
+@pytest.mark.cluster
+def test_assert_failures_are_counted_as_invalid_and_stop_the_warmup(tmp_path, es_target, capsys):
+    # Two requests alternate: one whose assert holds (the version it answers), one whose assert never does.
+    config = tmp_path / "assert.yml"
+    config.write_text(f"""runner:
+  no_warm: true
+requests:
+  - request:
+      method: GET
+      url: http://{es_target}/
+    assert:
+      and:
+        - equals: {{_ctx.response.status: 200, _ctx.response.body_json.version.number: "8.19.21"}}
+        - exists: [_ctx.response.body_json.cluster_name]
+  - request:
+      method: GET
+      url: http://{es_target}/
+    assert:
+      equals: {{_ctx.response.body_json.tagline: "not the tagline"}}
+""")
+    assert _loadgen("--config", str(config), "-c", "2", "-d", "20", "-l", "10") == 0
+    out = capsys.readouterr().out
+    assert re.search(r"Number of Errors:\s+0\n", out) and re.search(r"Number of Invalid:\s+5\n", out), out
+    assert re.search(r"Status 200:\s+10\n", out)
+    with TrialStore() as store:
+        df = store.samples(store.list_trials(1)[0].id)
+    assert (df.loc[~df["success"], "error_type"] == "assert-failed").sum() == 5
+    # With the warmup on, a failing assert ends the run before measuring, in one line.
+    config.write_text(config.read_text().replace("no_warm: true", "no_warm: false"))
+    assert _loadgen("--config", str(config), "-d", "2") != 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: warmup request #1 (GET http://") and "failed its assert" in err and "\n" not in err
 
 
 @pytest.mark.cluster

@@ -118,3 +118,17 @@ def test_error_note_names_error_types_and_whose_side_they_came_from():
     t = summarize(samples_frame(rejected + ok + lost)).tasks[0]
     assert t.errors_by_type == {"connection": 1, "http-429": 3} and t.unanswered_requests == 1
     assert "1 got no HTTP answer" in summarize(samples_frame(rejected + ok + lost)).notes[0]
+
+
+def test_gc_and_translog_rows_follow_rally():
+    from bench.cluster_stats import ClusterTotals, GcTotals, ShardTotals
+
+    totals = ClusterTotals(total=ShardTotals(translog_size_bytes=1024 ** 3 // 2),
+                           gc=GcTotals(young_count=12, young_time_ms=1500, old_count=0, old_time_ms=0))
+    rows = [(r.metric, r.value, r.unit) for r in Summary(cluster=totals).rows()]
+    names = [m for m, _, _ in rows]
+    assert ("Total Young Gen GC time", 1.5, "s") in rows and ("Total Young Gen GC count", 12, "") in rows
+    assert ("Total Old Gen GC count", 0, "") in rows and ("Translog size", 0.5, "GB") in rows
+    assert names.index("Cumulative flush count of primary shards") < names.index("Total Young Gen GC time") \
+        < names.index("Store size") < names.index("Translog size") < names.index("Segment count")
+    assert "Total Young Gen GC time" not in [r.metric for r in Summary(cluster=ClusterTotals()).rows()]

@@ -137,6 +137,14 @@ async def loadgen_request(ctx: Context, p: dict[str, Any]) -> Result:
         res = _raw_fail(status, raw, bytes_sent=len(r.body))
         res.units, res.unit = units, unit
         return res
+    check = p.get("check")
+    if check is not None:
+        from bench.loadgen.conditions import Response
+
+        if not check(Response(status, raw)):  # Loadgen's "invalid": answered, but not as asserted
+            return Result(units=units, unit=unit, bytes_sent=len(r.body), bytes_received=len(raw), status=status,
+                          success=False, error_type="assert-failed", failed_units=units if r.docs else 0,
+                          detail=f"{r.method} {r.url.split('?')[0]}: the response failed its assert")
     if r.docs and b'"errors":true' in raw[:200]:
         return _bulk_result(raw, status, docs=units, bytes_sent=len(r.body))
     return Result(units=units, unit=unit, bytes_sent=len(r.body), bytes_received=len(raw), status=status)

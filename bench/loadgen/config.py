@@ -2,9 +2,9 @@
 
 Accepted keys are Loadgen's: ``env``, ``runner``, ``variables``, ``requests`` (each ``request`` with
 ``method``, ``url``, ``body``, ``body_repeat_times``, ``headers``, ``basic_auth``, ``runtime_variables``,
-``runtime_body_line_variables``; ``sleep``). ``assert`` and ``register`` are parsed but not evaluated
-(bench counts HTTP >= 400 as errors instead) and are reported as such. ``env`` gives defaults that the
-process environment overrides, as in Loadgen.
+``runtime_body_line_variables``; ``assert``, see ``conditions.py``). HTTP >= 400 is an error; a response
+that fails its ``assert`` is invalid. ``register`` and ``sleep`` are parsed but not evaluated, and said so.
+``env`` gives defaults that the process environment overrides, as in Loadgen.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bench import redact
 from bench.errors import ConfigError
+from bench.loadgen.conditions import Predicate, compile_condition
 from bench.loadgen.template import CompiledTemplate, RequestTemplate, substitute_env
 from bench.loadgen.variables import Variables, VariableSpec
 from bench.yaml_file import load_yaml_model
@@ -85,7 +86,7 @@ class LoadgenRequest:
     endpoint: str | None  # scheme://host:port of an absolute url, None for a relative one
     template: RequestTemplate
     label: str  # "POST /_bulk", for logs and the warmup display
-    sleep_ms: int = 0
+    check: Predicate | None = None  # the request's ``assert``: False makes the response invalid
 
 
 @dataclass
@@ -139,13 +140,17 @@ def load_plan(path: Path | str, *, environ: Mapping[str, str] | None = None, see
     if not any(item.request for item in config.requests):
         raise ConfigError(f"{p}: 'requests' has no request: add at least one '- request: {{method, url}}'")
     for i, item in enumerate(config.requests):
+        if item.sleep is not None:
+            plan.warnings.append(f"requests[{i}]: 'sleep' is not evaluated by bench: requests follow each other "
+                                 f"without pause; pace them with -r")
         if item.request is None:
             continue
         where = f"{p}: requests[{i}].request"
         r = item.request
-        if item.assert_ is not None or item.register_ is not None:
-            plan.warnings.append(f"requests[{i}]: 'assert'/'register' are not evaluated by bench; HTTP status >= 400 "
-                                 f"counts as an error")
+        if item.register_ is not None:
+            plan.warnings.append(f"requests[{i}]: 'register' is not evaluated by bench: later requests do not see "
+                                 f"the values it names")
+        check = compile_condition(item.assert_, f"{p}: requests[{i}].assert") if item.assert_ is not None else None
         url = substitute_env(r.url, env, where=f"{where}.url").strip()
         endpoint, path = _split_url(url, where=f"{where}.url", default=config.runner.default_endpoint)
         headers: dict[str, str] = {}
@@ -171,8 +176,8 @@ def load_plan(path: Path | str, *, environ: Mapping[str, str] | None = None, see
         for name in template.unknown:
             plan.warnings.append(f"requests[{i}]: $[[{name}]] names no variable: it is sent as "
                                  f"'not_found', as Loadgen does")
-        sleep_ms = item.sleep.sleep_in_milli_seconds if item.sleep else 0
-        plan.requests.append(LoadgenRequest(i, endpoint, template, f"{template.method} {path.split('?')[0]}", sleep_ms))
+        plan.requests.append(LoadgenRequest(i, endpoint, template, f"{template.method} {path.split('?')[0]}",
+                                            check))
     return plan
 
 

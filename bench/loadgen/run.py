@@ -29,6 +29,7 @@ from bench.client import ClusterTarget, RawHttp, check_cluster, parse_client_opt
 from bench.driver.coordinator import Coordinator
 from bench.driver.progress import Progress
 from bench.errors import ClusterError, ConfigError
+from bench.loadgen.conditions import Response
 from bench.loadgen.config import LoadgenPlan, load_plan
 from bench.loadgen.summary import render_loadgen, summarize_loadgen
 from bench.report import render_summary
@@ -124,6 +125,10 @@ async def _warmup(plan: LoadgenPlan, targets: list[ClusterTarget], clusters: dic
                 raise ClusterError(f"warmup request #{req.index} ({r.method} {redact.redact_text(url)}) answered HTTP "
                                    f"{status}: {redact.redact_text(text[:200])} - fix the request, or list the code "
                                    f"in runner.valid_status_codes_during_warmup, or set runner.no_warm")
+            if not bad and req.check is not None and not req.check(Response(status, raw)):
+                raise ClusterError(f"warmup request #{req.index} ({r.method} {redact.redact_text(url)}) failed its "
+                                   f"assert (HTTP {status}: {redact.redact_text(text[:200])}) - fix the request or "
+                                   f"the assert, or set runner.no_warm")
     finally:
         for h in https.values():
             await h.__aexit__(None, None, None)

@@ -96,7 +96,8 @@ def loadgen_source(task: Task, *, client: int, gzip_for: dict[str, bool]) -> Ite
                 gz = compress or gzip_for.get(cluster, False)
                 wire = gzip.compress(r.body, compresslevel=1) if gz and r.body else r.body
                 sent += 1
-                yield {"request": r, "cluster": cluster, "wire": wire, "gzipped": gz and bool(r.body)}
+                yield {"request": r, "cluster": cluster, "wire": wire, "gzipped": gz and bool(r.body),
+                       "check": req.check}
             done_rounds += 1
 
     return gen()
