@@ -39,7 +39,7 @@ class ShardTotals(BaseModel):
     store_size_bytes: int = 0
     segment_count: int = 0
     docs_count: int = 0
-    translog_size_bytes: int = 0
+    translog_size_bytes: int | None = None  # None: not read (trials stored before bench read it)
 
 
 class GcTotals(BaseModel):
@@ -83,7 +83,7 @@ def shard_totals(section: dict[str, Any]) -> ShardTotals:
         store_size_bytes=_get(section, "store", "size_in_bytes"),
         segment_count=_get(section, "segments", "count"),
         docs_count=_get(section, "docs", "count"),
-        translog_size_bytes=_get(section, "translog", "size_in_bytes"),
+        translog_size_bytes=_get(section, "translog", "size_in_bytes") if "translog" in section else None,
     )
 
 
@@ -132,7 +132,7 @@ def gc_delta(before: GcTotals, after: GcTotals) -> GcTotals:
 
 
 def _delta_totals(before: ShardTotals, after: ShardTotals) -> ShardTotals:
-    values: dict[str, int] = {}
+    values: dict[str, int | None] = {}
     for name in ShardTotals.model_fields:
         a, b = getattr(after, name), getattr(before, name)
         if name in GAUGES:

@@ -112,9 +112,10 @@ def cluster_rows(c: ClusterTotals) -> list[MetricRow]:
                     MetricRow(metric="Total Young Gen GC count", task="", value=c.gc.young_count, unit=""),
                     MetricRow(metric="Total Old Gen GC time", task="", value=c.gc.old_time_ms / 1000.0, unit="s"),
                     MetricRow(metric="Total Old Gen GC count", task="", value=c.gc.old_count, unit="")]
+    ordered.append(MetricRow(metric="Store size", task="", value=t.store_size_bytes / GB, unit="GB"))
+    if t.translog_size_bytes is not None:
+        ordered.append(MetricRow(metric="Translog size", task="", value=t.translog_size_bytes / GB, unit="GB"))
     ordered += [
-        MetricRow(metric="Store size", task="", value=t.store_size_bytes / GB, unit="GB"),
-        MetricRow(metric="Translog size", task="", value=t.translog_size_bytes / GB, unit="GB"),
         MetricRow(metric="Segment count", task="", value=p.segment_count, unit=""),
         MetricRow(metric="Total docs count", task="", value=p.docs_count, unit=""),
     ]
