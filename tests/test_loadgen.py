@@ -254,31 +254,33 @@ def test_every_variable_type_lands_as_specified(tmp_path, es_cluster, monkeypatc
 
 @pytest.mark.cluster
 def test_assert_failures_are_counted_as_invalid_and_stop_the_warmup(tmp_path, es_target, capsys):
-    # Two requests alternate: one whose assert holds (the version it answers), one whose assert never does.
+    # Two requests alternate: one whose assert holds, one whose assert never does (no cluster is purple).
     config = tmp_path / "assert.yml"
     config.write_text(f"""runner:
   no_warm: true
 requests:
   - request:
       method: GET
-      url: http://{es_target}/
+      url: http://{es_target}/_cluster/health
     assert:
       and:
-        - equals: {{_ctx.response.status: 200, _ctx.response.body_json.version.number: "8.19.21"}}
+        - equals: {{_ctx.response.status: 200}}
         - exists: [_ctx.response.body_json.cluster_name]
+        - range: {{_ctx.response.body_json.number_of_nodes: {{gte: 1}}}}
   - request:
       method: GET
-      url: http://{es_target}/
+      url: http://{es_target}/_cluster/health
     assert:
-      equals: {{_ctx.response.body_json.tagline: "not the tagline"}}
+      equals: {{_ctx.response.body_json.status: purple}}
 """)
-    assert _loadgen("--config", str(config), "-c", "2", "-d", "20", "-l", "10") == 0
+    # 12 requests over 2 clients: each client sends requests 0, 1, 0, 1, 0, 1.
+    assert _loadgen("--config", str(config), "-c", "2", "-d", "20", "-l", "12") == 0
     out = capsys.readouterr().out
-    assert re.search(r"Number of Errors:\s+0\n", out) and re.search(r"Number of Invalid:\s+5\n", out), out
-    assert re.search(r"Status 200:\s+10\n", out)
+    assert re.search(r"Number of Errors:\s+0\n", out) and re.search(r"Number of Invalid:\s+6\n", out), out
+    assert re.search(r"Status 200:\s+12\n", out)
     with TrialStore() as store:
         df = store.samples(store.list_trials(1)[0].id)
-    assert (df.loc[~df["success"], "error_type"] == "assert-failed").sum() == 5
+    assert (df.loc[~df["success"], "error_type"] == "assert-failed").sum() == 6 and (~df["success"]).sum() == 6
     # With the warmup on, a failing assert ends the run before measuring, in one line.
     config.write_text(config.read_text().replace("no_warm: true", "no_warm: false"))
     assert _loadgen("--config", str(config), "-d", "2") != 0
