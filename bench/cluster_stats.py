@@ -7,6 +7,7 @@ include work done before the race, e.g. by an earlier trial against the same ben
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from pydantic import BaseModel
@@ -18,6 +19,19 @@ STATS_METRICS = "indexing,merge,refresh,flush,store,segments,docs,translog"
 # The garbage collectors' counters of every node, read right before and right after the schedule (as Rally's
 # always-on JVM stats do): only the collectors, so the answer stays a few hundred bytes per node.
 JVM_GC_PATH = "/_nodes/stats/jvm?filter_path=nodes.*.jvm.gc.collectors"
+
+# Rally's min/median/max across primary shards: per shard, only the cumulative times it reports (and whether the
+# copy is a primary), so even thousands of shards make a small answer.
+_SHARD_FIELDS = {
+    "index_time_ms": ("indexing", "index_time_in_millis"),
+    "index_throttle_time_ms": ("indexing", "throttle_time_in_millis"),
+    "merge_time_ms": ("merges", "total_time_in_millis"),
+    "merge_throttle_time_ms": ("merges", "total_throttled_time_in_millis"),
+    "refresh_time_ms": ("refresh", "total_time_in_millis"),
+    "flush_time_ms": ("flush", "total_time_in_millis"),
+}
+SHARD_STATS_PATH = ("/_stats/indexing,merge,refresh,flush?level=shards&filter_path=indices.*.shards.*.routing.primary,"
+                    + ",".join(f"indices.*.shards.*.{g}.{f}" for g, f in _SHARD_FIELDS.values()))
 
 # Gauges describe the state at a point in time; everything else is a monotonically growing counter.
 GAUGES = frozenset({"store_size_bytes", "segment_count", "docs_count", "translog_size_bytes"})
@@ -51,11 +65,19 @@ class GcTotals(BaseModel):
     old_time_ms: int = 0
 
 
+class Spread(BaseModel):
+    min: float
+    median: float
+    max: float
+
+
 class ClusterTotals(BaseModel):
     cluster: str | None = None  # the race's name for the cluster (e.g. "default", "leader")
     primaries: ShardTotals = ShardTotals()
     total: ShardTotals = ShardTotals()
     gc: GcTotals | None = None  # during the schedule; None when it could not be read
+    # ShardTotals field (e.g. "index_time_ms") -> min/median/max over the primary shards; empty when not read.
+    per_shard: dict[str, Spread] = {}
 
 
 def _get(d: dict[str, Any], *path: str) -> int:
@@ -111,6 +133,21 @@ async def fetch_cluster_totals(client: Any, cluster: str | None = None) -> Clust
     return cluster_totals(dict(body), cluster)
 
 
+def primary_shard_spread(shard_stats: dict[str, Any]) -> dict[str, Spread]:
+    """Min/median/max of each cumulative time over the primary shards of a ``SHARD_STATS_PATH`` answer."""
+    values: dict[str, list[int]] = {name: [] for name in _SHARD_FIELDS}
+    indices = shard_stats.get("indices") if isinstance(shard_stats, dict) else None
+    for index in (indices or {}).values():
+        for copies in ((index or {}).get("shards") or {}).values():
+            for copy in copies if isinstance(copies, list) else []:
+                if not (isinstance(copy, dict) and copy.get("routing", {}).get("primary")):
+                    continue
+                for name, path in _SHARD_FIELDS.items():
+                    values[name].append(_get(copy, *path))
+    return {name: Spread(min=min(v), median=float(statistics.median(v)), max=max(v))
+            for name, v in values.items() if v}
+
+
 def gc_totals(nodes_stats: dict[str, Any]) -> GcTotals:
     """Sum a ``GET _nodes/stats/jvm`` answer's collectors over the nodes ("young" and "old", as Elasticsearch and
     OpenSearch name them whatever the JVM's collector)."""
@@ -149,4 +186,4 @@ def delta(before: ClusterTotals, after: ClusterTotals) -> ClusterTotals:
     (store size, segment count, docs count) are the ``after`` values."""
     return ClusterTotals(cluster=after.cluster or before.cluster,
                          primaries=_delta_totals(before.primaries, after.primaries),
-                         total=_delta_totals(before.total, after.total), gc=after.gc)
+                         total=_delta_totals(before.total, after.total), gc=after.gc, per_shard=after.per_shard)

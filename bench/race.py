@@ -25,12 +25,14 @@ from bench.client import (
 )
 from bench.cluster_stats import (
     JVM_GC_PATH,
+    SHARD_STATS_PATH,
     STATS_METRICS,
     ClusterTotals,
     GcTotals,
     cluster_totals,
     gc_delta,
     gc_totals,
+    primary_shard_spread,
 )
 from bench.driver.coordinator import Coordinator
 from bench.driver.progress import Progress
@@ -274,7 +276,15 @@ async def _cluster_totals(target: ClusterTarget) -> ClusterTotals | None:
         log.warning("GET _stats on %s answered %s", target.name, status)
         return None
     try:
-        return cluster_totals(body, target.name)
+        totals = cluster_totals(body, target.name)
     except ClusterError as e:
         log.warning("%s", e)
         return None
+    try:  # Rally's min/median/max across primary shards: a second, filtered request
+        async with RawHttp(target, connections=1) as http:
+            status, body = await http.request("GET", SHARD_STATS_PATH)
+        if status < 400 and isinstance(body, dict):
+            totals.per_shard = primary_shard_spread(body)
+    except Exception as e:  # noqa: BLE001 - as above
+        log.warning("could not read shard stats of %s: %s", target.name, redact.redact_text(str(e)))
+    return totals

@@ -87,26 +87,26 @@ def percentile_label(p: float) -> str:
 
 def cluster_rows(c: ClusterTotals) -> list[MetricRow]:
     p, t = c.primaries, c.total
-    minutes = [
-        ("Cumulative indexing time of primary shards", p.index_time_ms),
-        ("Cumulative indexing throttle time of primary shards", p.index_throttle_time_ms),
-        ("Cumulative merge time of primary shards", p.merge_time_ms),
-        ("Cumulative merge throttle time of primary shards", p.merge_throttle_time_ms),
-        ("Cumulative refresh time of primary shards", p.refresh_time_ms),
-        ("Cumulative flush time of primary shards", p.flush_time_ms),
-    ]
-    rows = [MetricRow(metric=m, task="", value=ms / 60000.0, unit="min") for m, ms in minutes]
-    # Rally puts each count right after its time; keep that order.
-    counts = {
-        f"Cumulative {what} time of primary shards": (f"Cumulative {what} count of primary shards", n)
-        for what, n in (("merge", p.merge_total), ("refresh", p.refresh_total), ("flush", p.flush_total))
-    }
     ordered: list[MetricRow] = []
-    for r in rows:
-        ordered.append(r)
-        if r.metric in counts:
-            name, value = counts[r.metric]
-            ordered.append(MetricRow(metric=name, task="", value=value, unit=""))
+
+    def minutes(metric: str, ms: float) -> None:
+        ordered.append(MetricRow(metric=metric, task="", value=ms / 60000.0, unit="min"))
+
+    # Rally's order: each cumulative time, its count where it has one, then its spread across primary shards.
+    for what, name, count in (("indexing time", "index_time_ms", None),
+                              ("indexing throttle time", "index_throttle_time_ms", None),
+                              ("merge time", "merge_time_ms", ("merge count", p.merge_total)),
+                              ("merge throttle time", "merge_throttle_time_ms", None),
+                              ("refresh time", "refresh_time_ms", ("refresh count", p.refresh_total)),
+                              ("flush time", "flush_time_ms", ("flush count", p.flush_total))):
+        minutes(f"Cumulative {what} of primary shards", getattr(p, name))
+        if count is not None:
+            ordered.append(MetricRow(metric=f"Cumulative {count[0]} of primary shards", task="", value=count[1],
+                                     unit=""))
+        spread = c.per_shard.get(name)
+        if spread is not None:
+            for label, ms in (("Min", spread.min), ("Median", spread.median), ("Max", spread.max)):
+                minutes(f"{label} cumulative {what} across primary shards", ms)
     if c.gc is not None:  # during the schedule, as Rally reports them
         ordered += [MetricRow(metric="Total Young Gen GC time", task="", value=c.gc.young_time_ms / 1000.0, unit="s"),
                     MetricRow(metric="Total Young Gen GC count", task="", value=c.gc.young_count, unit=""),

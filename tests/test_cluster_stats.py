@@ -20,6 +20,7 @@ from bench.cluster_stats import (
     fetch_cluster_totals,
     gc_delta,
     gc_totals,
+    primary_shard_spread,
 )
 from bench.errors import ClusterError
 
@@ -85,6 +86,24 @@ def test_gc_totals_sum_nodes_and_delta_survives_a_restart():
     assert gc_totals({}) == GcTotals() and gc_totals({"nodes": {"x": {}}}) == GcTotals()
 
 
+def test_recorded_shard_stats_give_the_spread_across_primary_shards():
+    spread = primary_shard_spread(load("es-8.19.21-shard-stats.json"))
+    # 4 primaries: nginx/0 and shards-rec/0..2 (see data/recorded/README.md).
+    assert (spread["index_time_ms"].min, spread["index_time_ms"].median, spread["index_time_ms"].max) == \
+        (184, 415.0, 1673)
+    assert (spread["refresh_time_ms"].min, spread["refresh_time_ms"].max) == (90, 588)
+    assert spread["merge_time_ms"].max == 0
+    # Replica copies are left out; no indices, no spread.
+    replica = {"indices": {"i": {"shards": {"0": [{"routing": {"primary": False},
+                                                   "indexing": {"index_time_in_millis": 99999}}]}}}}
+    assert primary_shard_spread(replica) == {} and primary_shard_spread({}) == {}
+
+
+def test_recorded_jvm_answer_gives_gc_totals():
+    gc = gc_totals(load("es-8.19.21-nodes-stats-jvm-gc.json"))
+    assert gc == GcTotals(young_count=9, young_time_ms=153, old_count=0, old_time_ms=0)
+
+
 def test_delta_after_counter_reset_uses_after_value():
     # The index was deleted during the race: counters drop to zero and start again.
     before = cluster_totals(load("es-8.19.21-stats-after-more-indexing.json"))
@@ -120,6 +139,8 @@ def test_fetch_cluster_totals_from_real_cluster(es_cluster):
             await client.options(ignore_status=404).indices.delete(index="stats-test")
             await client.indices.create(index="stats-test", settings={"number_of_shards": 1,
                                                                       "number_of_replicas": 0})
+            # Documents an earlier test left unrefreshed would otherwise show up in the doc count mid-test.
+            await client.indices.refresh(index="_all")
             before = await fetch_cluster_totals(client, "default")
             ops = []
             for i in range(50):

@@ -41,6 +41,8 @@ def test_directions_of_the_rows():
     assert higher_is_better("99th percentile latency") is False
     assert higher_is_better("error rate") is False
     assert higher_is_better("Cumulative indexing time of primary shards") is False
+    assert higher_is_better("Max cumulative merge time across primary shards") is False
+    assert higher_is_better("Total Young Gen GC time") is False
     assert higher_is_better("Median CPU usage (node-stats)") is False
     assert higher_is_better("Max CCR lag time") is False
     assert higher_is_better("Total docs count") is None

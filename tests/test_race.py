@@ -154,6 +154,10 @@ def test_readme_race_from_distribution(tmp_path):
                            "--report-format=markdown"], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "| Mean Throughput" in proc.stdout and "index-append" in proc.stdout
+    # Rally's cluster rows read from the real node: the spread across primary shards, GC during the schedule.
+    for row in ("| Median cumulative indexing time across primary shards", "| Total Young Gen GC count",
+                "| Translog size"):
+        assert row in proc.stdout, row
     with TrialStore() as store:
         trial = only_trial(store)
     assert trial.status == "complete" and trial.pipeline == "from-distribution"

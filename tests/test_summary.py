@@ -134,3 +134,18 @@ def test_gc_and_translog_rows_follow_rally():
     # Not read (e.g. trials stored by an older bench): no row, rather than a made-up zero.
     old = [r.metric for r in Summary(cluster=ClusterTotals()).rows()]
     assert "Total Young Gen GC time" not in old and "Translog size" not in old
+
+
+def test_spread_across_primary_shards_follows_each_cumulative_time():
+    from bench.cluster_stats import ClusterTotals, Spread
+
+    totals = ClusterTotals(per_shard={"merge_time_ms": Spread(min=60000, median=120000, max=180000)})
+    names = [r.metric for r in Summary(cluster=totals).rows()]
+    i = names.index("Cumulative merge time of primary shards")
+    assert names[i + 1:i + 5] == ["Cumulative merge count of primary shards",
+                                  "Min cumulative merge time across primary shards",
+                                  "Median cumulative merge time across primary shards",
+                                  "Max cumulative merge time across primary shards"]
+    values = {r.metric: r.value for r in Summary(cluster=totals).rows()}
+    assert values["Median cumulative merge time across primary shards"] == 2.0  # minutes, as Rally shows them
+    assert not any("across primary shards" in n for n in [r.metric for r in Summary(cluster=ClusterTotals()).rows()])

@@ -19,7 +19,7 @@ _DIRECTIONS: list[tuple[re.Pattern[str], bool | None]] = [(re.compile(p, re.IGNO
     (r"driver cpu", None),  # the load generator: informative, not a property of the cluster
     (r"cpu", False),
     (r"gc (count|time)", False),
-    (r"^cumulative .* time", False),
+    (r"\bcumulative .* time", False),  # also the min/median/max across primary shards
     (r"^(refresh|merge|flush) time", False),
     (r"^disk |^network |store size|segment count|heap", False),
     (r"telemetry samples", None),
