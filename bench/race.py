@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,14 +42,13 @@ from bench.provision.car import load_car
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo, ClusterSpec
 from bench.report import check_report_file, render_summary, write_report
-from bench.samples import RequestSample
 from bench.store import TrialInfo, TrialStore, machine_info, new_trial_id, utcnow
 from bench.summary import Summary, summarize
 from bench.telemetry import attach_telemetry, race_context, resolve_telemetry, start_telemetry
 from bench.track.corpus import bulk_documents, prepare_corpora
 from bench.track.loader import find_track, load_track
 from bench.track.model import Challenge, DocumentsSpec, Track
-from bench.trial_run import recorded_run
+from bench.trial_run import SampleBuffer, recorded_run
 
 log = logging.getLogger(__name__)
 
@@ -207,18 +205,7 @@ async def _drive(opts: RaceOptions, store: TrialStore, trial_id: str, track: Tra
                       f"{', '.join(c['hosts'])}", highlight=False)
     default = DEFAULT_CLUSTER if any(t.name == DEFAULT_CLUSTER for t in targets) else targets[0].name
 
-    pending: list[RequestSample] = []
-    last_flush = time.monotonic()
-
-    def sink(batch: list[RequestSample]) -> None:
-        # Written as they arrive (about every half second per worker): a killed bench loses at most that.
-        nonlocal last_flush
-        pending.extend(batch)
-        if time.monotonic() - last_flush >= 0.5 or len(pending) > 50_000:
-            store.add_samples(trial_id, pending)
-            pending.clear()
-            last_flush = time.monotonic()
-
+    sink = SampleBuffer(store, trial_id)
     progress = Progress(Console(stderr=True), enabled=opts.progress)
     coord = Coordinator(processes=opts.worker_processes, targets=targets, default_cluster=default,
                         on_error=opts.on_error, sink=sink, listener=progress,
@@ -242,9 +229,7 @@ async def _drive(opts: RaceOptions, store: TrialStore, trial_id: str, track: Tra
             coord.close()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-        if pending:
-            store.add_samples(trial_id, pending)
-            pending.clear()
+        sink.flush()
     totals = await _cluster_totals(targets[0]) if targets else None
     gc_after = await _gc_reading(targets[0]) if targets and gc_before is not None else None
     if totals is not None and gc_before is not None and gc_after is not None:
@@ -252,39 +237,36 @@ async def _drive(opts: RaceOptions, store: TrialStore, trial_id: str, track: Tra
     return _summary_of_stored(store, trial_id, totals), clusters
 
 
-async def _gc_reading(target: ClusterTarget) -> GcTotals | None:
+async def _read(target: ClusterTarget, path: str, what: str) -> dict[str, Any] | None:
+    """One JSON answer for the end-of-race totals, or None (logged): they are a nice-to-have, never a failure."""
     try:
         async with RawHttp(target, connections=1) as http:
-            status, body = await http.request("GET", JVM_GC_PATH)
-    except Exception as e:  # noqa: BLE001 - GC totals are a nice-to-have, like the index totals
-        log.warning("could not read JVM stats of %s: %s", target.name, redact.redact_text(str(e)))
+            status, body = await http.request("GET", path)
+    except Exception as e:  # noqa: BLE001 - see above
+        log.warning("could not read %s of %s: %s", what, target.name, redact.redact_text(str(e)))
         return None
     if status >= 400 or not isinstance(body, dict):
-        log.warning("GET %s on %s answered %s", JVM_GC_PATH, target.name, status)
+        log.warning("GET %s on %s answered %s", path, target.name, status)
         return None
-    return gc_totals(body)
+    return body
+
+
+async def _gc_reading(target: ClusterTarget) -> GcTotals | None:
+    body = await _read(target, JVM_GC_PATH, "JVM stats")
+    return gc_totals(body) if body is not None else None
 
 
 async def _cluster_totals(target: ClusterTarget) -> ClusterTotals | None:
-    try:
-        async with RawHttp(target, connections=1) as http:
-            status, body = await http.request("GET", f"/_stats/{STATS_METRICS}")
-    except Exception as e:  # noqa: BLE001 - totals are a nice-to-have at the end of a race
-        log.warning("could not read index stats of %s: %s", target.name, redact.redact_text(str(e)))
-        return None
-    if status >= 400 or not isinstance(body, dict):
-        log.warning("GET _stats on %s answered %s", target.name, status)
+    body = await _read(target, f"/_stats/{STATS_METRICS}", "index stats")
+    if body is None:
         return None
     try:
         totals = cluster_totals(body, target.name)
     except ClusterError as e:
         log.warning("%s", e)
         return None
-    try:  # Rally's min/median/max across primary shards: a second, filtered request
-        async with RawHttp(target, connections=1) as http:
-            status, body = await http.request("GET", SHARD_STATS_PATH)
-        if status < 400 and isinstance(body, dict):
-            totals.per_shard = primary_shard_spread(body)
-    except Exception as e:  # noqa: BLE001 - as above
-        log.warning("could not read shard stats of %s: %s", target.name, redact.redact_text(str(e)))
+    # Rally's min/median/max across primary shards: a second, filtered request.
+    shards = await _read(target, SHARD_STATS_PATH, "shard stats")
+    if shards is not None:
+        totals.per_shard = primary_shard_spread(shards)
     return totals

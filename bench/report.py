@@ -78,13 +78,12 @@ def check_report_file(path: Path | str) -> None:
                           "choose a writable --report-file")
 
 
-def write_report(text: str, path: Path | str) -> Path:
-    """Write a rendered report, creating parent folders."""
+def write_report(text: str, path: Path | str, *, option: str = "--report-file") -> Path:
+    """Write a rendered report, creating parent folders; ``option`` names the flag to fix in the error."""
     p = Path(path).expanduser()
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
     except OSError as e:
-        raise ConfigError(f"cannot write report to {p}: {e.strerror or e}: "
-                          "choose a writable --report-file") from e
+        raise ConfigError(f"cannot write report to {p}: {e.strerror or e}: choose a writable {option}") from e
     return p

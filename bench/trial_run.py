@@ -8,14 +8,37 @@ to summarize them itself) and closes the store.
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from bench.errors import BenchError, RaceInterrupted
+from bench.samples import RequestSample
 from bench.store import TrialStore
 from bench.summary import Summary
+
+
+class SampleBuffer:
+    """The coordinator's sink: samples go to the store as they arrive, at most every ``every`` seconds (or
+    sooner when many are pending), so a killed bench loses at most that much. ``flush()`` writes the rest."""
+
+    def __init__(self, store: TrialStore, trial_id: str, *, every: float = 0.5, most: int = 50_000) -> None:
+        self._store, self._trial_id, self._every, self._most = store, trial_id, every, most
+        self._pending: list[RequestSample] = []
+        self._last = time.monotonic()
+
+    def __call__(self, batch: list[RequestSample]) -> None:
+        self._pending.extend(batch)
+        if time.monotonic() - self._last >= self._every or len(self._pending) > self._most:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._pending:
+            self._store.add_samples(self._trial_id, self._pending)
+            self._pending.clear()
+        self._last = time.monotonic()
 
 
 class SigtermInterrupt(BaseException):

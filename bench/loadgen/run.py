@@ -16,7 +16,6 @@ import asyncio
 import logging
 import os
 import signal
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,11 +32,10 @@ from bench.loadgen.conditions import Response
 from bench.loadgen.config import LoadgenPlan, load_plan
 from bench.loadgen.summary import render_loadgen, summarize_loadgen
 from bench.report import render_summary
-from bench.samples import RequestSample
 from bench.store import TrialInfo, TrialStore, machine_info, new_trial_id, utcnow
 from bench.summary import Summary, summarize
 from bench.track.model import Challenge, Operation, Task, Track
-from bench.trial_run import recorded_run
+from bench.trial_run import SampleBuffer, recorded_run
 
 log = logging.getLogger(__name__)
 
@@ -195,17 +193,7 @@ async def _drive(plan: LoadgenPlan, opts: LoadgenOptions, targets: list[ClusterT
     task.operation.params["compat7"] = compat7
     track = Track(name="loadgen", root=plan.path.parent, challenges=[Challenge(name=plan.path.name, schedule=[task])])
 
-    pending: list[RequestSample] = []
-    last = time.monotonic()
-
-    def sink(batch: list[RequestSample]) -> None:
-        nonlocal last
-        pending.extend(batch)
-        if time.monotonic() - last >= 0.5 or len(pending) > 50_000:
-            store.add_samples(trial_id, pending)
-            pending.clear()
-            last = time.monotonic()
-
+    sink = SampleBuffer(store, trial_id)
     coord = Coordinator(processes=opts.worker_processes, targets=targets, default_cluster=targets[0].name,
                         sink=sink, listener=Progress(Console(stderr=True), enabled=opts.progress))
     loop = asyncio.get_running_loop()
@@ -218,9 +206,7 @@ async def _drive(plan: LoadgenPlan, opts: LoadgenOptions, targets: list[ClusterT
         coord.close()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-        if pending:
-            store.add_samples(trial_id, pending)
-            pending.clear()
+        sink.flush()
     df = store.samples(trial_id)
     if df.empty:
         return None, ""

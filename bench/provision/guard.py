@@ -50,15 +50,20 @@ def stop_tree(proc: subprocess.Popen, grace: float) -> None:
         proc.wait(timeout=10)
 
 
+def copy_path(src: str, dst: str) -> None:
+    """A folder (merged into ``dst``) or a file; nothing when ``src`` does not exist."""
+    if os.path.isdir(src):
+        shutil.copytree(src, dst, dirs_exist_ok=True)
+    elif os.path.isfile(src):
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy2(src, dst)
+
+
 def clean_up_orphan(spec: dict) -> None:
     """Bench died: keep the node's logs with the trial, then delete the node's files (data can be GBs)."""
     for src, dst in spec.get("copy", []):
         try:
-            if os.path.isdir(src):
-                shutil.copytree(src, dst, dirs_exist_ok=True)
-            elif os.path.isfile(src):
-                os.makedirs(os.path.dirname(dst), exist_ok=True)
-                shutil.copy2(src, dst)
+            copy_path(src, dst)
         except OSError as e:
             print(f"guard: could not copy {src} to {dst}: {e}", file=sys.stderr)
     remove = spec.get("remove")

@@ -34,6 +34,7 @@ from bench.errors import ConfigError, ProvisionError
 from bench.provision import ports as portalloc
 from bench.provision.car import CarConfig, load_car
 from bench.provision.distribution import obtain_distribution
+from bench.provision.guard import copy_path
 from bench.provision.java import resolve_java_home
 from bench.provision.model import ENGINES, ClusterInfo, ClusterSpec, EngineLayout, NodeInfo
 from bench.provision.osuser import NodeUser, chown_tree, make_traversable, node_user, popen_user_kwargs
@@ -282,9 +283,7 @@ class LocalProvisioner:
                 "console_log": str(node.console_log), "grace": STOP_GRACE,
                 "user": {"uid": user.uid, "gid": user.gid} if user else None,
                 # If bench dies, the guard itself keeps the logs with the trial and deletes the node's files.
-                "orphan": {"copy": [[str(node.info.log_dir), str(self._logs_target(node))],
-                                    [str(node.base / "guard.log"), str(self._logs_target(node) / "guard.log")]],
-                           "remove": str(node.base)}}
+                "orphan": {"copy": self._log_copies(node), "remove": str(node.base)}}
         with open(node.base / "guard.log", "ab") as guard_log:
             # start_new_session: a terminal Ctrl-C reaches bench only, which then stops nodes in order.
             guard = subprocess.Popen([sys.executable, "-m", "bench.provision.guard"], stdin=subprocess.PIPE,
@@ -407,17 +406,14 @@ class LocalProvisioner:
                 pass
         log.info("stopped node %s", node.info.name)
 
-    def _logs_target(self, node: _Node) -> Path:
-        return self.trial_dir / "logs" / node.cluster / node.info.name
+    def _log_copies(self, node: _Node) -> list[tuple[str, str]]:
+        """What of a node is kept with the trial, and where: by bench on stop, by the guard if bench died."""
+        target = self.trial_dir / "logs" / node.cluster / node.info.name
+        return [(str(node.info.log_dir), str(target)), (str(node.base / "guard.log"), str(target / "guard.log"))]
 
     def _copy_logs(self, node: _Node) -> None:
-        target = self._logs_target(node)
-        if node.info.log_dir.is_dir():
-            shutil.copytree(node.info.log_dir, target, dirs_exist_ok=True)
-        guard_log = node.base / "guard.log"
-        if guard_log.is_file():
-            target.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(guard_log, target / "guard.log")
+        for src, dst in self._log_copies(node):
+            copy_path(src, dst)
 
 
 # -- helpers ----------------------------------------------------------------------------------------------

@@ -76,14 +76,14 @@ def _build_comparison(store: Any, baseline: str, candidates: list[str], a: argpa
 
 def _compare(a: argparse.Namespace, console: Console) -> int:
     from bench.compare import comparison_renderable, render_comparison
-    from bench.reporting.render import write_text
+    from bench.report import write_report
     from bench.store import TrialStore
 
     baseline, candidates = _selectors(a)
     with TrialStore() as store:
         cmp = _build_comparison(store, baseline, candidates, a)
     if a.output:
-        path = write_text(render_comparison(cmp, a.format), a.output)
+        path = write_report(render_comparison(cmp, a.format), a.output, option="--output")
         console.print(f"Comparison written to {path}", highlight=False, markup=False)
     elif a.format == "table" and console.is_terminal:
         console.print(comparison_renderable(cmp))
@@ -93,10 +93,10 @@ def _compare(a: argparse.Namespace, console: Console) -> int:
 
 
 def _emit(report: Any, output: str | None, default_name: str, console: Console) -> None:
-    from bench.reporting.render import write_text
+    from bench.report import write_report
 
     if output or report.fmt == "html":
-        path = write_text(report.text, output or default_name)
+        path = write_report(report.text, output or default_name, option="--output")
         console.print(f"Report written to {path}", highlight=False, markup=False)
     else:
         console.print(report.text, highlight=False, markup=False, soft_wrap=True, end="")

@@ -108,11 +108,3 @@ def compare_report(store: TrialStore, cmp: Comparison, *, fmt: ReportKind = "mar
     return _finish(store, compare_context(cmp), [cmp.baseline, *cmp.candidates], fmt, template, plots_dir)
 
 
-def write_text(text: str, path: Path | str) -> Path:
-    p = Path(path).expanduser()
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot write {p}: {e.strerror or e}: choose a writable --output") from e
-    return p
