@@ -32,3 +32,6 @@ class RequestSample(NamedTuple):
     bytes_received: int = 0
     # HTTP status of the response (Loadgen's per-status counts); 0 when there was no response.
     status: int = 0
+    # Why a failed request failed (the runner's message, e.g. "HTTP 404: index_not_found_exception: ...");
+    # None for successes. Stored so a trial can show its distinct errors with counts.
+    error: str | None = None

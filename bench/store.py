@@ -128,6 +128,10 @@ MIGRATIONS: list[str] = [
     ALTER TABLE samples ADD COLUMN bytes_received INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE samples ADD COLUMN status INTEGER NOT NULL DEFAULT 0;
     """,
+    # 3: why each failed request failed, so a trial shows its distinct error messages with counts.
+    """
+    ALTER TABLE samples ADD COLUMN error TEXT;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -347,6 +351,8 @@ class TrialStore:
             for s in samples:
                 if s.error_type is not None:
                     s = s._replace(error_type=redact_text(s.error_type))
+                if s.error is not None:
+                    s = s._replace(error=redact_text(s.error))
                 yield (trial_id, *s)
 
         placeholders = ", ".join("?" for _ in range(len(SAMPLE_COLUMNS) + 1))

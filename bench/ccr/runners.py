@@ -37,6 +37,7 @@ from bench.ccr.engine import (
 )
 from bench.ccr.sync import ShardTarget, leader_targets, wait_for_sync
 from bench.client import RawHttp
+from bench.driver.param_types import param_float
 
 FOLLOWER = "follower"
 LEADER_ALIAS = "leader"
@@ -77,7 +78,7 @@ async def engine_of(ctx: Context, p: dict[str, Any]) -> CcrEngine:
     engine = p.get("_engine") or _ENGINES.get(http)
     if engine is None:
         engine = _ENGINES[http] = await detect_engine(http)
-    timeout = float(p["request-timeout"]) if "request-timeout" in p else None
+    timeout = param_float(p, "request-timeout", 0.0) if p.get("request-timeout") is not None else None
     return ccr_engine(str(engine), http, name, timeout=timeout)
 
 
@@ -105,7 +106,7 @@ async def ccr_follow(ctx: Context, p: dict[str, Any]) -> Result:
         extra = {"use_roles": p["use-roles"]} if p.get("use-roles") else None
         await engine.follow(follower_index, remote=_remote(p), leader_index=str(leader_index),
                             parameters=follow_parameters(p), settings=p.get("settings"), extra=extra)
-        await engine.wait_active(follower_index, float(p.get("wait-timeout", DEFAULT_ACTIVE_TIMEOUT)))
+        await engine.wait_active(follower_index, param_float(p, "wait-timeout", DEFAULT_ACTIVE_TIMEOUT))
     except CcrError as e:
         return _failed(e)
     return Result()
@@ -186,8 +187,8 @@ async def wait_for_followers_to_sync(ctx: Context, p: dict[str, Any]) -> Result:
             return await leader_targets(ctx.http[name], name, str(leader_index))
 
         outcome = await wait_for_sync(engine, indices, leader=leader,
-                                      timeout=float(p.get("timeout", DEFAULT_SYNC_TIMEOUT)),
-                                      poll_interval=float(p.get("poll-interval", 0.2)))
+                                      timeout=param_float(p, "timeout", DEFAULT_SYNC_TIMEOUT),
+                                      poll_interval=param_float(p, "poll-interval", 0.2))
     except CcrError as e:
         return _failed(e)
     return Result(units=len(outcome.followers), unit="ops")

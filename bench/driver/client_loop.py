@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp
 
+from bench.driver.param_types import ParamError
 from bench.driver.runners import Context, Result, Runner
 from bench.driver.schedule import due_offsets
 from bench.samples import RequestSample
@@ -98,15 +99,16 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
         t0 = time.monotonic()
         try:
             res = await runner(ctx, params)
-        except asyncio.CancelledError:
-            raise
+        except (asyncio.CancelledError, ParamError):
+            raise  # a bad track parameter stops the race at its first use instead of failing every request
         except Exception as e:  # noqa: BLE001 - every failure of a request is data, not a crash
             res = result_from_exception(e)
         t1 = time.monotonic()
         warmup = i < b.warmup_iterations if total_iterations is not None else due < b.warmup_end
         record(RequestSample(task.name, op.name, op.operation_type, client_id, WALL_OFFSET + due, t1 - start_at,
                              t1 - due, t1 - t0, res.units, res.unit, res.bytes_sent, res.success, res.error_type,
-                             warmup, res.failed_units, res.bytes_received, res.status))
+                             warmup, res.failed_units, res.bytes_received, res.status,
+                             None if res.success else (res.detail or res.error_type)))
         if not res.success and on_failure is not None:
             on_failure(f"task '{task.name}' ({op.operation_type}) failed: {res.detail or res.error_type}")
         i += 1

@@ -16,6 +16,7 @@ from typing import Any
 
 from bench.client import RawHttp
 from bench.driver.bodies import BulkBody
+from bench.driver.param_types import as_float, as_int, param_bool, param_float, param_int
 
 
 @dataclass(slots=True)
@@ -112,7 +113,7 @@ async def search(ctx: Context, p: dict[str, Any]) -> Result:
     index = p.get("index") or ctx.default_index()
     params = _req_params(p)
     if "cache" in p:
-        params["request_cache"] = bool(p["cache"])
+        params["request_cache"] = param_bool(p, "cache", False)
     body = p.get("_body_bytes")
     if body is None:
         body = json.dumps(p.get("body") or {}).encode()
@@ -172,7 +173,7 @@ async def create_index(ctx: Context, p: dict[str, Any]) -> Result:
 
 async def delete_index(ctx: Context, p: dict[str, Any]) -> Result:
     http = ctx.cluster(p)
-    only_if_exists = p.get("only-if-exists", True)
+    only_if_exists = param_bool(p, "only-if-exists", True)
     names = _indices_for(ctx, p)
     for name in names:
         params = _req_params(p)
@@ -202,7 +203,7 @@ async def cluster_health(ctx: Context, p: dict[str, Any]) -> Result:
     if (isinstance(body, dict) and body.get("timed_out")) or _HEALTH_ORDER[got] < _HEALTH_ORDER.get(expected, 2):
         return Result(success=False, error_type="cluster-health", status=status,
                       detail=f"cluster health is {got}, expected {expected}")
-    if int(params.get("wait_for_no_relocating_shards", 0) or 0) and body.get("relocating_shards", 0):
+    if param_bool(params, "wait_for_no_relocating_shards", False) and body.get("relocating_shards", 0):
         return Result(success=False, error_type="cluster-health", detail="shards are still relocating",
                       status=status)
     return Result()
@@ -220,7 +221,7 @@ async def force_merge(ctx: Context, p: dict[str, Any]) -> Result:
     if "max-num-segments" in p:
         params["max_num_segments"] = p["max-num-segments"]
     # A force merge may take far longer than a normal request: it is bounded by request-timeout only.
-    timeout = float(p.get("request-timeout", 7200))
+    timeout = param_float(p, "request-timeout", 7200.0)
     status, body = await ctx.cluster(p).request("POST", f"/{index}/_forcemerge", params=params, timeout=timeout)
     return _fail(status, body) if status >= 400 else Result()
 
@@ -257,14 +258,14 @@ async def raw_request(ctx: Context, p: dict[str, Any]) -> Result:
     status, body = await ctx.cluster(p).request(method, p["path"], params=_req_params(p), body=p.get("body"),
                                                 headers=p.get("headers"))
     ignore = p.get("ignore") or []
-    ignore = [ignore] if isinstance(ignore, int) else ignore
+    ignore = [as_int(i, "ignore") for i in ([ignore] if isinstance(ignore, int | str) else ignore)]
     if status >= 400 and status not in ignore:
         return _fail(status, body)
     return Result()
 
 
 async def sleep(ctx: Context, p: dict[str, Any]) -> Result:
-    await asyncio.sleep(float(p["duration"]))
+    await asyncio.sleep(as_float(p.get("duration"), "duration"))
     return Result()
 
 
@@ -287,12 +288,13 @@ RUNNERS: dict[str, Runner] = {
 def with_retries(runner: Runner, p: dict[str, Any]) -> Runner:
     """Rally's retry parameters: retries, retry-wait-period, retry-on-error, retry-on-timeout,
     retry-until-success. The whole retried sequence is one request: its service time includes the waits."""
-    until_success = bool(p.get("retry-until-success", False))
-    retries = int(p.get("retries", 0))
-    on_error = bool(p.get("retry-on-error", False)) or until_success
-    wait = float(p.get("retry-wait-period", 0.5))
+    until_success = param_bool(p, "retry-until-success", False)
+    retries = param_int(p, "retries", 0)
+    on_error = param_bool(p, "retry-on-error", False) or until_success
+    on_timeout = param_bool(p, "retry-on-timeout", False) or until_success
+    wait = param_float(p, "retry-wait-period", 0.5)
     # bench's bound on retry-until-success so a broken cluster cannot hang a race forever.
-    max_wait = float(p.get("retry-max-duration", 600))
+    max_wait = param_float(p, "retry-max-duration", 600.0)
     if not (until_success or retries):
         return runner
 
@@ -303,7 +305,7 @@ def with_retries(runner: Runner, p: dict[str, Any]) -> Runner:
             try:
                 res = await runner(ctx, params)
             except (asyncio.TimeoutError, TimeoutError):
-                if not (p.get("retry-on-timeout") or until_success) or time.monotonic() > deadline:
+                if not on_timeout or time.monotonic() > deadline:
                     raise
                 res = None
             if res is not None and (res.success or not on_error):
