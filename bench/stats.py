@@ -6,8 +6,10 @@ Pure functions over a pandas DataFrame whose columns are the RequestSample field
 Choices (documented because they change numbers):
 - Percentiles use linear interpolation between closest ranks (numpy ``method="linear"``, Hyndman & Fan
   type 7, the numpy/pandas default). Empty input gives no percentiles rather than NaN.
-- Throughput counts the units of *every* completed request, failed or not, as Rally does; failures are
-  reported separately by the error rate.
+- Throughput counts successful work only (unlike Rally): all units of a request that succeeded, none of one
+  that failed, and the items that did not fail of a bulk with item failures. Failed requests stay in the
+  time base (they took the task's time), so a task that is half failures shows half the throughput. A task
+  without any successful work has no throughput at all; failures are reported by the error statistics.
 - A request completes at ``absolute_time + latency`` (scheduled start + latency) and was being served
   during the ``service_time`` before that. Its units are attributed to the per-second buckets uniformly
   over that service interval (a 3 s bulk of 5,000 docs adds ~1,667 docs to each of three seconds), so
@@ -157,6 +159,7 @@ def throughput_series(samples_df: pd.DataFrame, task: str) -> pd.DataFrame:
     Seconds in which nothing completed are present with zero throughput.
     """
     df = samples_df[samples_df["task"] == task]
+    df = df.assign(units=successful_units(df))
     parts = [_phase_series(df[df["warmup"].astype(bool)], "warmup"),
              _phase_series(df[~df["warmup"].astype(bool)], "measurement")]
     parts = [p for p in parts if not p.empty]
@@ -189,6 +192,9 @@ def throughput_stats(samples_df: pd.DataFrame, task: str) -> ThroughputStats | N
     if df.empty:
         return None
     unit = f"{df['unit'].iloc[0]}/s"
+    df = df.assign(units=successful_units(df))
+    if float(df["units"].sum()) <= 0:
+        return None  # nothing succeeded: a throughput of failures would be a made-up number
     series = _phase_series(df, "measurement")
     usable = series[series["complete"]]
     if usable.empty:
@@ -216,6 +222,16 @@ class ErrorStats(BaseModel):
     # Failed requests that got no HTTP answer at all (connection, timeout, client exception): bench-side
     # or network failures, as opposed to the cluster answering with an error.
     unanswered: int = 0
+
+
+def successful_units(samples_df: pd.DataFrame) -> pd.Series:
+    """The work each request got done: all units of a success, none of a failed request, and for a request
+    whose failed items were counted (a bulk with item failures) the items that did not fail."""
+    units = samples_df["units"]
+    failed_units = samples_df["failed_units"]
+    counted = failed_units > 0
+    partial = (units - failed_units).clip(lower=0)
+    return units.where(samples_df["success"].astype(bool) & ~counted, partial.where(counted, 0))
 
 
 def request_failed(samples_df: pd.DataFrame) -> pd.Series:

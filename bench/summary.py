@@ -1,8 +1,10 @@
 """The result of a trial: per-task throughput, latency, service time and errors, plus cluster totals.
 
 ``summarize`` is pure: samples (and optionally cluster totals) in, ``Summary`` out. Warmup samples are
-excluded from every statistic and only counted (``warmup_requests``). Latency and service-time percentiles
-cover all measured requests, failed ones included, as in Rally; the error rate says how many failed.
+excluded from every statistic and only counted (``warmup_requests``). Throughput counts successful work only
+(``bench.stats``). Latency and service-time percentiles cover all measured requests, failed ones included, as
+in Rally, as long as the task got any work done; a task whose requests all failed has no throughput, latency or
+service time at all -- only its error count and its distinct error messages.
 Cluster rows show the cumulative totals read at the end of the race, as Rally does.
 """
 
@@ -20,6 +22,8 @@ from bench.stats import (
     measured_duration,
     percentiles,
     percentiles_for_sample_size,
+    request_failed,
+    successful_units,
     throughput_stats,
 )
 
@@ -42,6 +46,9 @@ class TaskSummary(BaseModel):
     unanswered_requests: int = 0  # failed requests that got no HTTP answer (connection, timeout, client error)
     duration_s: float = 0.0  # measured: first scheduled start to last completion
     warmup_requests: int = 0
+    warmup_failed_requests: int = 0
+    # Distinct error messages of the task's failed requests (warmup included) -> how many requests got each.
+    error_messages: dict[str, int] = {}
     # k6's end-of-test figures for request/response tasks (search, loadgen requests); empty for others.
     k6: dict[str, float] = {}
 
@@ -78,6 +85,20 @@ class Summary(BaseModel):
 
     def task(self, name: str) -> TaskSummary | None:
         return next((t for t in self.tasks if t.task == name), None)
+
+    @property
+    def failed_requests(self) -> int:
+        """Failed requests of every task, warmup included: any makes the trial "complete, with errors"."""
+        return sum(t.failed_requests + t.warmup_failed_requests for t in self.tasks)
+
+
+def status_label(status: str, summary: Summary | None) -> str:
+    """A trial's status as shown to people: a complete trial with failed requests says so at a glance. Derived
+    from the stored summary, not stored, so the stored status keeps meaning "how the run ended"."""
+    failed = summary.failed_requests if summary is not None else 0
+    if status == "complete" and failed:
+        return f"complete, with errors ({failed} failed request{'s' if failed != 1 else ''})"
+    return status
 
 
 def percentile_label(p: float) -> str:
@@ -136,6 +157,8 @@ def task_rows(t: TaskSummary) -> list[MetricRow]:
                        unit="ms") for p, v in sorted(t.service_time.items())]
     if t.requests:
         rows.append(MetricRow(metric="error rate", task=t.task, value=t.error_rate * 100.0, unit="%"))
+    if t.failed_requests:
+        rows.append(MetricRow(metric="failed requests", task=t.task, value=t.failed_requests, unit=""))
     rows += [MetricRow(metric=name, task=t.task, value=t.k6[key], unit=unit) for key, name, unit in K6_ROWS
              if key in t.k6]
     return rows
@@ -176,11 +199,18 @@ def summarize_task(task: str, df: pd.DataFrame) -> TaskSummary:
     measured = df[~warm]
     first = df.iloc[0]
     s = TaskSummary(task=task, operation_type=str(first["operation_type"]), unit=str(first["unit"]),
-                    warmup_requests=int(warm.sum()))
+                    warmup_requests=int(warm.sum()), warmup_failed_requests=int(request_failed(df[warm]).sum()),
+                    error_messages=error_messages(df))
     if measured.empty:
         return s
-    pcts = percentiles_for_sample_size(len(measured))
     errors = error_stats(measured)
+    if float(successful_units(measured).sum()) <= 0:
+        # Nothing succeeded: timings of failures are not measurements of the operation.
+        return s.model_copy(update=dict(
+            error_rate=errors.error_rate, requests=errors.requests, failed_requests=errors.failed_requests,
+            units=errors.units, failed_units=errors.failed_units, duration_s=measured_duration(measured),
+            errors_by_type=errors.by_type, unanswered_requests=errors.unanswered))
+    pcts = percentiles_for_sample_size(len(measured))
     return s.model_copy(update=dict(
         throughput=throughput_stats(measured, task),
         latency=percentiles(measured["latency"].to_numpy() * 1000.0, pcts),
@@ -190,6 +220,30 @@ def summarize_task(task: str, df: pd.DataFrame) -> TaskSummary:
         errors_by_type=errors.by_type, unanswered_requests=errors.unanswered,
         k6=k6_figures(measured, measured_duration(measured)) if s.operation_type in K6_TYPES else {},
     ))
+
+
+MAX_MESSAGES = 10  # distinct messages listed per task in notes; all of them stay in the stored summary
+MAX_MESSAGE_CHARS = 500
+
+
+def error_messages(df: pd.DataFrame) -> dict[str, int]:
+    """Distinct messages of the failed requests in ``df`` -> count, most frequent first. A failure stored
+    without a message (older trials) is listed by its error type."""
+    failed = request_failed(df)
+    if not failed.any():
+        return {}
+    types = df.loc[failed, "error_type"].fillna("item-errors").astype(str)
+    msgs = df.loc[failed, "error"] if "error" in df else pd.Series(None, index=types.index, dtype=object)
+    text = msgs.where(msgs.notna(), types).astype(str).str.slice(0, MAX_MESSAGE_CHARS)
+    counts = text.value_counts(sort=False)
+    return {str(k): int(v) for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))}
+
+
+def messages_text(messages: dict[str, int]) -> str:
+    """'3× HTTP 404: ...; 1× timeout' (at most MAX_MESSAGES, then how many more)."""
+    shown = [f"{n}× {m}" for m, n in list(messages.items())[:MAX_MESSAGES]]
+    more = len(messages) - MAX_MESSAGES
+    return "; ".join(shown) + (f"; and {more} more distinct messages" if more > 0 else "")
 
 
 def error_note(ts: TaskSummary) -> str:
@@ -204,10 +258,13 @@ def error_note(ts: TaskSummary) -> str:
         side = f"{ts.unanswered_requests} got no HTTP answer (connection, timeout or client error)"
     hint = ("; HTTP 429 means the cluster rejected requests (a full thread-pool queue): lower the load or "
             "give the cluster more capacity" if "http-429" in ts.errors_by_type else "")
-    return (f"Error rate is {ts.error_rate * 100:.2f}% for task '{ts.task}' "
+    head = (f"Every request of task '{ts.task}' failed: no throughput, latency or service time is reported"
+            if ts.throughput is None and not ts.latency else f"Error rate is {ts.error_rate * 100:.2f}% for task "
+            f"'{ts.task}'")
+    return (f"{head} "
             f"({ts.failed_requests} of {ts.requests} requests failed"
             + (f", {ts.failed_units} {ts.unit} failed" if ts.failed_units else "")
-            + (f": {kinds}" if kinds else "") + f"; {side}{hint}): check the logs.")
+            + (f": {kinds}" if kinds else "") + f"; {side}{hint}). Errors: {messages_text(ts.error_messages)}")
 
 
 def summarize(samples_df: pd.DataFrame, cluster: ClusterTotals | None = None) -> Summary:
@@ -224,4 +281,7 @@ def summarize(samples_df: pd.DataFrame, cluster: ClusterTotals | None = None) ->
                              "nothing was measured: lengthen the task or shorten its warmup.")
             elif ts.error_rate > 0:
                 notes.append(error_note(ts))
+            elif ts.warmup_failed_requests:
+                notes.append(f"{ts.warmup_failed_requests} warmup request(s) of task '{ts.task}' failed: "
+                             f"{messages_text(ts.error_messages)}")
     return Summary(tasks=tasks, cluster=cluster, notes=notes)

@@ -48,10 +48,11 @@ def test_summarize_tasks_in_schedule_order_with_warmup_excluded():
     assert idx.service_time[100.0] == pytest.approx(24.0)
     # Measured from 1001.0 to the last completion 1002.9 + 0.029 = 1002.929.
     assert idx.duration_s == pytest.approx(1.929)
-    assert idx.throughput.mean == pytest.approx(10000 / 1.929)
+    # Throughput counts successful work only: the 2 documents that failed in bulk #3 are not in it.
+    assert idx.throughput.mean == pytest.approx(9998 / 1.929)
     assert idx.throughput.unit == "docs/s"
-    # Only one complete second (10 bulks completing in [1001, 1002)).
-    assert idx.throughput.min == idx.throughput.max == pytest.approx(5000.0)
+    # Only one complete second (10 bulks completing in [1001, 1002), one of them with 2 failed documents).
+    assert idx.throughput.min == idx.throughput.max == pytest.approx(4998.0)
 
     term = summary.task("term")
     assert term.requests == 5 and term.failed_requests == 1 and term.error_rate == pytest.approx(0.2)
@@ -149,3 +150,46 @@ def test_spread_across_primary_shards_follows_each_cumulative_time():
     values = {r.metric: r.value for r in Summary(cluster=totals).rows()}
     assert values["Median cumulative merge time across primary shards"] == 2.0  # minutes, as Rally shows them
     assert not any("across primary shards" in n for n in [r.metric for r in Summary(cluster=ClusterTotals()).rows()])
+
+
+def failing(task, start, message, *, warmup=False):
+    return s(task, "search", start, 0.003, 0.002, success=False, warmup=warmup)._replace(
+        error_type="http-404", status=404, error=message)
+
+
+def test_task_whose_requests_all_failed_shows_errors_not_timings():
+    missing = "HTTP 404: index_not_found_exception: no such index [nope]"
+    samples = [failing("q", 1.0 + i * 0.1, missing) for i in range(30)]
+    samples += [failing("q", 4.0, "request timed out")._replace(error_type="timeout", status=0)]
+    samples += [s("ok", "search", 5.0 + i * 0.1, 0.01, 0.01) for i in range(20)]
+    summary = summarize(samples_frame(samples))
+    q = summary.task("q")
+    assert q.throughput is None and q.latency == {} and q.service_time == {} and q.k6 == {}
+    assert q.failed_requests == 31 and q.error_rate == 1.0
+    assert q.error_messages == {missing: 30, "request timed out": 1}
+    metrics = {r.metric for r in summary.rows() if r.task == "q"}
+    assert metrics == {"error rate", "failed requests"}
+    assert summary.task("ok").throughput is not None  # the healthy task keeps its numbers
+    note = next(n for n in summary.notes if "'q'" in n)
+    assert "Every request of task 'q' failed" in note and f"30× {missing}" in note and "1× request timed out" in note
+    assert summary.failed_requests == 31
+
+
+def test_throughput_counts_successful_requests_only():
+    # 10 requests per second for 2 s; every other one fails: 5 ops/s of successful work, not 10.
+    samples = [s("q", "search", 1.0 + i * 0.1, 0.01, 0.01, success=(i % 2 == 0)) for i in range(20)]
+    q = summarize(samples_frame(samples)).task("q")
+    assert q.throughput is not None and q.throughput.median == pytest.approx(5.0)
+    assert q.latency  # the task did work: its timings stay (failed requests included, as in Rally)
+
+
+def test_status_label_says_complete_with_errors():
+    from bench.summary import status_label
+
+    clean = summarize(samples_frame([s("q", "search", 1.0, 0.01, 0.01)]))
+    dirty = summarize(samples_frame([s("q", "search", 1.0, 0.01, 0.01),
+                                     failing("q", 2.0, "boom", warmup=True)]))
+    assert status_label("complete", clean) == "complete"
+    assert status_label("complete", dirty) == "complete, with errors (1 failed request)"
+    assert status_label("failed", dirty) == "failed" and status_label("complete", None) == "complete"
+    assert any("warmup request(s) of task 'q' failed: 1× boom" in n for n in dirty.notes)
