@@ -155,9 +155,12 @@ def _race(a: argparse.Namespace, console: Console) -> int:
         parse_distribution(opts.distribution, opts.distribution_version)
         parse_plugins(opts.plugins)
     result = run_race(opts, console=console)
+    from bench.summary import status_label
+
     console.print()
     console.print(result.report, highlight=False, markup=False, soft_wrap=True)
-    console.print(f"\nTrial [bold]{result.trial_id}[/bold] stored ({result.status}).", highlight=False)
+    console.print(f"\nTrial [bold]{result.trial_id}[/bold] stored ({status_label(result.status, result.summary)}).",
+                  highlight=False)
     return 0
 
 
@@ -210,11 +213,13 @@ def _list(a: argparse.Namespace, console: Console) -> int:
         console.print(tabulate(list_cars(), headers=["Name", "Type", "Description"]), markup=False)
     else:
         from bench.store import TrialStore
+        from bench.summary import status_label
 
         with TrialStore() as store:
             trials = store.list_trials(a.limit)
+            statuses = {t.id: status_label(t.status, store.summary(t.id)) for t in trials}
         rows = [(t.id[:12], t.start_time.strftime("%Y-%m-%d %H:%M:%S"), t.track, t.challenge, "+".join(t.car) or "-",
-                 t.status, ",".join(f"{k}={v}" for k, v in t.user_tags.items())) for t in trials]
+                 statuses[t.id], ",".join(f"{k}={v}" for k, v in t.user_tags.items())) for t in trials]
         console.print(tabulate(rows, headers=["Trial", "Started (UTC)", "Track", "Challenge", "Car", "Status",
                                               "Tags"]), markup=False)
     return 0
@@ -223,7 +228,7 @@ def _list(a: argparse.Namespace, console: Console) -> int:
 def _show(a: argparse.Namespace, console: Console) -> int:
     from bench.report import render_summary
     from bench.store import TrialStore
-    from bench.summary import summarize
+    from bench.summary import status_label, summarize
 
     with TrialStore() as store:
         trial = store.get_trial(a.trial)
@@ -231,7 +236,7 @@ def _show(a: argparse.Namespace, console: Console) -> int:
         if summary is None:
             df = store.samples(trial.id)
             summary = summarize(df) if not df.empty else None
-    console.print(f"Trial {trial.id}: {trial.track}/{trial.challenge}, {trial.status}, started "
+    console.print(f"Trial {trial.id}: {trial.track}/{trial.challenge}, {status_label(trial.status, summary)}, started "
                   f"{trial.start_time:%Y-%m-%d %H:%M:%S} UTC" + (f", error: {trial.error}" if trial.error else ""),
                   highlight=False, markup=False)
     if summary is None:

@@ -1,7 +1,9 @@
 """Render a Summary as a Rally-like report: Metric | Task | Value | Unit.
 
 table and markdown show rounded, human-readable values (2 decimals, thousands separators) followed by
-the summary's notes; csv and json carry the raw values (machine-readable, full precision).
+the summary's notes; csv and json carry the raw values (machine-readable, full precision). Every format
+carries the distinct error messages of failed requests with their counts: in the notes (table, markdown,
+json), as ``errors`` (json) and as ``error: <message>`` rows counting requests (csv, which has no notes).
 """
 
 from __future__ import annotations
@@ -44,14 +46,18 @@ def render_summary(summary: Summary, fmt: ReportFormat = "table") -> str:
         raise ConfigError(f"unknown report format {fmt!r}: use one of {', '.join(FORMATS)}")
     rows = summary.rows()
     notes = [redact_text(n) for n in summary.notes]
+    errors = error_records(summary)
     if fmt == "json":
-        return json.dumps(redact({"rows": [r.model_dump() for r in rows], "notes": notes}), indent=2) + "\n"
+        return json.dumps(redact({"rows": [r.model_dump() for r in rows], "notes": notes, "errors": errors}),
+                          indent=2) + "\n"
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(HEADERS)
         for r in rows:
             w.writerow([redact_text(r.metric), redact_text(r.task), r.value, r.unit])
+        for e in errors:
+            w.writerow([f"error: {e['message']}", redact_text(e["task"]), e["count"], "requests"])
         return buf.getvalue()
     table = [[r.metric, r.task, format_value(r.value), r.unit] for r in rows]
     text = tabulate(table, headers=HEADERS, tablefmt="simple" if fmt == "table" else "github",
@@ -61,6 +67,12 @@ def render_summary(summary: Summary, fmt: ReportFormat = "table") -> str:
         bullet = "[WARNING] " if fmt == "table" else "- **Warning:** "
         text += "\n\n" + "\n".join(bullet + n for n in notes)
     return text + "\n"
+
+
+def error_records(summary: Summary) -> list[dict[str, str | int]]:
+    """One record per task and distinct error message of its failed requests: task, message (redacted), count."""
+    return [{"task": t.task, "message": redact_text(m), "count": n} for t in summary.tasks
+            for m, n in t.error_messages.items()]
 
 
 def check_report_file(path: Path | str) -> None:

@@ -114,3 +114,22 @@ def test_ccr_catch_up_time_is_compared_lower_is_better():
     row = _row(cmp, "100th percentile CCR catch-up time", "wait-for-sync")
     assert row.higher_is_better is False and row.unit == "ms"
     assert row.baseline == 2000.0 and row.candidates[0].diff == 1000.0
+
+
+def test_rows_of_a_task_with_errors_never_read_as_a_plain_verdict():
+    base = _side("base", [_trial(i, t, 10) for i, t in enumerate([1000, 1010, 990], 1)])
+    slow = [_trial(i, t, 20 + i) for i, t in enumerate([500, 505, 498], 7)]
+    slow[1].summary.tasks[0] = slow[1].summary.tasks[0].model_copy(update={"failed_requests": 4})
+    cmp = compare(base, [_side("slow", slow)])
+    tput = _row(cmp, "Mean Throughput")
+    assert tput.candidates[0].verdict == "regression" and tput.task_failed == 4
+    assert cmp.warnings[0].startswith("slow: complete, with errors") and "task 'index': 4 of 10" in cmp.warnings[0]
+    for fmt in ("table", "markdown"):
+        line = next(x for x in render_comparison(cmp, fmt).splitlines() if x.lstrip("| ").startswith("Mean Thr"))
+        assert "regression** (task had errors: 4 failed)" in line or "regression (task had errors: 4 failed)" in line
+    rows = list(csv.DictReader(io.StringIO(render_comparison(cmp, "csv"))))
+    assert next(r for r in rows if r["metric"] == "Mean Throughput")["task_failed_requests"] == "4"
+    md = render_comparison(cmp, "markdown")
+    assert "**regression** (task had errors: 4 failed)" in md
+    rec = next(r for r in json.loads(render_comparison(cmp, "json"))["rows"] if r["metric"] == "Mean Throughput")
+    assert rec["task_failed_requests"] == 4

@@ -53,6 +53,8 @@ class CompareRow(BaseModel):
     baseline: float | None
     baseline_values: list[float] = []
     candidates: list[CandidateCell]
+    # Failed requests of this row's task over every compared trial: a change in such a row may be the errors'.
+    task_failed: int = 0
 
 
 class Comparison(BaseModel):
@@ -105,6 +107,33 @@ def _cell(base: list[float], cand: list[float], higher: bool | None, *, threshol
     return cell
 
 
+def _failed_by_task(sides: list[Side]) -> dict[str, int]:
+    """Failed requests (warmup included) per task over every trial of the sides."""
+    out: dict[str, int] = {}
+    for s in sides:
+        for t in s.trials:
+            for ts in (t.summary.tasks if t.summary is not None else []):
+                n = ts.failed_requests + ts.warmup_failed_requests
+                if n:
+                    out[ts.task] = out.get(ts.task, 0) + n
+    return out
+
+
+def _error_warning(side: Side) -> str | None:
+    parts = []
+    for t in side.trials:
+        for ts in (t.summary.tasks if t.summary is not None else []):
+            n = ts.failed_requests + ts.warmup_failed_requests
+            if n:
+                parts.append(f"{t.info.id[:8]} task '{ts.task}': {n} of {ts.requests + ts.warmup_requests} "
+                             "requests failed" + (" (all: no throughput or latency)" if ts.throughput is None
+                                                  and not ts.latency and ts.requests else ""))
+    if not parts:
+        return None
+    return (f"{side.label}: complete, with errors -- " + "; ".join(parts)
+            + ". Rows of these tasks are marked 'task had errors': their changes may come from the errors.")
+
+
 def _describe(side: Side) -> str:
     tracks = sorted({f"{t.info.track}/{t.info.challenge}" for t in side.trials})
     return ", ".join(tracks)
@@ -127,6 +156,9 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
         warnings.append("Trials of different tracks or challenges are compared: "
                         + "; ".join(f"{s.label}: {d}" for s, d in zip(sides, described)) + ".")
     for s in sides:
+        errors = _error_warning(s)
+        if errors:
+            warnings.insert(0, errors)  # up front: the first thing a reader sees
         bad = [t.info.id[:8] for t in s.trials if t.info.status != "complete"]
         if bad:
             warnings.append(f"{s.label}: trial(s) {', '.join(bad)} did not complete; their numbers are partial.")
@@ -145,6 +177,7 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
         warnings.append("Single trials: significance cannot be judged (run ≥ 3 trials per side and compare "
                         "groups, e.g. --baseline tag:variant=a --candidate tag:variant=b).")
 
+    failed_by_task = _failed_by_task(sides)
     keys: list[RowKey] = list(dict.fromkeys(k for order, _, _ in per_side for k in order))
     rows: list[CompareRow] = []
     only_in: list[dict[str, Any]] = []
@@ -164,6 +197,7 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
             cells.append(_cell(base, vals.get(key, []), higher, threshold=noise_threshold_pct,
                                method=ci_method, confidence=confidence, seed=seed))
         rows.append(CompareRow(metric=key[0], task=key[1], unit=unit, higher_is_better=higher,
-                               baseline=_mean(base), baseline_values=base, candidates=cells))
+                               baseline=_mean(base), baseline_values=base, candidates=cells,
+                               task_failed=failed_by_task.get(key[1], 0) if key[1] else 0))
     return Comparison(baseline=baseline, candidates=candidates, rows=rows, only_in=only_in, warnings=warnings,
                       noise_threshold_pct=noise_threshold_pct, ci_method=ci_method, confidence=confidence)

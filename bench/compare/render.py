@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from typing import Any, Literal
 
 from rich.console import Console, Group
@@ -28,7 +29,15 @@ _STYLE = {"improvement": "bold green", "regression": "bold red", "changed": "yel
 
 
 def result_text(row: CompareRow, cell: CandidateCell) -> str:
-    """What a row's result cell says, e.g. 'regression', 'within noise', 'worse, not judged'."""
+    """What a row's result cell says, e.g. 'regression', 'within noise', 'worse, not judged'; a row of a task
+    with failed requests says so after it, so no change is read as the cluster's alone."""
+    text = _verdict_text(row, cell)
+    if row.task_failed and text:
+        return f"{text} (task had errors: {row.task_failed} failed)"
+    return text
+
+
+def _verdict_text(row: CompareRow, cell: CandidateCell) -> str:
     v = cell.verdict
     if v == "not judged" and cell.diff is not None:
         better = (cell.diff > 0) == row.higher_is_better
@@ -135,8 +144,8 @@ def _markdown(cmp: Comparison) -> str:
 
 def markdown_result(text: str) -> str:
     for word in ("improvement", "regression"):
-        if text.endswith(word):
-            return text[: -len(word)] + f"**{word}**"
+        if re.search(rf"\b{word}\b", text):
+            return re.sub(rf"\b{word}\b", f"**{word}**", text, count=1)
     return text
 
 
@@ -177,6 +186,7 @@ def _records(cmp: Comparison) -> list[dict[str, Any]]:
                 "diff": c.diff, "diff_pct": c.diff_pct,
                 "ci_low": c.ci.low if c.ci else None, "ci_high": c.ci.high if c.ci else None,
                 "ci_method": c.ci.method if c.ci else None, "result": c.verdict,
+                "task_failed_requests": r.task_failed,
             })
     return recs
 

@@ -4,7 +4,8 @@ plain dicts and lists so users can write their own Jinja2 templates against them
 Context keys (both modes): ``title``, ``mode`` ("trial" | "compare"), ``generated``, ``bench_version``,
 ``sides`` (label, selector, trials: list of ``environment()`` dicts), ``environment_table`` (headers, rows: one
 column per trial), ``notes``; trial mode adds ``trial``,
-``sections`` (name, headers, rows -- rows as lists of strings) and ``summary_markdown``; compare mode adds
+``sections`` (name, headers, rows -- rows as lists of strings), ``summary_markdown`` and ``errors`` (task, message,
+count per distinct error message of failed requests); compare mode adds
 ``comparison`` (the JSON form), ``sections`` (compare rows split as below), ``comparison_markdown``; html adds
 ``plots`` (key, title, div) and ``plotly_js``.
 Sections: "Cluster totals", one per task, "Telemetry", "CCR" (rows whose metric names CCR).
@@ -21,19 +22,20 @@ from bench.compare.render import side_lines, table_headers, table_rows, to_json
 from bench.redact import redact, redact_text
 from bench.report import format_value
 from bench.store import TrialInfo
-from bench.summary import Summary
+from bench.summary import Summary, status_label
 
 # Options worth showing in a report; client options and anything secret-like never are.
 _SHOWN_OPTIONS = ("distribution_version", "nodes", "target_hosts", "car_params", "worker_processes", "on_error",
                   "telemetry", "telemetry_params", "telemetry_profile")
 
 
-def environment(info: TrialInfo) -> dict[str, Any]:
-    """Engine and version, car, nodes, machine, track, challenge, params, user tags -- redacted."""
+def environment(info: TrialInfo, summary: Summary | None = None) -> dict[str, Any]:
+    """Engine and version, car, nodes, machine, track, challenge, params, user tags -- redacted. The status says
+    "complete, with errors (...)" when the summary has failed requests."""
     clusters = [{k: c.get(k) for k in ("name", "engine", "version", "nodes", "hosts")} for c in info.clusters]
     options = {k: info.options.get(k) for k in _SHOWN_OPTIONS if info.options.get(k) not in (None, [], {}, "")}
     env = {
-        "id": info.id, "short_id": info.id[:8], "status": info.status, "error": info.error,
+        "id": info.id, "short_id": info.id[:8], "status": status_label(info.status, summary), "error": info.error,
         "start_time": info.start_time.strftime("%Y-%m-%d %H:%M:%S UTC"),
         "end_time": info.end_time.strftime("%Y-%m-%d %H:%M:%S UTC") if info.end_time else None,
         "track": info.track, "challenge": info.challenge, "track_params": info.track_params,
@@ -48,9 +50,9 @@ def _fmt_dict(d: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in d.items()) or "-"
 
 
-def environment_rows(info: TrialInfo) -> list[tuple[str, str]]:
+def environment_rows(info: TrialInfo, summary: Summary | None = None) -> list[tuple[str, str]]:
     """The environment as (label, text) pairs for a two-column table."""
-    e = environment(info)
+    e = environment(info, summary)
     rows = [("Trial", f"{e['id']} ({e['status']})"), ("Started", e["start_time"])]
     for c in e["clusters"]:
         rows.append((f"Cluster {c['name']}", (f"{c.get('engine') or '?'} {c.get('version') or '?'}, "
@@ -87,7 +89,8 @@ def environment_table(sides: list[dict[str, Any]], compare: bool) -> dict[str, A
 
 def side_context(side: Side) -> dict[str, Any]:
     return {"label": side.label, "selector": side.selector,
-            "trials": [dict(environment(t.info), rows=environment_rows(t.info)) for t in side.trials]}
+            "trials": [dict(environment(t.info, t.summary), rows=environment_rows(t.info, t.summary))
+                       for t in side.trials]}
 
 
 def telemetry_metrics(summaries: list[Summary | None]) -> set[str]:
@@ -117,7 +120,7 @@ def _sections(keyed: list[tuple[str, str, list[str]]], headers: list[str], tele:
 
 
 def trial_context(info: TrialInfo, summary: Summary | None) -> dict[str, Any]:
-    from bench.report import render_summary
+    from bench.report import error_records, render_summary
 
     tele = telemetry_metrics([summary])
     rows: list[tuple[str, str, list[str]]] = []
@@ -127,17 +130,19 @@ def trial_context(info: TrialInfo, summary: Summary | None) -> dict[str, Any]:
         for r in summary.rows():
             rows.append((r.metric, r.task, [r.metric, r.task, format_value(r.value), r.unit]))
     side = Side(label=info.id[:8], selector=info.id, trials=[])
-    sides = [dict(side_context(side), trials=[dict(environment(info), rows=environment_rows(info))])]
+    env = dict(environment(info, summary), rows=environment_rows(info, summary))
+    sides = [dict(side_context(side), trials=[env])]
     ctx = {
         "mode": "trial", "title": f"bench report: {info.track} / {info.challenge} ({info.id[:8]})",
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "bench_version": bench.__version__,
-        "trial": dict(environment(info), rows=environment_rows(info)),
+        "trial": env,
         "sides": sides,
         "environment_table": environment_table(sides, compare=False),
         "sections": _sections(rows, ["Metric", "Task", "Value", "Unit"], tele, tasks),
         "summary_markdown": render_summary(summary, "markdown") if summary is not None else "",
         "notes": [redact_text(n) for n in (summary.notes if summary else [])],
+        "errors": error_records(summary) if summary is not None else [],
     }
     return ctx
 
