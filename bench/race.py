@@ -34,6 +34,7 @@ from bench.cluster_stats import (
     primary_shard_spread,
 )
 from bench.driver.coordinator import Coordinator
+from bench.driver.failure_log import FailureLog
 from bench.driver.progress import Progress
 from bench.errors import ClusterError
 from bench.home import trials_dir
@@ -208,7 +209,7 @@ async def _drive(opts: RaceOptions, store: TrialStore, trial_id: str, track: Tra
     sink = SampleBuffer(store, trial_id)
     progress = Progress(Console(stderr=True), enabled=opts.progress)
     coord = Coordinator(processes=opts.worker_processes, targets=targets, default_cluster=default,
-                        on_error=opts.on_error, sink=sink, listener=progress,
+                        on_error=opts.on_error, sink=FailureLog(sink), listener=progress,
                         health_check=_health_check(provisioner))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

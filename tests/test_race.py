@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import subprocess
@@ -206,3 +208,82 @@ def test_bulk_item_failures_are_counted_per_document(tmp_path, es_target):
     assert len(bulk) == 2 and bulk["failed_units"].sum() == 25
     assert set(bulk["error_type"]) == {"bulk-item-failures"}
     assert summary.task("load").error_rate == 1.0 and summary.task("load").failed_units == 25
+
+
+def test_task_whose_requests_all_fail_is_complete_with_errors_and_flagged_in_compare(tmp_path, es_target, capsys):
+    def probe_track(name: str, path: str) -> Path:
+        return write_track(tmp_path / name, [
+            {"operation": {"name": "health", "operation-type": "cluster-health",
+                           "request-params": {"wait_for_status": "yellow"}}, "iterations": 5},
+            {"operation": {"name": "probe", "operation-type": "raw-request", "path": path}, "iterations": 12}])
+
+    # The broken race first: bench.cli adds a log handler per main() call, and this file must get one here.
+    assert race(f"--track-path={probe_track('broken', '/_no_such_endpoint')}", f"--target-hosts={es_target}") == 0
+    log_text = (Path(os.environ["BENCH_HOME"]) / "logs" / "bench.log").read_text()
+    warned = [line for line in log_text.splitlines() if "a request failed" in line]
+    assert len(warned) == 1 and "_no_such_endpoint" in warned[0]  # one warning per distinct message
+    assert race(f"--track-path={probe_track('clean', '/_cluster/health')}", f"--target-hosts={es_target}") == 0
+    with TrialStore() as store:
+        broken, clean = sorted(store.list_trials(), key=lambda t: t.start_time)
+        summary = store.summary(broken.id)
+        df = store.samples(broken.id)
+    assert broken.status == "complete"  # the run ended normally; its errors are in the summary
+    probe = summary.task("probe")
+    assert probe.failed_requests == 12 and probe.throughput is None and not probe.latency
+    [(message, count)] = probe.error_messages.items()
+    assert count == 12 and message.startswith("HTTP 4") and "_no_such_endpoint" in message
+    assert set(df.loc[df["task"] == "probe", "error"]) == {message}  # each failed sample keeps its message
+    assert {r.metric for r in summary.rows() if r.task == "probe"} == {"error rate", "failed requests"}
+    assert summary.task("health").throughput is not None
+
+    capsys.readouterr()
+    assert main(["list", "trials"]) == 0
+    listed = capsys.readouterr().out
+    assert "complete, with errors (12 failed requests)" in listed and listed.count("complete, with errors") == 1
+    for fmt in ("table", "markdown", "csv", "json"):
+        assert main(["show", broken.id[:8], f"--report-format={fmt}"]) == 0
+        shown = capsys.readouterr().out
+        assert "complete, with errors" in shown.splitlines()[0], fmt
+        if fmt == "json":
+            body = json.loads(shown.split("\n", 1)[1])
+            assert body["errors"] == [{"task": "probe", "message": message, "count": 12}]
+            assert {r["metric"] for r in body["rows"] if r["task"] == "probe"} == {"error rate", "failed requests"}
+            continue
+        timing = [x for x in shown.splitlines() if "probe" in x and ("Throughput" in x or "percentile" in x)]
+        assert not timing, fmt
+        assert any("health" in x and "Throughput" in x for x in shown.splitlines()), fmt  # the healthy task's stay
+        if fmt == "csv":
+            rows = list(csv.reader(io.StringIO(shown.split("\n", 1)[1])))
+            assert [f"error: {message}", "probe", "12", "requests"] in rows
+        else:
+            assert f"12× {message}" in shown
+
+    assert main(["compare", clean.id, broken.id]) == 0
+    compared = capsys.readouterr().out
+    assert "complete, with errors" in compared and "task 'probe': 12 of 12 requests failed" in compared
+    error_row = next(line for line in compared.splitlines() if line.startswith("error rate") and "probe" in line)
+    assert "worse, not judged (task had errors: 12 failed)" in error_row
+    # The throughput the broken trial does not have is named as missing, with the reason.
+    assert any(line.startswith("Only in") and "Mean Throughput (probe)" in line
+               and "task had errors: 12 failed" in line for line in compared.splitlines())
+
+
+def test_cluster_health_takes_rally_string_booleans(tmp_path, es_target, capsys):
+    track = write_track(tmp_path / "t", [{"operation": {
+        "name": "health", "operation-type": "cluster-health",
+        "request-params": {"wait_for_status": "yellow", "wait_for_no_relocating_shards": "true"},
+        "retry-until-success": "false"}, "iterations": 3}])
+    assert race(f"--track-path={track}", f"--target-hosts={es_target}") == 0
+    with TrialStore() as store:
+        summary = store.summary(only_trial(store).id)
+    assert summary.task("health").failed_requests == 0 and summary.task("health").throughput is not None
+
+    garbage = write_track(tmp_path / "g", [{"operation": {
+        "name": "health", "operation-type": "cluster-health",
+        "request-params": {"wait_for_status": "yellow", "wait_for_no_relocating_shards": "maybe"}}, "iterations": 3}])
+    capsys.readouterr()
+    assert race(f"--track-path={garbage}", f"--target-hosts={es_target}") != 0
+    err = capsys.readouterr().err
+    assert "'wait_for_no_relocating_shards' is 'maybe'" in err and "Traceback" not in err
+    with TrialStore() as store:
+        assert store.list_trials()[0].status == "failed"

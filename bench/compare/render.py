@@ -123,7 +123,8 @@ def _footer(cmp: Comparison, bullet: str) -> list[str]:
     lines = []
     for o in cmp.only_in:
         where = ", ".join(o["sides"]) or "no side"
-        lines.append(f"{bullet}Only in {where}: {o['metric']}" + (f" ({o['task']})" if o["task"] else ""))
+        lines.append(f"{bullet}Only in {where}: {o['metric']}" + (f" ({o['task']})" if o["task"] else "")
+                     + (f" (task had errors: {o['task_failed']} failed)" if o.get("task_failed") else ""))
     lines += [f"{bullet}Warning: {w}" for w in cmp.warnings]
     return lines
 

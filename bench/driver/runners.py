@@ -193,6 +193,8 @@ _HEALTH_ORDER = {"red": 0, "yellow": 1, "green": 2}
 
 async def cluster_health(ctx: Context, p: dict[str, Any]) -> Result:
     params = _req_params(p)
+    # Read before sending: a bad value is bench's error naming the parameter, not a 400 from the cluster.
+    no_relocating = param_bool(params, "wait_for_no_relocating_shards", False)
     index = p.get("index")
     path = f"/_cluster/health/{index}" if index else "/_cluster/health"
     status, body = await ctx.cluster(p).request("GET", path, params=params)
@@ -203,7 +205,7 @@ async def cluster_health(ctx: Context, p: dict[str, Any]) -> Result:
     if (isinstance(body, dict) and body.get("timed_out")) or _HEALTH_ORDER[got] < _HEALTH_ORDER.get(expected, 2):
         return Result(success=False, error_type="cluster-health", status=status,
                       detail=f"cluster health is {got}, expected {expected}")
-    if param_bool(params, "wait_for_no_relocating_shards", False) and body.get("relocating_shards", 0):
+    if no_relocating and body.get("relocating_shards", 0):
         return Result(success=False, error_type="cluster-health", detail="shards are still relocating",
                       status=status)
     return Result()

@@ -26,6 +26,7 @@ from rich.console import Console
 from bench import redact
 from bench.client import ClusterTarget, RawHttp, check_cluster, parse_client_options, parse_target_hosts
 from bench.driver.coordinator import Coordinator
+from bench.driver.failure_log import FailureLog
 from bench.driver.progress import Progress
 from bench.errors import ClusterError, ConfigError
 from bench.loadgen.conditions import Response
@@ -195,7 +196,7 @@ async def _drive(plan: LoadgenPlan, opts: LoadgenOptions, targets: list[ClusterT
 
     sink = SampleBuffer(store, trial_id)
     coord = Coordinator(processes=opts.worker_processes, targets=targets, default_cluster=targets[0].name,
-                        sink=sink, listener=Progress(Console(stderr=True), enabled=opts.progress))
+                        sink=FailureLog(sink), listener=Progress(Console(stderr=True), enabled=opts.progress))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, coord.interrupt, "Ctrl-C" if sig == signal.SIGINT else "SIGTERM")
