@@ -184,8 +184,10 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
     for key in keys:
         present = [s.label for s, (_, vals, _) in zip(sides, per_side) if vals.get(key)]
         if len(present) < len(sides):
-            only_in.append({"metric": key[0], "task": key[1], "sides": present,
-                            "task_failed": failed_by_task.get(key[1], 0) if key[1] else 0})
+            entry: dict[str, Any] = {"metric": key[0], "task": key[1], "sides": present}
+            if key[1] and failed_by_task.get(key[1]):
+                entry["task_failed"] = failed_by_task[key[1]]
+            only_in.append(entry)
             if key not in per_side[0][1] or not per_side[0][1][key]:
                 continue  # nothing to compare against
             if len(present) == 1:

@@ -5,6 +5,9 @@ Selectors:
 - ``3f2a9c,77b01e,c0ffee`` -- a group of trials by id;
 - ``tag:variant=ccr`` or ``tag:variant=ccr,experiment-run=20240101`` -- every *complete* stored trial whose
   user tags match all the given pairs (repeated runs of one configuration).
+
+A trial whose run completed but had failed requests ("complete, with errors") is complete here: tag groups
+select it, and ``compare`` puts its errors up front and marks every row of the task that had them.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from bench.driver.bodies import BulkBody, IdConflicts, prepare_bodies
+from bench.driver.param_types import param_bool, param_int
 from bench.errors import TrackError
 from bench.track.model import DocumentsSpec, Task
 
@@ -41,7 +42,7 @@ def _id_conflicts(task: Task) -> IdConflicts | None:
         raise TrackError(f"{where}: conflict-probability must be in [0, 100], got {prob}")
     if not 0 <= recency <= 1:
         raise TrackError(f"{where}: recency must be in [0, 1], got {recency}")
-    return IdConflicts(mode, prob, on_conflict, recency, int(p.get("seed", 0)))
+    return IdConflicts(mode, prob, on_conflict, recency, param_int(p, "seed", 0))
 
 
 def bulk_size_bytes(task: Task) -> int | None:
@@ -88,7 +89,7 @@ def bulk_source(task: Task, documents: list[DocumentsSpec], *, client: int, gzip
                             bulk_size_bytes=by_bytes, id_conflicts=_id_conflicts(task))
     path = _bulk_path(p)
     base = {k: v for k, v in p.items() if k == "cluster"}
-    looped = bool(p.get("looped", False))
+    looped = param_bool(p, "looped", False)
     if not bodies:
         return iter(())
     seq = itertools.cycle(bodies) if looped else iter(bodies)
@@ -126,7 +127,7 @@ def search_source(task: Task, *, client: int) -> Iterator[dict[str, Any]]:
     rnd = random.Random(f"{task.name}:{client}:{p.get('seed', 0)}")
     base = {k: v for k, v in p.items() if k not in ("random-from", "random-size", "random-match", "body")}
     body = dict(p.get("body") or {})
-    window = int(p.get("max-result-window", 10_000))
+    window = param_int(p, "max-result-window", 10_000)
     frm = p.get("random-from")
     size = p.get("random-size")
     match = p.get("random-match")
