@@ -36,3 +36,20 @@ def test_retry_flags_written_as_strings_mean_what_they_say():
     assert with_retries(runner, {"retry-until-success": "true"}) is not runner
     with pytest.raises(ParamError, match="'retries' is 'many'"):
         with_retries(runner, {"retries": "many"})
+
+
+def test_bulk_looped_false_as_a_string_ends_with_the_corpus(tmp_path):
+    from bench.driver.params import bulk_source
+    from bench.track.generators import generate_file
+    from bench.track.model import DocumentsSpec, Operation, Task
+
+    d = DocumentsSpec(source_file="geo.json", document_count=10, target_index="geo")
+    d.local_path = generate_file("geopoint", 1, 10, tmp_path / "geo.json")
+    for looped, n in (("false", 2), ("true", 7)):
+        op = Operation(name="b", operation_type="bulk", params={"bulk-size": 5, "looped": looped})
+        src = bulk_source(Task(name="b", operation=op), [d], client=0, gzip_bodies=False, default_index=None)
+        # bool("false") is True: the old reading cycled the corpus for ever.
+        assert len([b for _, b in zip(range(7), src)]) == n
+    op = Operation(name="b", operation_type="bulk", params={"bulk-size": 5, "looped": "sometimes"})
+    with pytest.raises(ParamError, match="'looped' is 'sometimes'"):
+        bulk_source(Task(name="b", operation=op), [d], client=0, gzip_bodies=False, default_index=None)
