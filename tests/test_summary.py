@@ -193,3 +193,17 @@ def test_status_label_says_complete_with_errors():
     assert status_label("complete", dirty) == "complete, with errors (1 failed request)"
     assert status_label("failed", dirty) == "failed" and status_label("complete", None) == "complete"
     assert any("warmup request(s) of task 'q' failed: 1× boom" in n for n in dirty.notes)
+
+
+def test_throughput_plot_leaves_out_a_trial_whose_task_failed_every_request():
+    import pandas as pd
+
+    from bench.reporting.plots import PlotTrial, throughput_plots
+
+    good = [s("q", "search", 1.0 + i * 0.1, 0.01, 0.01) for i in range(30)]
+    bad = [failing("q", 1.0 + i * 0.1, "boom") for i in range(30)]
+    trials = [PlotTrial(side=name, side_index=i, trial_id=f"{i:032x}", samples=samples_frame(rows),
+                        telemetry=pd.DataFrame(), summary=summarize(samples_frame(rows)))
+              for i, (name, rows) in enumerate((("base", good), ("cand", bad)))]
+    [plot] = throughput_plots(trials)
+    assert [trace.name for trace in plot.figure.data] == [trials[0].name]  # no line of zeros for "cand"

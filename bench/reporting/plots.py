@@ -76,6 +76,9 @@ def throughput_plots(trials: list[PlotTrial]) -> list[Plot]:
         for t in trials:
             if t.samples.empty or not (t.samples["task"] == task).any():
                 continue
+            ts = t.summary.task(task) if t.summary is not None else None
+            if ts is not None and ts.throughput is None:
+                continue  # every request of the task failed in this trial: no course of zeros to draw
             s = throughput_series(t.samples, task)
             s = s[s["phase"] == "measurement"]
             if s.empty:
