@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from bench.compare.metrics import RowKey, higher_is_better, trial_values
 from bench.compare.stats import MIN_GROUP, CiMethod, DiffCI, Verdict, diff_ci, judge
 from bench.store import TrialInfo
-from bench.summary import Summary
+from bench.summary import Summary, messages_text
 
 
 class TrialData(BaseModel):
@@ -127,7 +127,8 @@ def _error_warning(side: Side) -> str | None:
             if n:
                 parts.append(f"{t.info.id[:8]} task '{ts.task}': {n} of {ts.requests + ts.warmup_requests} "
                              "requests failed" + (" (all: no throughput or latency)" if ts.throughput is None
-                                                  and not ts.latency and ts.requests else ""))
+                                                  and not ts.latency and ts.requests else "")
+                             + (f" [{messages_text(ts.error_messages)}]" if ts.error_messages else ""))
     if not parts:
         return None
     return (f"{side.label}: complete, with errors -- " + "; ".join(parts)
