@@ -15,10 +15,15 @@ Choices (documented because they change numbers):
   over that service interval (a 3 s bulk of 5,000 docs adds ~1,667 docs to each of three seconds), so
   requests longer than a bucket do not produce artificial empty seconds; units are conserved exactly.
   Instantaneous requests (service time 0) count wholly in the second they complete. Per-second buckets are
-  aligned to the phase start (the earliest scheduled start of that phase) and run to the last completion.
-  The last bucket is usually shorter than a second: it is kept in the series with ``complete=False`` and
-  its throughput is units / its real length, but min/median/max use complete buckets only, unless there is
-  no complete bucket (a phase shorter than a second), in which case the partial bucket is used.
+  aligned to the phase start (the earliest scheduled start of that phase), so the first bucket is always a
+  full second. The last one usually is not: it ends at the last completion, and work divided by a span
+  that ends exactly at a completion overstates the rate (a schedule paced at 20 ops/s puts 20 requests
+  in the 0.96 s from its last bucket's start to its last completion: 20.8 ops/s). So a partial last
+  bucket is left out of the series (its work still counts in the mean); only a phase shorter than one
+  bucket is a single bucket over its whole span (throughput = its mean). Min/median/max come from that
+  series. Rally (``ThroughputCalculator`` in esrally/driver/driver.py) also uses 1 s buckets
+  (``bucket_interval_secs=1``, the only value it is ever called with) but reports the running mean
+  since the task start at each bucket edge, which smooths the min/max away; bench reports each second.
 - Mean throughput is total units / measured duration (phase start to last completion), not the mean of the
   buckets: the two differ when the last bucket is partial or clients ramp up.
 """
@@ -136,6 +141,10 @@ def _phase_series(df: pd.DataFrame, phase: str) -> pd.DataFrame:
     seconds = np.arange(n_buckets, dtype=float)
     durations = np.minimum(1.0, span - seconds) if span > 0 else np.array([0.0])
     complete = durations >= 1.0 - 1e-9
+    if n_buckets > 1 and not complete[-1]:
+        # A partial last bucket ends at a completion: its rate is biased upwards (see module doc).
+        seconds, durations, complete = seconds[:-1], durations[:-1], complete[:-1]
+        units, reqs = units[:-1], reqs[:-1]
     with np.errstate(divide="ignore", invalid="ignore"):
         tput = np.where(durations > 0, units / np.where(durations > 0, durations, 1.0), np.nan)
     return pd.DataFrame({
@@ -154,8 +163,9 @@ def throughput_series(samples_df: pd.DataFrame, task: str) -> pd.DataFrame:
     """Per-second throughput of one task, warmup and measurement phases separately.
 
     Columns: phase ("warmup" | "measurement"), second (bucket start, seconds since the phase start),
-    time (bucket start, epoch seconds), duration (bucket length in seconds, < 1 for the last partial bucket),
-    units and requests completed in the bucket, throughput (units / duration), complete (full-second bucket).
+    time (bucket start, epoch seconds), duration (bucket length in seconds; < 1 only for a phase shorter than
+    a second), units and requests completed in the bucket, throughput (units / duration), complete (full
+    second). A partial last bucket is left out (see module doc).
     Seconds in which nothing completed are present with zero throughput.
     """
     df = samples_df[samples_df["task"] == task]
@@ -186,7 +196,7 @@ def measured_duration(samples_df: pd.DataFrame) -> float:
 
 
 def throughput_stats(samples_df: pd.DataFrame, task: str) -> ThroughputStats | None:
-    """min/median/max over the measurement phase's per-second buckets (complete ones, see module doc);
+    """min/median/max over the measurement phase's per-second series (see module doc);
     mean = total measured units / measured duration. None when the task has no measurement samples."""
     df = samples_df[(samples_df["task"] == task) & ~samples_df["warmup"].astype(bool)]
     if df.empty:
@@ -196,9 +206,7 @@ def throughput_stats(samples_df: pd.DataFrame, task: str) -> ThroughputStats | N
     if float(df["units"].sum()) <= 0:
         return None  # nothing succeeded: a throughput of failures would be a made-up number
     series = _phase_series(df, "measurement")
-    usable = series[series["complete"]]
-    if usable.empty:
-        usable = series[series["duration"] > 0]
+    usable = series[series["duration"] > 0]
     total_units = float(df["units"].sum())
     duration = measured_duration(df)
     if usable.empty or duration <= 0:

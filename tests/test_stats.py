@@ -49,19 +49,38 @@ def test_percentiles_linear_interpolation_by_hand():
         percentiles([1, 2], [101])
 
 
-def test_throughput_series_buckets_by_completion_and_marks_partial_edge():
+def test_throughput_series_buckets_by_completion_and_leaves_out_the_partial_last_bucket():
     # 10 requests per second for 3 s, each 0.05 s latency, then one request completing at 3.2 s.
     s = [sample(start=100.0 + k * 0.1, latency=0.05) for k in range(30)]
     s.append(sample(start=103.1, latency=0.1))
     series = throughput_series(samples_frame(s), "t")
     m = series[series["phase"] == "measurement"]
-    # Phase starts at 100.0 (first scheduled start) and ends at 103.2: buckets 0,1,2 full, 3 partial (0.2 s).
-    assert list(m["second"]) == [0, 1, 2, 3]
-    assert list(m["complete"]) == [True, True, True, False]
-    assert list(m["units"]) == [10, 10, 10, 1]
-    assert m["duration"].iloc[-1] == pytest.approx(0.2)
-    assert m["throughput"].iloc[-1] == pytest.approx(5.0)
+    # Phase starts at 100.0 (first scheduled start) and ends at 103.2: buckets 0,1,2 full; the 0.2 s
+    # bucket 3 is not in the series (its request still counts in the mean).
+    assert list(m["second"]) == [0, 1, 2]
+    assert list(m["complete"]) == [True, True, True]
+    assert list(m["units"]) == [10, 10, 10]
     assert set(series["phase"]) == {"measurement"}
+    assert throughput_stats(samples_frame(s), "t").mean == pytest.approx(31 / 3.2)
+
+
+def test_paced_schedule_shows_its_target_in_every_bucket_including_the_ends():
+    # 20 ops/s for 5 s, each request served in 0.01 s: the last completion is at 4.96 s, so bucket 4 lasts
+    # 0.96 s and holds 20 requests (20.8/s when divided by its 0.96 s, as the series used to show).
+    s = [sample(start=50.0 + k * 0.05, latency=0.01, service=0.01) for k in range(100)]
+    series = throughput_series(samples_frame(s), "t")
+    assert list(series["second"]) == [0, 1, 2, 3]
+    assert list(series["throughput"]) == pytest.approx([20.0] * 4)
+    st = throughput_stats(samples_frame(s), "t")
+    assert (st.min, st.median, st.max) == pytest.approx((20.0, 20.0, 20.0))
+    assert st.mean == pytest.approx(100 / 4.96)
+    # Requests whose service interval crosses a bucket edge give each second its share: 0.02 s queueing,
+    # 0.04 s service, so the request due at k+0.95 is served from k+0.97 to k+1.01 (3/4 in second k).
+    # The last completion is at 5.01 s: the 0.01 s bucket 5 is left out, bucket 4 keeps its 3/4 share.
+    s = [sample(start=50.0 + k * 0.05, latency=0.06, service=0.04) for k in range(100)]
+    series = throughput_series(samples_frame(s), "t")
+    assert list(series["units"]) == pytest.approx([19.75, 20.0, 20.0, 20.0, 20.0])
+    assert series["complete"].all()
 
 
 def test_throughput_series_keeps_empty_seconds_and_separates_warmup():
