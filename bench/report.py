@@ -71,8 +71,8 @@ def render_summary(summary: Summary, fmt: ReportFormat = "table") -> str:
 
 def error_records(summary: Summary) -> list[dict[str, str | int]]:
     """One record per task and distinct error message of its failed requests: task, message (redacted), count."""
-    return [{"task": t.task, "message": redact_text(m), "count": n} for t in summary.tasks
-            for m, n in t.error_messages.items()]
+    return [{"task": t.task, "message": redact_text(e.message), "count": e.count} for t in summary.tasks
+            for e in t.error_messages]
 
 
 def check_report_file(path: Path | str) -> None:

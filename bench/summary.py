@@ -30,6 +30,14 @@ from bench.stats import (
 GB = 1024 ** 3
 
 
+class ErrorCount(BaseModel):
+    """One distinct error message and how many requests got it. A list of these, not a dict keyed by message:
+    the store's redaction masks the *values* of secret-looking keys, and a message may well say "credentials"."""
+
+    message: str
+    count: int
+
+
 class TaskSummary(BaseModel):
     task: str
     operation_type: str
@@ -48,7 +56,7 @@ class TaskSummary(BaseModel):
     warmup_requests: int = 0
     warmup_failed_requests: int = 0
     # Distinct error messages of the task's failed requests (warmup included) -> how many requests got each.
-    error_messages: dict[str, int] = {}
+    error_messages: list[ErrorCount] = []
     # k6's end-of-test figures for request/response tasks (search, loadgen requests); empty for others.
     k6: dict[str, float] = {}
 
@@ -226,22 +234,22 @@ MAX_MESSAGES = 10  # distinct messages listed per task in notes; all of them sta
 MAX_MESSAGE_CHARS = 500
 
 
-def error_messages(df: pd.DataFrame) -> dict[str, int]:
+def error_messages(df: pd.DataFrame) -> list[ErrorCount]:
     """Distinct messages of the failed requests in ``df`` -> count, most frequent first. A failure stored
     without a message (older trials) is listed by its error type."""
     failed = request_failed(df)
     if not failed.any():
-        return {}
+        return []
     types = df.loc[failed, "error_type"].fillna("item-errors").astype(str)
     msgs = df.loc[failed, "error"] if "error" in df else pd.Series(None, index=types.index, dtype=object)
     text = msgs.where(msgs.notna(), types).astype(str).str.slice(0, MAX_MESSAGE_CHARS)
     counts = text.value_counts(sort=False)
-    return {str(k): int(v) for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))}
+    return [ErrorCount(message=str(k), count=int(v)) for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
-def messages_text(messages: dict[str, int]) -> str:
+def messages_text(messages: list[ErrorCount]) -> str:
     """'3× HTTP 404: ...; 1× timeout' (at most MAX_MESSAGES, then how many more)."""
-    shown = [f"{n}× {m}" for m, n in list(messages.items())[:MAX_MESSAGES]]
+    shown = [f"{e.count}× {e.message}" for e in messages[:MAX_MESSAGES]]
     more = len(messages) - MAX_MESSAGES
     return "; ".join(shown) + (f"; and {more} more distinct messages" if more > 0 else "")
 

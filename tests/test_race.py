@@ -230,7 +230,7 @@ def test_task_whose_requests_all_fail_is_complete_with_errors_and_flagged_in_com
     assert broken.status == "complete"  # the run ended normally; its errors are in the summary
     probe = summary.task("probe")
     assert probe.failed_requests == 12 and probe.throughput is None and not probe.latency
-    [(message, count)] = probe.error_messages.items()
+    [(message, count)] = [(e.message, e.count) for e in probe.error_messages]
     assert count == 12 and message.startswith("HTTP 4") and "_no_such_endpoint" in message
     assert set(df.loc[df["task"] == "probe", "error"]) == {message}  # each failed sample keeps its message
     assert {r.metric for r in summary.rows() if r.task == "probe"} == {"error rate", "failed requests"}

@@ -205,9 +205,25 @@ def test_killed_writer_keeps_committed_batches(tmp_path):
     """)
     proc = subprocess.run([sys.executable, "-c", script], timeout=60)
     assert proc.returncode == -9
-    with TrialStore(db) as s:
-        assert s.get_trial("dead").status == "running"
+    with TrialStore(db) as s:  # opening the store finds the trial's process gone
+        trial = s.get_trial("dead")
+        assert trial.status == "interrupted" and "ended without storing the trial" in (trial.error or "")
         assert len(s.samples("dead" + "0" * 28)) == 3000
+        assert trial.end_time is not None and s.summary(trial.id) is not None
+
+
+def test_running_trial_of_a_live_process_stays_running_and_a_reused_pid_is_not_life(tmp_path):
+    import psutil
+
+    db = tmp_path / "bench.db"
+    me = psutil.Process()
+    with TrialStore(db) as s:
+        s.create_trial(info("a" * 32))  # this process: alive
+        # Same pid, other start time: the pid was reused by another process, the trial's bench is gone.
+        s.create_trial(info("b" * 32).model_copy(update={"pid": me.pid, "pid_started": me.create_time() - 3600}))
+    with TrialStore(db) as s:
+        assert s.get_trial("a" * 32).status == "running"
+        assert s.get_trial("b" * 32).status == "interrupted"
 
 
 def test_reopen_keeps_data_and_newer_schema_is_refused(tmp_path):
@@ -237,3 +253,21 @@ def test_machine_info_fields():
     m = machine_info()
     assert {"hostname", "cpu_count", "memory_bytes", "os", "python"} <= set(m)
     assert m["cpu_count"] >= 1 and m["memory_bytes"] > 0
+
+
+def test_error_messages_are_stored_masked_with_counts(store):
+    secret = "err-S3cret-in-message"
+    register_secret(secret)
+    i = info()
+    store.create_trial(i)
+    failed = samples(1)[0]._replace(success=False, error_type="http-401", status=401)
+    auth = "HTTP 401: security_exception: missing authentication credentials for REST request"
+    rows = [failed._replace(error=auth)] * 3 + [failed._replace(error=f"connection error: https://u:{secret}@h")]
+    store.add_samples(i.id, rows)
+    df = store.samples(i.id)
+    assert list(df["error"]) == [auth] * 3 + ["connection error: https://u:*****@h"]
+    store.set_summary(i.id, summarize(df))
+    # A message that says "credentials" keeps its count through the store's redaction of secret-looking keys.
+    [task] = store.summary(i.id).tasks
+    assert [(e.message, e.count) for e in task.error_messages] == [
+        (auth, 3), ("connection error: https://u:*****@h", 1)]
