@@ -49,7 +49,7 @@ from bench.telemetry import attach_telemetry, race_context, resolve_telemetry, s
 from bench.track.corpus import bulk_documents, prepare_corpora
 from bench.track.loader import find_track, load_track
 from bench.track.model import Challenge, DocumentsSpec, Track
-from bench.trial_run import SampleBuffer, recorded_run
+from bench.trial_run import INTERRUPTIONS, SampleBuffer, recorded_run
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +142,9 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
                                                            targets, provisioner, console))
             if ccr is not None:  # final doc counts while the clusters still run
                 outcome.summary = ccr.finish(outcome.summary, console)
+        except INTERRUPTIONS as e:
+            outcome.store_interrupted(e)  # stored at once: stopping the nodes below can take seconds
+            raise
         finally:
             if provisioner is not None:
                 for line in provisioner.stop_all(keep=opts.keep_cluster) or []:

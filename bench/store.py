@@ -9,6 +9,7 @@ at most the last batch. One connection, shared across threads behind a lock.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 import socket
@@ -30,10 +31,16 @@ from bench.home import db_path
 from bench.redact import redact, redact_text
 from bench.samples import RequestSample
 from bench.stats import SAMPLE_COLUMNS, normalize_frame
-from bench.summary import Summary
+from bench.summary import Summary, summarize
 
-TrialStatus = Literal["running", "complete", "failed", "aborted"]
-STATUSES: tuple[str, ...] = ("running", "complete", "failed", "aborted")
+# interrupted: bench died without storing how the trial ended (e.g. kill -9); set by the next bench that
+# opens the store and finds the trial's process gone.
+TrialStatus = Literal["running", "complete", "failed", "aborted", "interrupted"]
+STATUSES: tuple[str, ...] = ("running", "complete", "failed", "aborted", "interrupted")
+
+
+def _own_start_time() -> float:
+    return psutil.Process().create_time()
 
 
 class TrialInfo(BaseModel):
@@ -54,6 +61,9 @@ class TrialInfo(BaseModel):
     end_time: datetime | None = None
     bench_version: str = Field(default=bench.__version__)
     machine: dict[str, Any] = {}
+    # The process running the trial, with its start time so a reused pid is not taken for it.
+    pid: int | None = Field(default_factory=os.getpid)
+    pid_started: float | None = Field(default_factory=_own_start_time)
 
 
 class TelemetryRow(NamedTuple):
@@ -132,8 +142,15 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE samples ADD COLUMN error TEXT;
     """,
+    # 4: the process running a trial, so a trial whose bench was killed is found and marked interrupted.
+    """
+    ALTER TABLE trials ADD COLUMN pid INTEGER;
+    ALTER TABLE trials ADD COLUMN pid_started REAL;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+
+log = logging.getLogger(__name__)
 
 _JSON_FIELDS = ("car", "track_params", "clusters", "user_tags", "options", "machine")
 _TRIAL_COLUMNS = list(TrialInfo.model_fields)
@@ -200,6 +217,22 @@ def _encode(field: str, value: Any) -> Any:
     return value
 
 
+def _process_alive(pid: int, started: float | None) -> bool:
+    try:
+        p = psutil.Process(pid)
+        return p.status() != psutil.STATUS_ZOMBIE and (started is None or abs(p.create_time() - started) < 1.0)
+    except psutil.Error:
+        return False
+
+
+def _write_error(path: Path, what: str, e: sqlite3.Error) -> StoreError:
+    """A full disk names itself and its remedy; other failures keep sqlite's words."""
+    if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+        return StoreError(f"no space left on device writing {path} ({what} failed): free space or set BENCH_HOME "
+                          "to a folder with free space")
+    return StoreError(f"trial store {path}: {what} failed: {e}")
+
+
 class TrialStore:
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path is not None else db_path()
@@ -212,8 +245,17 @@ class TrialStore:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
+            self._mark_interrupted()
         except sqlite3.DatabaseError as e:
             self.close()
+            # Only a damaged file is cured by moving it away; a full or read-only disk is not.
+            code = getattr(e, "sqlite_errorcode", None)
+            if code == sqlite3.SQLITE_FULL:
+                raise StoreError(f"no space left on device writing {self.path}: free space or set BENCH_HOME to "
+                                 "a folder with free space") from e
+            if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN) or (code or 0) & 0xFF == sqlite3.SQLITE_READONLY:
+                raise StoreError(f"trial store {self.path} cannot be written ({e}): make its folder writable or "
+                                 "set BENCH_HOME to a writable folder") from e
             raise StoreError(f"trial store {self.path} cannot be opened: {e}: "
                              "move the file away (bench creates a new one) or set BENCH_HOME") from e
         except OSError as e:
@@ -244,6 +286,34 @@ class TrialStore:
                     f"\nDELETE FROM schema_version; INSERT INTO schema_version VALUES ({version + 1});"))
             c.commit()
 
+    def _mark_interrupted(self) -> None:
+        """Trials still ``running`` whose process is gone become ``interrupted``, ending at their last sample,
+        with a summary of the samples they kept (as an aborted run gets)."""
+        with self._lock:
+            rows = self.conn.execute("SELECT id, pid, pid_started FROM trials WHERE status = 'running' "
+                                     "AND pid IS NOT NULL").fetchall()
+        for trial_id, pid, started in rows:
+            if _process_alive(pid, started):
+                continue
+            with self._lock:
+                last = self.conn.execute("SELECT max(absolute_time + latency) FROM samples WHERE trial_id = ?",
+                                         (trial_id,)).fetchone()[0]
+            end = datetime.fromtimestamp(last, timezone.utc) if last is not None else utcnow()
+            try:
+                self._write("UPDATE trials SET status = 'interrupted', error = ?, end_time = ? "
+                            "WHERE id = ? AND status = 'running'",
+                            (f"interrupted: bench (pid {pid}) ended without storing the trial, e.g. killed; "
+                             "samples kept until its end", _ts(end), trial_id))
+                if self.summary(trial_id) is None:
+                    from bench.telemetry import attach_telemetry  # noqa: PLC0415 - telemetry imports the store
+
+                    df = self.samples(trial_id)
+                    summary = attach_telemetry(summarize(df) if not df.empty else None, self.telemetry(trial_id))
+                    if summary is not None:
+                        self.set_summary(trial_id, summary)
+            except StoreError as e:  # e.g. a read-only store: reading it must still work
+                log.warning("could not mark trial %s interrupted: %s", trial_id, e)
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
@@ -263,7 +333,7 @@ class TrialStore:
                 self.conn.commit()
             except sqlite3.Error as e:
                 self.conn.rollback()
-                raise StoreError(f"trial store {self.path}: write failed: {e}") from e
+                raise _write_error(self.path, "write", e) from e
             return cur.rowcount
 
     def _require(self, trial_id: str) -> None:
@@ -364,8 +434,7 @@ class TrialStore:
                 self.conn.commit()
             except sqlite3.Error as e:
                 self.conn.rollback()
-                raise StoreError(f"trial store {self.path}: writing {len(samples)} samples failed: {e}") \
-                    from e
+                raise _write_error(self.path, f"writing {len(samples)} samples", e) from e
 
     def samples(self, trial_id: str) -> pd.DataFrame:
         """All samples of a trial in insertion order; columns are the RequestSample fields."""
@@ -389,7 +458,7 @@ class TrialStore:
                 self.conn.commit()
             except sqlite3.Error as e:
                 self.conn.rollback()
-                raise StoreError(f"trial store {self.path}: writing telemetry failed: {e}") from e
+                raise _write_error(self.path, "writing telemetry", e) from e
 
     def telemetry(self, trial_id: str) -> pd.DataFrame:
         """Columns: timestamp, cluster, node, device, metric, value, raw (parsed JSON or None)."""

@@ -11,7 +11,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bench.errors import BenchError, RaceInterrupted
@@ -22,7 +22,9 @@ from bench.summary import Summary
 
 class SampleBuffer:
     """The coordinator's sink: samples go to the store as they arrive, at most every ``every`` seconds (or
-    sooner when many are pending), so a killed bench loses at most that much. ``flush()`` writes the rest."""
+    sooner when many are pending), so a killed bench loses at most that much. The coordinator also calls it
+    with an empty batch when idle, so pending samples are written on time even when no new batch comes.
+    ``flush()`` writes the rest."""
 
     def __init__(self, store: TrialStore, trial_id: str, *, every: float = 0.5, most: int = 50_000) -> None:
         self._store, self._trial_id, self._every, self._most = store, trial_id, every, most
@@ -59,6 +61,15 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+INTERRUPTIONS = (KeyboardInterrupt, SigtermInterrupt, RaceInterrupted)
+
+
+def _interruption(e: BaseException) -> str:
+    # str(KeyboardInterrupt()) is empty: name the signal ourselves.
+    reason = str(e) or ("SIGTERM" if isinstance(e, SigtermInterrupt) else "Ctrl-C")
+    return f"interrupted ({reason})"
+
+
 @dataclass
 class Outcome:
     """What the block sets as it goes: the summary once it has one (status and error are set on the way out)."""
@@ -66,6 +77,13 @@ class Outcome:
     status: str = "failed"
     error: str | None = None
     summary: Summary | None = None
+    _store: Callable[[], None] | None = field(default=None, repr=False)
+
+    def store_interrupted(self, e: BaseException) -> None:
+        """Store the trial as aborted now, before slow clean-up (stopping nodes) runs after an interruption."""
+        self.status, self.error = "aborted", _interruption(e)
+        if self._store is not None:
+            self._store()
 
 
 @contextmanager
@@ -77,15 +95,28 @@ def recorded_run(store: TrialStore, trial_id: str, what: str,
     summary from what the store holds, for runs that ended before making their own.
     """
     out = Outcome()
+    stored = False
+
+    def store_outcome() -> None:
+        nonlocal stored
+        if stored:
+            return
+        stored = True
+        if out.summary is None:
+            out.summary = stored_summary()
+        if out.summary is not None:
+            store.set_summary(trial_id, out.summary)
+        store.finish_trial(trial_id, out.status, out.error)
+
+    out._store = store_outcome
     try:
         with sigterm_as_interrupt():
             yield out
         out.status = "complete"
-    except (KeyboardInterrupt, SigtermInterrupt, RaceInterrupted) as e:
-        # str(KeyboardInterrupt()) is empty: name the signal ourselves.
-        reason = str(e) or ("SIGTERM" if isinstance(e, SigtermInterrupt) else "Ctrl-C")
-        out.status, out.error = "aborted", f"interrupted ({reason})"
-        raise RaceInterrupted(f"{what} {trial_id} interrupted: stored as aborted with the samples taken so far") \
+    except INTERRUPTIONS as e:
+        if not stored:
+            out.status, out.error = "aborted", _interruption(e)
+        raise RaceInterrupted(f"{what} {trial_id} {out.error}: stored as aborted with the samples taken so far") \
             from None
     except BenchError as e:
         out.error = str(e)
@@ -95,10 +126,6 @@ def recorded_run(store: TrialStore, trial_id: str, what: str,
         raise
     finally:
         try:
-            if out.summary is None:
-                out.summary = stored_summary()
-            if out.summary is not None:
-                store.set_summary(trial_id, out.summary)
-            store.finish_trial(trial_id, out.status, out.error)
+            store_outcome()
         finally:
             store.close()

@@ -55,8 +55,12 @@ def result_from_exception(e: BaseException) -> Result:
 
 async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, source: Iterator[dict[str, Any]],
                      start_at: float, record: Callable[[RequestSample], None], stop: asyncio.Event,
-                     on_failure: Callable[[str], None] | None = None) -> None:
-    """Run one client of ``task`` until its bounds are reached, its source is exhausted, or ``stop``."""
+                     on_failure: Callable[[str], None] | None = None,
+                     on_cancel: Callable[[], None] | None = None) -> None:
+    """Run one client of ``task`` until its bounds are reached, its source is exhausted, or ``stop``.
+
+    A request cancelled in flight (an interruption) is neither a success nor a failure: it is only
+    counted through ``on_cancel``, never recorded."""
     b = Bounds.of(task, start_at)
     rate = task.ops_per_second
     offsets = due_offsets(rate / task.clients if rate else None, task.schedule, seed=client_id)
@@ -99,7 +103,11 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
         t0 = time.monotonic()
         try:
             res = await runner(ctx, params)
-        except (asyncio.CancelledError, ParamError):
+        except asyncio.CancelledError:
+            if on_cancel is not None:
+                on_cancel()
+            raise
+        except ParamError:
             raise  # a bad track parameter stops the race at its first use instead of failing every request
         except Exception as e:  # noqa: BLE001 - every failure of a request is data, not a crash
             res = result_from_exception(e)

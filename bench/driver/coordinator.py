@@ -56,6 +56,7 @@ class Coordinator:
         self._results: Any = None
         self._messages: asyncio.Queue[tuple[Any, ...]] | None = None
         self._interrupt: str | None = None
+        self.cancelled = 0  # in-flight requests cancelled by an interruption (neither successes nor failures)
         self._wake: asyncio.Event | None = None
         self._reader: threading.Thread | None = None
 
@@ -169,6 +170,7 @@ class Coordinator:
         errors: list[str] = []
         failure: str | None = None
         stopping = False
+        cancelling = False
         started = False
         self._stop_requested_at = None
 
@@ -186,8 +188,11 @@ class Coordinator:
                 # Checked on a clock, not only when idle: samples arrive all the time in a busy step.
                 last_check = now
                 self._wake.clear()
-                if self._interrupt and not stopping:
+                if self._interrupt and not cancelling:
+                    cancelling = True
                     stop_all()
+                    for q in self._cmds:  # an interruption does not wait for in-flight requests
+                        q.put(("cancel",))
                 problem = self.health_check() if self.health_check and not stopping else None
                 if problem:
                     errors.append(problem)
@@ -205,6 +210,9 @@ class Coordinator:
                     break
             msg = await self._next_message()
             if msg is None:
+                # An empty batch lets the sink write what it holds on time even when no batch comes for
+                # long (large bulks), so a killed bench loses at most about a second of samples.
+                self.sink([])
                 continue
             kind, wid = msg[0], msg[1]
             if kind == "ready":
@@ -232,6 +240,8 @@ class Coordinator:
             elif kind == "error":
                 errors.append(msg[2])
                 stop_all()
+            elif kind == "cancelled":
+                self.cancelled += msg[2]
             elif kind == "step-done":
                 done.add(wid)
                 self._cmds[wid].put(("end-step",))
@@ -242,7 +252,9 @@ class Coordinator:
         if failure:
             raise RaceError(f"{failure} (--on-error=abort)")
         if self._interrupt:
-            raise RaceInterrupted(self._interrupt)
+            cancelled = (f"; {self.cancelled} in-flight request{'s' if self.cancelled != 1 else ''} cancelled, "
+                         "not counted as samples") if self.cancelled else ""
+            raise RaceInterrupted(self._interrupt + cancelled)
 
     _stop_requested_at: float | None = None
 

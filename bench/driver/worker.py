@@ -1,10 +1,13 @@
 """A load-driver worker process: runs its share of a step's clients on its own asyncio loop.
 
 Protocol (tuples over multiprocessing queues):
-  coordinator -> worker: ("step", StepPlan) | ("go", start_at_monotonic) | ("stop",) | ("end-step",)
-                         | ("shutdown",)
+  coordinator -> worker: ("step", StepPlan) | ("go", start_at_monotonic) | ("stop",) | ("cancel",)
+                         | ("end-step",) | ("shutdown",)
   worker -> coordinator: ("ready", wid) | ("samples", wid, [RequestSample]) | ("task-done", wid, task)
-                         | ("failure", wid, message) | ("error", wid, message) | ("step-done", wid)
+                         | ("failure", wid, message) | ("error", wid, message) | ("cancelled", wid, count)
+                         | ("step-done", wid)
+"stop" lets in-flight requests finish (and records them); "cancel" (an interruption) cancels them, and they
+are counted, never recorded as samples.
 Bulk bodies are prepared between "step" and "ready"; the clock starts only at "go".
 """
 
@@ -12,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import multiprocessing as mp
+import os
 import signal
 import threading
 import time
@@ -23,6 +28,7 @@ from bench.driver.client_loop import run_client
 from bench.driver.params import bulk_source, other_source
 from bench.driver.runners import RUNNERS, Context, with_retries
 from bench.errors import BenchError
+from bench.provision.osuser import pdeathsig_preexec
 from bench.samples import RequestSample
 from bench.track.model import DocumentsSpec, Task
 
@@ -56,7 +62,16 @@ def _raise_nofile_limit() -> None:
         log.warning("could not raise the open-files limit: %s", e)
 
 
+def _die_with_parent() -> None:
+    """A worker outlives a ``kill -9`` of bench otherwise (and keeps sending load): the kernel kills it instead."""
+    pdeathsig_preexec(signal.SIGKILL)()
+    parent = mp.parent_process()
+    if parent is not None and os.getppid() != parent.pid:  # bench died before the prctl: we were reparented
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def worker_main(wid: int, commands: Any, results: Any) -> None:
+    _die_with_parent()
     # Ctrl-C in a terminal reaches the whole process group: the coordinator decides when we stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _raise_nofile_limit()
@@ -68,13 +83,14 @@ def worker_main(wid: int, commands: Any, results: Any) -> None:
             continue  # a late "stop"/"go" of a step that already ended
         loop = asyncio.new_event_loop()
         stop = asyncio.Event()
+        cancel = asyncio.Event()
         go: asyncio.Future[float] = loop.create_future()
         # During a step a thread owns the command queue; it returns at "end-step", which the coordinator
         # sends once it has this worker's "step-done", so the two readers never compete.
-        listener = threading.Thread(target=_listen, args=(commands, loop, stop, go), daemon=True)
+        listener = threading.Thread(target=_listen, args=(commands, loop, stop, cancel, go), daemon=True)
         listener.start()
         try:
-            loop.run_until_complete(_run_step(wid, cmd[1], results, stop, go))
+            loop.run_until_complete(_run_step(wid, cmd[1], results, stop, cancel, go))
         except BenchError as e:
             results.put(("error", wid, str(e)))
         except Exception as e:  # noqa: BLE001 - reported to the coordinator, which fails the race
@@ -87,7 +103,8 @@ def worker_main(wid: int, commands: Any, results: Any) -> None:
             loop.close()
 
 
-def _listen(commands: Any, loop: asyncio.AbstractEventLoop, stop: asyncio.Event, go: asyncio.Future[float]) -> None:
+def _listen(commands: Any, loop: asyncio.AbstractEventLoop, stop: asyncio.Event, cancel: asyncio.Event,
+            go: asyncio.Future[float]) -> None:
     def call(fn: Any) -> None:
         try:
             loop.call_soon_threadsafe(fn)
@@ -98,6 +115,8 @@ def _listen(commands: Any, loop: asyncio.AbstractEventLoop, stop: asyncio.Event,
         cmd = commands.get()
         if cmd[0] == "go":
             call(lambda c=cmd: go.done() or go.set_result(c[1]))
+        elif cmd[0] == "cancel":
+            call(cancel.set)
         elif cmd[0] in ("stop", "end-step", "shutdown"):
             call(stop.set)
             call(lambda: go.done() or go.set_result(time.monotonic()))
@@ -105,7 +124,8 @@ def _listen(commands: Any, loop: asyncio.AbstractEventLoop, stop: asyncio.Event,
                 return
 
 
-async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event, go: asyncio.Future[float]) -> None:
+async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event, cancel: asyncio.Event,
+                    go: asyncio.Future[float]) -> None:
     per_cluster = max(1, len(plan.clients))
     https = {t.name: RawHttp(t, connections=per_cluster) for t in plan.targets}
     gzip_for = {t.name: t.options.http_compress for t in plan.targets}
@@ -147,12 +167,29 @@ async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event,
                     buffer.clear()
                     results.put(("samples", wid, batch))
 
+        cancelled = 0
+
+        def count_cancelled() -> None:
+            nonlocal cancelled
+            cancelled += 1
+
         async def one(task: Task, client_id: int, runner: Any, source: Any) -> None:
-            await run_client(task, client_id, ctx, runner, source, start_at, buffer.append, stop, on_failure)
+            try:
+                await run_client(task, client_id, ctx, runner, source, start_at, buffer.append, stop, on_failure,
+                                 on_cancel=count_cancelled)
+            except asyncio.CancelledError:
+                if not cancel.is_set():
+                    raise
 
         by_task: dict[str, list[asyncio.Task[None]]] = {}
         for task, client_id, runner, source in jobs:
             by_task.setdefault(task.name, []).append(asyncio.create_task(one(task, client_id, runner, source)))
+
+        async def canceller() -> None:
+            await cancel.wait()
+            for ts in by_task.values():
+                for t in ts:
+                    t.cancel()
 
         async def watch(name: str, ts: list[asyncio.Task[None]]) -> None:
             await asyncio.gather(*ts)
@@ -163,10 +200,14 @@ async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event,
             results.put(("task-done", wid, name))
 
         fl = asyncio.create_task(flusher())
+        cn = asyncio.create_task(canceller())
         try:
             await asyncio.gather(*(watch(n, ts) for n, ts in by_task.items()))
         finally:
             fl.cancel()
+            cn.cancel()
+            if cancelled:
+                results.put(("cancelled", wid, cancelled))
             if buffer:
                 results.put(("samples", wid, buffer[:]))
                 buffer.clear()

@@ -3,8 +3,9 @@
 Why it exists: a node must die with bench (even on ``kill -9``), yet ``--keep-cluster`` must be able
 to leave it running after bench exits. The guard reads a JSON launch spec as the first line on
 stdin, starts the node (as the node user, with a parent-death SIGKILL set after the uid switch), and
-then watches stdin: EOF (bench is gone) or SIGTERM stops the node gracefully, then forcibly; the
-line ``detach`` makes it keep the node running on its own. When bench is gone (EOF), nobody else will
+then watches stdin: EOF (bench is gone: the pipe closes the instant bench dies, even on ``kill -9``, so it
+serves as the guard's parent-death notice) stops the node after a 1 s grace, SIGTERM stops it gracefully,
+then forcibly; the line ``detach`` makes it keep the node running on its own. When bench is gone (EOF), nobody else will
 clean up, so the guard also copies the node's logs to the trial and removes the node's folder.
 """
 
@@ -22,9 +23,14 @@ import psutil
 
 from bench.provision.osuser import pdeathsig_preexec
 
+# Bench died: nobody waits for a clean shutdown, and a node left running keeps load and ports busy.
+ORPHAN_GRACE = 1.0
 
-def stop_tree(proc: subprocess.Popen, grace: float) -> None:
-    """SIGTERM the launcher (it shuts the server JVM down), then SIGKILL whatever of the tree is left."""
+
+def stop_tree(proc: subprocess.Popen, grace: float, settle: float | None = None) -> None:
+    """SIGTERM the launcher (it shuts the server JVM down), then SIGKILL whatever of the tree is left.
+
+    ``settle``: how long the rest of the tree may take after the launcher (default: a sixth of the grace)."""
     try:
         tree = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
     except psutil.NoSuchProcess:
@@ -38,7 +44,7 @@ def stop_tree(proc: subprocess.Popen, grace: float) -> None:
         proc.wait(timeout=grace)
     except subprocess.TimeoutExpired:
         pass
-    _, alive = psutil.wait_procs(tree, timeout=max(1.0, grace / 6))
+    _, alive = psutil.wait_procs(tree, timeout=max(1.0, grace / 6) if settle is None else settle)
     for p in alive:
         try:
             p.kill()
@@ -111,7 +117,10 @@ def main() -> int:
     while proc.poll() is None and not stop.wait(0.5):
         pass
     if proc.poll() is None:
-        stop_tree(proc, float(spec.get("grace", 30)))
+        if orphaned.is_set():
+            stop_tree(proc, ORPHAN_GRACE, settle=0.0)
+        else:
+            stop_tree(proc, float(spec.get("grace", 30)))
     if orphaned.is_set() and not detached.is_set():
         clean_up_orphan(spec.get("orphan", {}))
     return proc.returncode if proc.returncode and proc.returncode > 0 else 0
