@@ -4,21 +4,29 @@ The YAML fixtures in tests/data/loadgen are taken from Loadgen's documentation (
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import re
 import shutil
+import time
 import urllib.request
 from collections import Counter
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from rich.console import Console
 
 from bench.cli import main
+from bench.driver.progress import Progress
 from bench.errors import ConfigError
 from bench.loadgen.config import load_plan
+from bench.loadgen.summary import human_bytes
 from bench.loadgen.template import RequestTemplate, substitute_env
 from bench.loadgen.variables import NOT_FOUND, Variables, VariableSpec, go_layout, go_time_string
+from bench.samples import RequestSample
 from bench.store import TrialStore
 
 DATA = Path(__file__).parent / "data" / "loadgen"
@@ -299,3 +307,50 @@ def test_failing_warmup_is_one_line_and_bad_flags(tmp_path, es_target, capsys):
     assert capsys.readouterr().err.strip() == "error: -c: Input should be greater than or equal to 1"
     assert _loadgen("--config", str(tmp_path / "missing.yml")) != 0
     assert "missing.yml not found" in capsys.readouterr().err
+
+
+@pytest.mark.cluster
+def test_compressed_bodies_count_their_gzipped_size_as_sent(tmp_path, es_target, capsys):
+    # Constant bodies, so the bytes that went on the wire are known: gzip (level 1, as sent) of the rendered
+    # body. Before, the samples and "Request Traffic" counted the raw body (~30x more for this bulk).
+    config = tmp_path / "gz.yml"
+    config.write_text(f"""runner:
+  no_warm: true
+requests:
+  - request:
+      method: POST
+      url: http://{es_target}/loadgen-gzip/_bulk
+      body_repeat_times: 200
+      body: |
+        {{"index": {{"_index": "loadgen-gzip"}}}}
+        {{"message": "GET /images/logo.png HTTP/1.1 200 5120 - Mozilla/5.0 (X11; Linux x86_64)", "status": 200}}
+  - request:
+      method: POST
+      url: http://{es_target}/loadgen-gzip/_search
+      body: '{{"query": {{"match": {{"message": "logo logo logo logo logo logo logo logo logo logo"}}}}}}'
+""")
+    bulk, search = (r.template.render().body for r in load_plan(config).requests)
+    wire = {"docs": len(gzip.compress(bulk, compresslevel=1)), "ops": len(gzip.compress(search, compresslevel=1))}
+    assert wire["docs"] * 10 < len(bulk)
+    assert _loadgen("--config", str(config), "-c", "1", "-d", "20", "-l", "4", "--compress") == 0
+    out = capsys.readouterr().out
+    with TrialStore() as store:
+        df = store.samples(store.list_trials(1)[0].id)
+    assert len(df) == 4 and df["success"].all()
+    assert list(df["bytes_sent"]) == [wire[u] for u in df["unit"]]
+    assert f"{human_bytes(2 * wire['docs'] + 2 * wire['ops'])} sent" in out
+
+
+def test_progress_counts_searches_as_requests_and_only_bulk_work_as_docs():
+    out = io.StringIO()
+    progress = Progress(Console(file=out, force_terminal=False, width=200))
+    progress.step_started([SimpleNamespace(name="mixed", time_period=None, warmup_time_period=None)])
+    progress.samples([RequestSample("mixed", "mixed", "loadgen", 0, 0.0, 0.1, 0.1, 0.1, 200, "docs", 10, True,
+                                    None, False, 0),
+                      RequestSample("mixed", "mixed", "loadgen", 0, 0.1, 0.2, 0.1, 0.1, 1, "ops", 10, True,
+                                    None, False, 0)])
+    # Over the last 2 s: 200 docs and one search (before: one rate of 201 units named after the last sample).
+    assert progress._tasks["mixed"].rate(time.monotonic()).startswith("100 docs/s, ")
+    progress.step_ended()
+    line = out.getvalue().strip()
+    assert "mixed: 2 requests, 200 docs in " in line, line  # before: "2 requests, 201 ops"

@@ -23,15 +23,28 @@ class _TaskProgress:
     started: float
     requests: int = 0
     errors: int = 0
-    units: int = 0
-    unit: str = "ops"
+    # Work per unit: a Loadgen task mixes bulks (docs) and searches (ops), which must not add up as docs.
+    units: dict[str, int] = field(default_factory=dict)
     done: bool = False
-    recent: deque[tuple[float, int]] = field(default_factory=deque)  # (arrival, units)
+    recent: deque[tuple[float, str, int]] = field(default_factory=deque)  # (arrival, unit, units)
 
-    def rate(self, now: float) -> float:
+    def add(self, now: float, unit: str, units: int) -> None:
+        self.units[unit] = self.units.get(unit, 0) + units
+        self.recent.append((now, unit, units))
+
+    def rate(self, now: float) -> str:
+        """Work per second over the last 2 s, per unit ("1,200 docs/s, 30 ops/s")."""
         while self.recent and self.recent[0][0] < now - 2.0:
             self.recent.popleft()
-        return sum(u for _, u in self.recent) / 2.0
+        per: dict[str, float] = {u: 0.0 for u in self.units}
+        for _, unit, units in self.recent:
+            per[unit] += units / 2.0
+        return ", ".join(f"{v:,.0f} {u}/s" for u, v in per.items()) or "0 ops/s"
+
+    def work(self) -> str:
+        """Requests, and docs only where there was bulk work (a search's unit is the request itself)."""
+        extra = "".join(f", {n:,} {u}" for u, n in self.units.items() if u != "ops")
+        return f"{self.requests:,} requests{extra}"
 
     def planned(self) -> float | None:
         t = self.task
@@ -70,9 +83,7 @@ class Progress(StepListener):
                 continue
             tp.requests += 1
             tp.errors += 0 if s.success else 1
-            tp.units += s.units
-            tp.unit = s.unit
-            tp.recent.append((now, s.units))
+            tp.add(now, s.unit, s.units)
         if not self.enabled:
             return
         if self._live is not None:
@@ -81,8 +92,8 @@ class Progress(StepListener):
             self._last_plain = now
             for name, tp in self._tasks.items():
                 if not tp.done:
-                    self.console.print(f"  {name}: {now - tp.started:.0f} s, {tp.rate(now):,.0f} {tp.unit}/s, "
-                                       f"{tp.requests} requests, {tp.errors} errors")
+                    self.console.print(f"  {name}: {now - tp.started:.0f} s, {tp.rate(now)}, "
+                                       f"{tp.work()}, {tp.errors} errors")
 
     def task_done(self, task: str) -> None:
         if task in self._tasks:
@@ -97,8 +108,7 @@ class Progress(StepListener):
         now = time.monotonic()
         for name, tp in self._tasks.items():
             err = f", [red]{tp.errors} errors[/red]" if tp.errors else ""
-            self.console.print(f"[green]done[/green] {name}: {tp.requests} requests, {tp.units:,} {tp.unit} "
-                               f"in {now - tp.started:.1f} s{err}")
+            self.console.print(f"[green]done[/green] {name}: {tp.work()} in {now - tp.started:.1f} s{err}")
 
     def _table(self) -> Table:
         now = time.monotonic()
@@ -109,6 +119,6 @@ class Progress(StepListener):
             el = now - tp.started
             planned = tp.planned()
             rem = "done" if tp.done else (f"{max(0.0, planned - el):.0f} s" if planned else "-")
-            t.add_row(name, f"{el:.0f} s", rem, f"{tp.rate(now):,.0f} {tp.unit}/s", f"{tp.requests:,}",
+            t.add_row(name, f"{el:.0f} s", rem, tp.rate(now), f"{tp.requests:,}",
                       f"[red]{tp.errors:,}[/red]" if tp.errors else "0")
         return t

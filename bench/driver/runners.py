@@ -131,11 +131,12 @@ async def loadgen_request(ctx: Context, p: dict[str, Any]) -> Result:
     """A rendered Loadgen request (bench.loadgen): any method/path/headers; HTTP >= 400 is an error."""
     r = p["request"]
     wire = p.get("wire", r.body)
+    sent = len(wire or b"")  # what went on the wire: the gzipped size under --compress
     status, raw = await ctx.cluster(p).send(r.method, r.url, wire or None, headers=r.headers,
                                             gzipped=p.get("gzipped", False))
     units, unit = (r.docs, "docs") if r.docs else (1, "ops")
     if status >= 400:
-        res = _raw_fail(status, raw, bytes_sent=len(r.body))
+        res = _raw_fail(status, raw, bytes_sent=sent)
         res.units, res.unit = units, unit
         return res
     check = p.get("check")
@@ -143,12 +144,12 @@ async def loadgen_request(ctx: Context, p: dict[str, Any]) -> Result:
         from bench.loadgen.conditions import Response
 
         if not check(Response(status, raw)):  # Loadgen's "invalid": answered, but not as asserted
-            return Result(units=units, unit=unit, bytes_sent=len(r.body), bytes_received=len(raw), status=status,
+            return Result(units=units, unit=unit, bytes_sent=sent, bytes_received=len(raw), status=status,
                           success=False, error_type="assert-failed", failed_units=units if r.docs else 0,
                           detail=f"{r.method} {r.url.split('?')[0]}: the response failed its assert")
     if r.docs and b'"errors":true' in raw[:200]:
-        return _bulk_result(raw, status, docs=units, bytes_sent=len(r.body))
-    return Result(units=units, unit=unit, bytes_sent=len(r.body), bytes_received=len(raw), status=status)
+        return _bulk_result(raw, status, docs=units, bytes_sent=sent)
+    return Result(units=units, unit=unit, bytes_sent=sent, bytes_received=len(raw), status=status)
 
 
 def _indices_for(ctx: Context, p: dict[str, Any]) -> list[str]:

@@ -2,8 +2,8 @@
 latency percentiles Loadgen does not print.
 
 Definitions (Loadgen's where it has them): requests/s and transfer/s over the measured duration (first
-scheduled start to last completion); "Request Traffic" is request body bytes (uncompressed), "Total
-Transfer" adds response bytes; Avg/Fastest/Slowest are service times. "Number of Errors" counts requests
+scheduled start to last completion); "Request Traffic" is request body bytes as sent (gzipped under
+``--compress``), "Total Transfer" adds response bytes; Avg/Fastest/Slowest are service times. "Number of Errors" counts requests
 that got no HTTP answer (connection errors, timeouts); "Number of Invalid" counts answers bench judges
 failed (HTTP >= 400, bulk item failures) — bench's stand-in for Loadgen's assertions.
 """
