@@ -449,3 +449,45 @@ def test_declared_but_unused_unsupported_operation_is_tolerated(tmp_path):
         "schedule": [{"operation": "nap"}]}))
     track = load_track(tmp_path, {})
     assert [t.operation.name for t in track.challenges[0].tasks()] == ["nap"]
+
+
+_UNDEF_TRACK = """{%% import "rally.helpers" as rally with context %%}
+{
+  "version": 2,
+  "indices": [{"name": "%s"}],
+  "operations": [
+    {{ rally.collect(parts="operations/*.json") }}
+  ],
+  "schedule": [{"operation": "bulk"}]
+}
+"""
+_BULK_OP = '{"name": "bulk", "operation-type": "search", "body": {"size": %s}}'
+
+
+@pytest.mark.parametrize(
+    "index, files, where",
+    [
+        # A string position used to load silently as ''.
+        ("{{ y }}", {"operations/a.json": _BULK_OP % "1"}, r"t/track.json:4: .*'y' is undefined"),
+        # A number position used to end as a JSON error at the rendered line, naming nothing.
+        ("i", {"operations/a.json": "{\"name\": \"c\", \"operation-type\": \"search\"}",
+               "operations/b.json": '\n\n' + _BULK_OP % "{{ x }}"}, r"t/operations/b.json:3: .*'x' is undefined"),
+        ("i", {"operations/a.json": '{% include "inc/op.json" %}',
+               "inc/op.json": '\n' + _BULK_OP % "{{ z | int }}"}, r"t/inc/op.json:2: .*'z' is undefined"),
+    ],
+)
+def test_undefined_template_variable_is_named_with_file_and_line(tmp_path, index, files, where):
+    write_track(tmp_path / "t", _UNDEF_TRACK % index, files)
+    with pytest.raises(TrackError, match=where) as e:
+        load_track(tmp_path / "t", {})
+    assert "\n" not in str(e.value) and "--track-params" in str(e.value)
+
+
+def test_undefined_variables_with_default_or_defined_checks_still_render(tmp_path):
+    op = ('{"name": "bulk", "operation-type": "search", "body": {"size": {{ bs | default(7) }}}'
+          '{% if extra is defined %}, "x": {{ extra | tojson }}{% endif %}'
+          '{% if flag %}, "y": 1{% endif %}{{ rally.exists_set_param("z", nothere) }}}')
+    write_track(tmp_path / "t", _UNDEF_TRACK % "{{ name | default('idx') }}", {"operations/a.json": op})
+    track = load_track(tmp_path / "t", {})
+    assert track.indices[0].name == "idx"
+    assert track.challenges[0].tasks()[0].operation.params == {"body": {"size": 7}}

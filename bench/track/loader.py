@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -108,12 +109,31 @@ def _syntax_error(e: jinja2.TemplateSyntaxError, root: Path) -> TrackError:
     return TrackError(f"{where}:{e.lineno}: Jinja2 syntax error: {e.message}")
 
 
+def _undefined_error(e: jinja2.UndefinedError, root: Path, rel: str, source: str) -> TrackError:
+    """One line naming the variable and the file and line using it (the innermost template frame of the
+    traceback: Jinja2 maps its frames to template files and lines)."""
+    where = f"{root / rel}"
+    for frame in reversed(traceback.extract_tb(e.__traceback__)):
+        if frame.filename == str(root / rel) and frame.lineno:
+            file, line = rally_helpers.source_line(source, str(root / rel), frame.lineno)
+            where = f"{file}:{line}"
+            break
+        if frame.filename.startswith(str(root)) and frame.lineno and Path(frame.filename).is_file():
+            where = f"{frame.filename}:{frame.lineno}"
+            break
+    return TrackError(f"{where}: undefined template variable: {e.message}; pass it with "
+                      f"--track-params or give it a default (e.g. {{{{ name | default(...) }}}})")
+
+
 def _render(env: jinja2.Environment, root: Path, rel: str, source: str) -> str:
     try:
-        return env.from_string(source).render()
+        code = env.compile(source, rel, str(root / rel))
+        return env.template_class.from_code(env, code, env.globals).render()
+    except jinja2.UndefinedError as e:
+        raise _undefined_error(e, root, rel, source) from None
     except jinja2.TemplateSyntaxError as e:
-        if e.filename is None:
-            e.filename = f"{root / rel} (after inlining rally.collect parts)"
+        if e.filename in (None, str(root / rel)):
+            e.filename, e.lineno = rally_helpers.source_line(source, str(root / rel), e.lineno)
         raise _syntax_error(e, root) from None
     except jinja2.TemplateNotFound as e:
         raise TrackError(f"{root / rel}: included template '{e.name}' not found in {root}") from None

@@ -66,6 +66,15 @@ def relative_glob(root: Path, pattern: str) -> list[str]:
     return sorted(str(Path(p).relative_to(root)) for p in _glob.glob(str(root / pattern)))
 
 
+class TrackUndefined(jinja2.StrictUndefined):
+    """An undefined variable fails where its value is used (printed, iterated, compared), so a missing
+    track parameter is named instead of rendering as '' or as broken JSON; ``default()``, ``is defined``
+    and a plain truth test (``{% if x %}``, common in Rally tracks) still treat it as absent."""
+
+    def __bool__(self) -> bool:
+        return False
+
+
 def make_environment(
     root: Path, params: dict[str, Any] | None = None, *, now: float | None = None
 ) -> jinja2.Environment:
@@ -75,6 +84,7 @@ def make_environment(
             [jinja2.DictLoader({HELPERS_NAME: HELPERS}), jinja2.FileSystemLoader(str(root))]
         ),
         keep_trailing_newline=True,
+        undefined=TrackUndefined,
     )
     for k, v in (params or {}).items():
         env.globals[k] = v
@@ -96,9 +106,36 @@ def assemble(root: Path, source: str, base: Path | None = None) -> str:
         pattern = m.group(1)
         files = sorted(_glob.glob(str(base / pattern)))
         texts = [assemble(root, Path(f).read_text(encoding="utf-8"), Path(f).parent) for f in files]
-        return ",\n".join(texts)
+        # Each part is wrapped in Jinja2 comments (they render to nothing) naming its file and the line its
+        # text starts on, so a render error's line in the assembled text can be traced back (source_line).
+        return "".join(_MARK_BEGIN.format(file=f, first=1 if i == 0 else 0) + ("" if i == 0 else ",\n") + t
+                       + _MARK_END for i, (f, t) in enumerate(zip(files, texts)))
 
     return COLLECT_RE.sub(repl, source)
+
+
+_MARK_BEGIN = "{{# bench-part {first} {file} #}}"
+_MARK_END = "{# bench-part-end #}"
+_MARK_RE = re.compile(r"\{# bench-part (?:(\d) (.*?)|-end) #\}")
+
+
+def source_line(assembled: str, file: str, line: int) -> tuple[str, int]:
+    """The file and line that line ``line`` of ``assemble``'s output came from."""
+    stack = [[file, 1]]
+    at = 1  # the assembled line the text from pos starts on
+    pos = 0
+    for m in [*_MARK_RE.finditer(assembled), None]:
+        newlines = assembled[pos:m.start() if m else len(assembled)].count("\n")
+        if at + newlines >= line or m is None:
+            return stack[-1][0], int(stack[-1][1]) + line - at
+        at += newlines
+        stack[-1][1] += newlines
+        if m.group(2) is not None:
+            stack.append([m.group(2), int(m.group(1))])
+        elif len(stack) > 1:
+            stack.pop()
+        pos = m.end()
+    return file, line
 
 
 def _collect_patterns(ast: nodes.Template) -> list[str]:
