@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from bench import redact
 from bench.errors import ClusterError, ConfigError
@@ -85,6 +85,21 @@ class ClusterTarget(BaseModel):
     hosts: list[str]
     options: ClientOptions = Field(default_factory=ClientOptions)
 
+    @model_validator(mode="after")
+    def _one_scheme(self) -> "ClusterTarget":
+        # use_ssl:true with an explicit http:// host is a contradiction; sending plain HTTP there would
+        # quietly downgrade what the user asked for, so it is refused (ConfigError passes through pydantic).
+        plain = [h for h in self.hosts if h.startswith("http://")]
+        if self.options.use_ssl and plain:
+            raise ConfigError(f"--target-hosts: {plain[0]} is plain HTTP but --client-options has use_ssl:true: "
+                              f"write the host as https://... (or without a scheme), or drop use_ssl")
+        return self
+
+    @property
+    def tls(self) -> bool:
+        """TLS for this cluster: use_ssl, or any host given as https:// (which always means TLS)."""
+        return self.options.use_ssl or any(h.startswith("https://") for h in self.hosts)
+
     def urls(self) -> list[str]:
         scheme = "https" if self.options.use_ssl else "http"
         return [h if "://" in h else f"{scheme}://{h}" for h in self.hosts]
@@ -122,9 +137,11 @@ def parse_target_hosts(spec: str) -> dict[str, list[str]]:
     return out
 
 
-def ssl_context(opts: ClientOptions) -> ssl.SSLContext | None:
-    if not opts.use_ssl:
+def ssl_context(target: ClusterTarget) -> ssl.SSLContext | None:
+    """The TLS context for a cluster (verifying, unless verify_certs:false), or None for plain HTTP."""
+    if not target.tls:
         return None
+    opts = target.options
     ctx = ssl.create_default_context(cafile=str(opts.ca_certs) if opts.ca_certs else None)
     if not opts.verify_certs:
         ctx.check_hostname = False
@@ -146,7 +163,7 @@ def es_client(target: ClusterTarget, *, connections: int = 8) -> Any:
         retry_on_timeout=False,
         max_retries=0,
     )
-    ctx = ssl_context(o)
+    ctx = ssl_context(target)
     if ctx is not None:
         kw["ssl_context"] = ctx
     if o.api_key is not None:
@@ -167,7 +184,7 @@ class RawHttp:
         auth = target.options.auth_header()
         if auth:
             self._headers["Authorization"] = auth
-        self._ssl = ssl_context(target.options)
+        self._ssl = ssl_context(target)
         self._timeout = aiohttp.ClientTimeout(total=target.options.timeout)
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None

@@ -4,6 +4,7 @@ created — a trial stored as failed."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import socket
@@ -315,3 +316,48 @@ def test_target_that_is_not_elasticsearch(bad_checksum_repo: str, capsys: pytest
     assert rc != 0
     one_line_error(err, f"http://{host_port}", "404", "_nodes")
     assert only_trial().status == "failed"
+
+
+def test_https_target_host_verifies_the_certificate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An https:// host means TLS with verification, with or without use_ssl."""
+    from tests.tls_server import tls_es_server
+
+    track = write_track(tmp_path / "health", json.dumps({
+        "version": 2, "schedule": [{"operation": {"name": "health", "operation-type": "cluster-health"}}]}))
+    with tls_es_server(tmp_path / "tls") as (host_port, cert):
+        url = f"https://{host_port}"
+        rc, _, err = run(capsys, f"--track-path={track}", f"--target-hosts={url}")
+        assert rc != 0
+        one_line_error(err, "TLS certificate verification failed", url, "ca_certs")
+
+        for options in (f"ca_certs:{cert}", "verify_certs:false"):
+            rc, out, err = run(capsys, f"--track-path={track}", f"--target-hosts={url}", f"--client-options={options}")
+            assert "Traceback" not in err and "TLS" not in err
+            assert f"elasticsearch 8.19.21, 1 node(s) at {url}" in out
+            assert rc == 0, err
+
+        # An explicit http:// host with use_ssl:true is a contradiction, refused before anything is sent.
+        rc, _, err = run(capsys, f"--track-path={track}", f"--target-hosts=http://{host_port}",
+                         "--client-options=use_ssl:true")
+        assert rc != 0
+        one_line_error(err, f"http://{host_port}", "use_ssl:true", "https://")
+
+
+def test_https_target_host_bulk_path_verifies_the_certificate(tmp_path: Path) -> None:
+    """The bulk HTTP/1.1 pools (not aiohttp) take the same verifying TLS context for an https:// host."""
+    import ssl
+
+    from bench.client import ClusterTarget, RawHttp, parse_client_options
+    from tests.tls_server import tls_es_server
+
+    async def bulk(target: ClusterTarget) -> tuple[int, bytes]:
+        async with RawHttp(target, connections=1) as http:
+            return await http.post("/_bulk", b'{"index":{}}\n{"a":1}\n')
+
+    with tls_es_server(tmp_path / "tls") as (host_port, cert):
+        hosts = [f"https://{host_port}"]
+        with pytest.raises(ssl.SSLCertVerificationError):
+            asyncio.run(asyncio.wait_for(bulk(ClusterTarget(hosts=hosts)), 20))
+        status, _ = asyncio.run(asyncio.wait_for(
+            bulk(ClusterTarget(hosts=hosts, options=parse_client_options({"ca_certs": str(cert)}))), 20))
+        assert status == 200
