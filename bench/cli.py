@@ -18,7 +18,7 @@ from rich.console import Console
 
 from bench import __version__, redact
 from bench.errors import BenchError, ConfigError
-from bench.home import bench_home
+from bench.home import STORAGE_ERRNOS, bench_home, bench_home_path, storage_error
 
 log = logging.getLogger("bench")
 
@@ -100,6 +100,10 @@ def _parser() -> argparse.ArgumentParser:
     sh = sub.add_parser("show", help="print the summary of a stored trial")
     sh.add_argument("trial", help="trial id or unique prefix")
     sh.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
+
+    st = sub.add_parser("stop", help="stop the nodes a --keep-cluster race left running, keep their logs, "
+                                      "delete their folders")
+    st.add_argument("trial", help="trial id or unique prefix")
 
     from bench.cloud.cli import add_cloud_parser
 
@@ -246,11 +250,29 @@ def _show(a: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _stop(a: argparse.Namespace, console: Console) -> int:
+    from bench.home import trials_dir
+    from bench.provision.stop import stop_trial
+    from bench.store import TrialStore
+
+    with TrialStore() as store:
+        trial = store.get_trial(a.trial)
+    for line in stop_trial(trial.id, trials_dir() / trial.id):
+        console.print(line, highlight=False, markup=False)
+    return 0
+
+
 def _setup_logging() -> Path:
-    logs = bench_home() / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    path = logs / "bench.log"
-    handler = logging.FileHandler(path)
+    home = bench_home()
+    path = home / "logs" / "bench.log"
+    # A log file that later cannot be written (disk full) must not print a traceback per record; the
+    # failure that matters reaches the user through the code that hit it.
+    logging.raiseExceptions = False
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path)
+    except OSError as e:
+        raise storage_error(home, e) from None
     handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.setLevel(logging.INFO)
@@ -279,18 +301,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_cloud(args, console)
         if args.command == "show":
             return _show(args, console)
+        if args.command == "stop":
+            return _stop(args, console)
         if args.command in ("compare", "report", "experiment"):
             from bench.reporting.commands import run_report_command
 
             return run_report_command(args, console)
         raise ConfigError(f"unknown command {args.command}")
     except BenchError as e:
-        log.error("%s", e)
+        if logging.getLogger().handlers:  # else logging's last-resort handler would print the line twice
+            log.error("%s", e)
         err.print(f"error: {redact.redact_text(str(e))}", highlight=False, markup=False, style="red")
         return e.exit_code
     except KeyboardInterrupt:
         err.print("[bold red]interrupted[/bold red]")
         return 130
+    except OSError as e:
+        # A read-only or full disk under any code path is the user's to fix, not a bug to show a traceback for.
+        if e.errno not in STORAGE_ERRNOS:
+            raise
+        msg = str(storage_error(e.filename or bench_home_path(), e, "path"))
+        err.print(f"error: {msg}", highlight=False, markup=False, style="red")
+        return 1
 
 
 if __name__ == "__main__":

@@ -2,13 +2,41 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
+from bench.errors import BenchError
+
+# Errors that mean "this place cannot take bench's files", as opposed to a bug in bench.
+STORAGE_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT})
+
+
+def storage_error(path: Path | str, e: OSError, what: str = "bench home") -> BenchError:
+    """One line naming the path, what is wrong with it and what to do."""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return BenchError(f"no space left on device writing {e.filename or path}: free space or set BENCH_HOME "
+                          "to a folder with free space")
+    if e.errno == errno.EROFS:
+        problem = f"{what} {path} is read-only"
+    elif e.errno in (errno.EACCES, errno.EPERM):
+        problem = f"{what} {path} is not writable (permission denied on {e.filename or path})"
+    else:
+        problem = f"{what} {path} cannot be written ({e.strerror or e})"
+    return BenchError(f"{problem}: make it writable or set BENCH_HOME to a writable folder")
+
+
+def bench_home_path() -> Path:
+    """$BENCH_HOME without creating it."""
+    return Path(os.environ.get("BENCH_HOME") or Path.home() / ".bench").expanduser()
+
 
 def bench_home() -> Path:
-    home = Path(os.environ.get("BENCH_HOME") or Path.home() / ".bench").expanduser()
-    home.mkdir(parents=True, exist_ok=True)
+    home = bench_home_path()
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise storage_error(home, e) from None
     return home
 
 
@@ -21,7 +49,10 @@ def cache_home() -> Path:
     if not cache:
         return bench_home()
     p = Path(cache).expanduser()
-    p.mkdir(parents=True, exist_ok=True)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise storage_error(p, e, "BENCH_CACHE") from None
     return p
 
 
@@ -46,7 +77,10 @@ def db_path() -> Path:
 
 def _sub(name: str, base: Path | None = None) -> Path:
     p = (base or bench_home()) / name
-    p.mkdir(parents=True, exist_ok=True)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise storage_error(p, e, "folder") from None
     return p
 
 

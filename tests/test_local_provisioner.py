@@ -23,6 +23,7 @@ import pytest
 from bench.errors import ConfigError, ProvisionError
 from bench.provision.local import LocalProvisioner, _Node
 from bench.provision.model import ClusterSpec, NodeInfo
+from bench.provision.stop import read_kept, stop_trial
 from tests.esnode import default_cache, running_cluster, use_test_homes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
@@ -120,17 +121,20 @@ def test_two_clusters_security_and_keep(tmp_path: Path, caplog: pytest.LogCaptur
 
         messages = prov.stop_all(keep=True)
         guard_pids = [n.guard_pid for n in leader.nodes + follower.nodes]
-        assert len(messages) == 3 and all(f"kill -TERM {pid}" in " ".join(messages) for pid in guard_pids)
+        assert len(messages) == 3 and all("stop it with: bench stop two" in m for m in messages)
+        kept = read_kept(trial)
+        assert kept is not None and sorted(n.guard.pid for n in kept.nodes if n.guard) == sorted(guard_pids)
         assert _get(follower.hosts[0] + "/_cluster/health")[0] == 200  # still running
         jvms = [p.pid for ps in prov.processes().values() for p in ps]
         assert len(jvms) == 6
     finally:
         prov.stop_all()  # no-op after keep; the kept nodes are stopped by hand below
-    for pid in guard_pids:
-        os.kill(pid, signal.SIGTERM)
+    folders = [n.home.parent for n in leader.nodes + follower.nodes]
+    assert all(f.is_dir() for f in folders)
+    lines = stop_trial("two", trial)  # what 'bench stop' does
+    assert len(lines) == 3 and all(line.startswith("stopped node") for line in lines), lines
     assert _gone(jvms + guard_pids, 60)
-    for n in leader.nodes + follower.nodes:  # kept nodes keep their files; this test removes them
-        shutil.rmtree(n.home.parent.parent.parent, ignore_errors=True)
+    assert not any(f.exists() for f in folders) and read_kept(trial) is None
 
     # The generated password never reaches logging or the node logs kept with the trial.
     assert password not in caplog.text

@@ -34,10 +34,10 @@ from bench.errors import ConfigError, ProvisionError
 from bench.provision import ports as portalloc
 from bench.provision.car import CarConfig, load_car
 from bench.provision.distribution import obtain_distribution
-from bench.provision.guard import copy_path
 from bench.provision.java import resolve_java_home
 from bench.provision.model import ENGINES, ClusterInfo, ClusterSpec, EngineLayout, NodeInfo
 from bench.provision.osuser import NodeUser, chown_tree, make_traversable, node_user, popen_user_kwargs
+from bench.provision.stop import KeptNode, keep_logs, process_record, record_kept
 from bench.redact import redact_text, register_secret
 
 log = logging.getLogger(__name__)
@@ -367,14 +367,24 @@ class LocalProvisioner:
                 continue
             if keep and node.guard is not None and node.guard.poll() is None:
                 _send(node.guard, "detach")
-                self._copy_logs(node)
+                messages += self._copy_logs(node)
                 node.stopped = True
+                url = f"http://{node.info.host}:{node.info.http_port}"
+                # What 'bench stop' needs to find and stop the node later, and what to keep of it.
+                procs = [process_record(p) for p in [psutil.Process(node.guard.pid), *_node_processes(node)]]
+                how = f"bench stop {self.trial_id}"
+                try:
+                    record_kept(self.trial_dir, KeptNode(
+                        cluster=cluster.info.name, node=node.info.name, url=url, guard=procs[0],
+                        processes=[r for r in procs[1:] if r is not None], folder=str(node.base),
+                        copies=self._log_copies(node), grace=STOP_GRACE))
+                except OSError as e:
+                    how = f"kill -TERM {node.guard.pid} and delete {node.base} ({e.strerror}: bench stop cannot)"
                 messages.append(f"kept node {node.info.name} of cluster {cluster.info.name} running at "
-                                f"http://{node.info.host}:{node.info.http_port} (files in {node.base}); "
-                                f"stop it with: kill -TERM {node.guard.pid}")
+                                f"{url} (files in {node.base}); stop it with: {how}")
                 continue
             self._stop_node(node)
-            self._copy_logs(node)
+            messages += self._copy_logs(node)
             if not keep:
                 shutil.rmtree(node.base, ignore_errors=True)
             node.stopped = True
@@ -411,9 +421,8 @@ class LocalProvisioner:
         target = self.trial_dir / "logs" / node.cluster / node.info.name
         return [(str(node.info.log_dir), str(target)), (str(node.base / "guard.log"), str(target / "guard.log"))]
 
-    def _copy_logs(self, node: _Node) -> None:
-        for src, dst in self._log_copies(node):
-            copy_path(src, dst)
+    def _copy_logs(self, node: _Node) -> list[str]:
+        return keep_logs(node.info.name, self._log_copies(node))
 
 
 # -- helpers ----------------------------------------------------------------------------------------------
