@@ -133,3 +133,18 @@ def test_rows_of_a_task_with_errors_never_read_as_a_plain_verdict():
     assert "**regression** (task had errors: 4 failed)" in md
     rec = next(r for r in json.loads(render_comparison(cmp, "json"))["rows"] if r["metric"] == "Mean Throughput")
     assert rec["task_failed_requests"] == 4
+
+
+def test_report_templates_name_the_errors_of_a_row_only_one_side_has():
+    from bench.reporting.context import compare_context
+    from bench.reporting.render import render_template
+
+    base = _trial(1, 1000, 10)
+    broken = _trial(2, 1000, 10)
+    broken.summary.tasks[0] = TaskSummary(task="index", operation_type="bulk", unit="docs", requests=10,
+                                          failed_requests=10, error_rate=1.0)
+    cmp = compare(_side("base", [base]), [_side("cand", [broken])])
+    assert {"metric": "Mean Throughput", "task": "index", "sides": ["base"], "task_failed": 10} in cmp.only_in
+    for fmt in ("markdown", "html"):
+        text = render_template(dict(compare_context(cmp), plots=[], plotly_js="", png_files=[]), fmt)
+        assert "Mean Throughput (index) (task had errors: 10 failed)" in text, fmt
