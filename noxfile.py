@@ -29,6 +29,9 @@ def _system_packages(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
     _system_packages(session)
+    # Only the project's declared dependencies: no user site-packages (tests/conftest.py also refuses a venv
+    # that sees the base interpreter's).
+    session.env["PYTHONNOUSERSITE"] = "1"
     session.install("-e", ".[test]")
     session.run("pytest", "-q", "-ra", "--durations=25", *session.posargs)
 

@@ -4,6 +4,7 @@ stay cached in BENCH_CACHE; tests that only need *a* cluster share one real Elas
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,15 @@ import pytest
 
 from bench.provision.model import ClusterInfo
 from tests.esnode import default_cache, start_cluster
+from tests.isolation import leaked
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Under nox (so in CI) the suite must see only the project's declared dependencies: a venv that also
+    # sees the base interpreter's packages passes here and fails on a fresh machine.
+    if os.environ.get("NOX_CURRENT_SESSION") and leaked(sys.path):
+        pytest.exit(f"the test environment sees the base interpreter's site-packages {sorted(leaked(sys.path))}: "
+                    f"make the nox venv without system site-packages", returncode=3)
 
 
 @pytest.fixture(autouse=True)

@@ -36,6 +36,7 @@ from bench.provision.java import resolve_java_home
 from bench.provision.model import ENGINES
 from bench.redact import register_secret
 from bench.store import TrialStore
+from tests.isolation import leaked
 from tests.netns import NetnsLab, inside, serve_directory, unavailable_reason
 
 _REASON = unavailable_reason()
@@ -198,7 +199,10 @@ def test_driver_host_over_ssh_runs_race_and_copies_trial_back(ccr_lab: CcrLab, t
             got = drive_on_host(opts, dep, host, Console(stderr=True), offline=True, boot_timeout=120,
                                 node_log_hosts=node_hosts)
             _, out, _ = host.run(f"{host.venv}/bin/bench --version")
+            _, path, _ = host.run(f"{host.venv}/bin/python -c 'import json, sys; print(json.dumps(sys.path))'")
         assert got == trial_id
+        # The driver venv borrows this test environment only, never the base interpreter's packages.
+        assert not leaked(json.loads(path)), path
         assert out.split()[-1] == bench.__version__  # the orchestrator's version
         assert (tmp_path / "known_hosts").read_text().startswith(addr)
         with TrialStore() as store:

@@ -179,6 +179,30 @@ def pack_checkout(dest: Path) -> Path:
     return archive
 
 
+# Run by the venv's python: a .pth file listing the given interpreter's site-packages (argv[1], one a line).
+_LINK_SITE = ("import sys, sysconfig; open(sysconfig.get_path('purelib') + '/bench-offline-site.pth', 'w')"
+              ".write(sys.argv[1])")
+_SITE_DIRS = "import site; print(*site.getsitepackages(), sep=chr(10))"
+
+
+def install_command(python: str, venv: str, src: str, *, system_site_packages: bool = False,
+                    offline: bool = False) -> str:
+    """The shell command that makes ``venv`` from ``python`` and installs the checkout at ``src`` into it.
+
+    offline: a venv without pip whose only extra path is ``python``'s own site-packages (a .pth file), so
+    a venv ``python`` (the test session's) lends exactly what it declares; --system-site-packages would
+    instead expose the base interpreter behind it, whatever that happens to have installed."""
+    py = shlex.quote(python)
+    if not offline:
+        flags = " --system-site-packages" if system_site_packages else ""
+        return (f"{py} -m venv{flags} {venv} && {venv}/bin/python -m pip install -q --disable-pip-version-check "
+                f"-e {src}")
+    return (f"{py} -m venv --without-pip {venv} && "
+            f"{venv}/bin/python -c {shlex.quote(_LINK_SITE)} \"$({py} -c {shlex.quote(_SITE_DIRS)})\" && "
+            f"{venv}/bin/python -m pip install -q --disable-pip-version-check --no-index --no-build-isolation "
+            f"--no-deps -e {src}")
+
+
 class DriverHost(RemoteHost):
     """The load driver: a RemoteHost that gets bench installed and runs races."""
 
@@ -192,16 +216,15 @@ class DriverHost(RemoteHost):
     def install_bench(self, system_site_packages: bool = False, offline: bool = False, timeout: float = 900) -> str:
         """Install this checkout (editable, so bench finds its tracks and car configs beside the package) into
         ~/bench-venv on the driver; returns the remote version string. offline: no package index at all —
-        the build tools and every dependency must come from the driver's system site-packages."""
+        pip, the build tools and every dependency come from the site-packages of the interpreter ``python``
+        names (which may itself be a venv), never from its base interpreter's."""
         with tempfile.TemporaryDirectory() as tmp:
             archive = pack_checkout(Path(tmp))
             self.run(f"rm -rf {self.src} && mkdir -p {self.src}")
             self.put(archive, f"{self.src}.tar.gz")
         self.run(f"tar -xzf {self.src}.tar.gz -C {self.src} && rm {self.src}.tar.gz")
-        venv_flags = " --system-site-packages" if system_site_packages or offline else ""
-        pip_flags = " --no-index --no-build-isolation --no-deps" if offline else ""
-        self.run(f"{shlex.quote(self.python)} -m venv{venv_flags} {self.venv} && {self.venv}/bin/python -m pip install -q "
-                 f"--disable-pip-version-check{pip_flags} -e {self.src}", timeout=timeout)
+        self.run(install_command(self.python, self.venv, self.src, system_site_packages=system_site_packages,
+                                 offline=offline), timeout=timeout)
         _, out, _ = self.run(f"{self.venv}/bin/bench --version")
         version = out.strip().split()[-1]
         if version != bench.__version__:
