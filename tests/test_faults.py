@@ -5,6 +5,7 @@ the right exit code, the trial stored with the right status and the samples take
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import secrets
@@ -13,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -433,8 +435,22 @@ def test_ctrl_c_mid_bulk_cancels_large_bulks(tmp_path: Path, race: list[RaceProc
     r = start_race(race, home, "--track=nginx", "--challenge=index-only", "--car=defaults,512mheap",
                    "--track-params=doc_count:400000,bulk_size:20000,bulk_indexing_clients:2")
     trial_id = r.wait_trial()
-    r.wait_measuring(300)  # create-index done: the first bulks are being sent
-    time.sleep(1.5)
+    r.wait_measuring(300)  # create-index done
+    # Interrupt only once the cluster itself reports a bulk in flight: before that, the clients may still be
+    # reading the corpus, and a Ctrl-C then rightly cancels no request.
+    address = re.compile(r"1 node\(s\) at (http://127\.0\.0\.1:\d+)")
+    r.wait_for("the cluster's address", lambda: address.search(r.stdout) is not None, 60)
+    host = address.search(r.stdout).group(1)  # type: ignore[union-attr]
+
+    def bulk_in_flight() -> bool:
+        try:
+            with urllib.request.urlopen(f"{host}/_tasks?actions=indices:data/write/bulk&detailed=false",
+                                        timeout=5) as resp:
+                return any(node["tasks"] for node in json.load(resp)["nodes"].values())
+        except OSError:
+            return False
+
+    r.wait_for("a bulk request in flight on the cluster", bulk_in_flight, 120)
     r.proc.send_signal(signal.SIGINT)
     sent, sent_wall = time.monotonic(), time.time()
 

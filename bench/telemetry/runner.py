@@ -96,9 +96,12 @@ class TelemetryRunner:
         start = time.monotonic()
         tick = 0
         while True:
+            stopping = self._stop.is_set()
             await self._take(device, scope)
-            if self._stop.is_set():
+            if stopping:
                 return  # that was the sample at the end
+            if self._stop.is_set():
+                continue  # the race ended while this sample was taken: the end sample must start after it
             now = time.monotonic()
             tick = max(tick + 1, math.ceil((now - start) / interval))
             try:
