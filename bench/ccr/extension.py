@@ -1,0 +1,7 @@
+"""What the ccr extension registers with bench's seams (published as a ``bench.extensions`` entry point)."""
+
+from __future__ import annotations
+
+
+def setup() -> None:
+    pass
