@@ -8,22 +8,26 @@ service time at all -- only its error count and its distinct error messages.
 Cluster rows show the cumulative totals read at the end of the race, as Rally does.
 
 Extensions add sections (telemetry, CCR, ...) to a summary: ``Summary.sections`` holds them by name as stored,
-and ``register_section`` (called from an extension's ``setup()``) says how one becomes report rows, so this
-module knows no extension.
+and ``register_section`` (``bench.sections``, called from an extension's ``setup()``) says how one becomes
+report rows, so this module knows no extension.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, model_validator
 
-from bench import extensions
 from bench.cluster_stats import ClusterTotals
+
+# The sections seam is documented as bench.summary's: re-exported.
+from bench.sections import MetricRow, section_kinds
+from bench.sections import SectionKind as SectionKind
+from bench.sections import register_section as register_section
+from bench.sections import section_title as section_title
 from bench.stats import (
     ThroughputStats,
     error_stats,
@@ -36,6 +40,8 @@ from bench.stats import (
 )
 
 GB = 1024 ** 3
+log = logging.getLogger(__name__)
+_unshown: set[str] = set()  # sections no installed extension renders, warned about once
 
 
 class ErrorCount(BaseModel):
@@ -67,58 +73,6 @@ class TaskSummary(BaseModel):
     error_messages: list[ErrorCount] = []
     # k6's end-of-test figures for request/response tasks (search, loadgen requests); empty for others.
     k6: dict[str, float] = {}
-
-
-class MetricRow(BaseModel):
-    metric: str
-    task: str
-    value: float | int
-    unit: str
-
-
-# What an extension's section of a summary turns into: its report rows, from the section as stored (JSON).
-SectionRows = Callable[[dict[str, Any]], list[MetricRow]]
-log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class SectionKind:
-    """How one extension's summary section is shown (``register_section``)."""
-
-    name: str
-    rows: SectionRows
-    # Metric names of other sections' rows that this section repeats: removed from them when this section is
-    # there, and grouped under this section's title in reports either way.
-    hides: Callable[[str], bool] | None
-    title: str  # the report heading of its rows
-    order: int  # sections appear by (order, name), after cluster totals and tasks
-
-
-_SECTIONS: dict[str, SectionKind] = {}
-_unshown: set[str] = set()  # sections no installed extension renders, warned about once
-
-
-def register_section(name: str, *, rows: SectionRows, hides: Callable[[str], bool] | None = None,
-                     title: str | None = None, order: int = 100) -> None:
-    """Register how the summary section ``name`` becomes report rows; registering a name again replaces it."""
-    _SECTIONS[name] = SectionKind(name=name, rows=rows, hides=hides, title=title or name, order=order)
-
-
-def section_kinds() -> list[SectionKind]:
-    """Every registered section kind (extensions loaded first), in report order."""
-    extensions.load()
-    return sorted(_SECTIONS.values(), key=lambda k: (k.order, k.name))
-
-
-def section_title(metric: str, section: str) -> str | None:
-    """The report heading of a row of ``section`` ("" for cluster and task rows): the section that hides
-    rows like it, else its own; None for a core row."""
-    kinds = section_kinds()
-    owner = next((k for k in kinds if k.hides is not None and k.hides(metric)), None)
-    if owner is not None:
-        return owner.title
-    kind = _SECTIONS.get(section)
-    return kind.title if kind is not None else (section or None)
 
 
 class Summary(BaseModel):

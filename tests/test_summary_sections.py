@@ -30,10 +30,10 @@ T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 @pytest.fixture
 def power_section(monkeypatch):
     """A third-party "power" section registered through the seams for one test only."""
-    import bench.summary as summary_mod
+    import bench.sections as sections_mod
 
     extensions.load()  # bench's own first, so the copies restored afterwards hold them
-    monkeypatch.setattr(summary_mod, "_SECTIONS", dict(summary_mod._SECTIONS))
+    monkeypatch.setattr(sections_mod, "_SECTIONS", dict(sections_mod._SECTIONS))
     monkeypatch.setattr(compare_metrics, "_METRICS", list(compare_metrics._METRICS))
     monkeypatch.setattr(trial_summary, "_ENRICHERS", dict(trial_summary._ENRICHERS))
 

@@ -22,7 +22,8 @@ from bench.compare.core import Comparison, Side
 from bench.compare.render import side_lines, table_headers, table_rows, to_json
 from bench.redact import redact, redact_text
 from bench.report import format_value
-from bench.summary import Summary, section_kinds, section_title, status_label
+from bench.sections import section_kinds, section_title
+from bench.summary import Summary, status_label
 from bench.trials import TrialInfo
 
 # Options worth showing in a report; client options and anything secret-like never are.
