@@ -95,7 +95,7 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX telemetry_trial ON telemetry(trial_id, metric);
     """,
-    # 2: response size and HTTP status per sample (issue 6: k6's data received, Loadgen's per-status counts).
+    # 2: response size and HTTP status per sample (k6's data received, Loadgen's per-status counts).
     """
     ALTER TABLE samples ADD COLUMN bytes_received INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE samples ADD COLUMN status INTEGER NOT NULL DEFAULT 0;

@@ -1,4 +1,4 @@
-"""Telemetry: devices that sample clusters and hosts while a race runs (issue 3).
+"""Telemetry: devices that sample clusters and hosts while a race runs.
 
 - ``config.py``   devices, their parameters and defaults, profiles; ``resolve_telemetry``
 - ``device.py``   the device contract and shared helpers; ``runner.py`` runs devices in the background
