@@ -97,11 +97,10 @@ class Summary(BaseModel):
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Summary:
         """As pydantic's, but an unknown key of ``update`` is a section, as when validating."""
-        extra = {k: v for k, v in (update or {}).items() if k not in type(self).model_fields}
+        update = dict(update or {})
+        extra = {k: update.pop(k) for k in list(update) if k not in type(self).model_fields}
         if extra:
-            sections = {**self.sections, **(update or {}).get("sections", {})}
-            sections.update({k: v for k, v in extra.items() if v})
-            update = {**{k: v for k, v in (update or {}).items() if k not in extra}, "sections": sections}
+            update["sections"] = {**update.get("sections", self.sections), **{k: v for k, v in extra.items() if v}}
         return super().model_copy(update=update, deep=deep)
 
     def __getattr__(self, name: str) -> Any:
