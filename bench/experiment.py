@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bench.errors import ConfigError, RaceInterrupted
 from bench.options import RaceOptions
-from bench.store import TrialInfo, TrialStore
+from bench.trials import TrialInfo, TrialReader
 from bench.yaml_file import load_yaml_model
 
 TAG_EXPERIMENT = "experiment"
@@ -195,7 +195,7 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
 
 
-def runs_of(store: TrialStore, name: str) -> dict[str, list[TrialInfo]]:
+def runs_of(store: TrialReader, name: str) -> dict[str, list[TrialInfo]]:
     """run id -> its trials (oldest first), newest run first."""
     from bench.compare.select import matching_trials
 
@@ -222,7 +222,7 @@ class ExperimentResult(BaseModel):
 RaceRunner = Callable[[RaceOptions], Any]
 
 
-def run_experiment(exp: ExperimentFile, *, store: TrialStore, resume: bool = False, run_id: str | None = None,
+def run_experiment(exp: ExperimentFile, *, store: TrialReader, resume: bool = False, run_id: str | None = None,
                    run_race: RaceRunner | None = None, say: Callable[[str], None] = print) -> ExperimentResult:
     """Run (or resume) an experiment. ``run_race`` defaults to ``bench.race.run_race``.
 

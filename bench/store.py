@@ -1,5 +1,5 @@
 """The trial store: one SQLite database (``db_path()``) holding trials, request samples, summaries and
-telemetry.
+telemetry. ``TrialStore`` implements the protocols of ``bench.trials``, where the row types live.
 
 Everything written passes through ``bench.redact`` first, so secrets never reach the file. Samples are
 appended in batches while the race runs (one executemany + commit each), so a killed bench process loses
@@ -19,62 +19,24 @@ import threading
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 import psutil
-from pydantic import BaseModel, Field
 
-import bench
 from bench.errors import StoreError
 from bench.home import db_path
 from bench.redact import redact, redact_text
 from bench.samples import RequestSample
 from bench.stats import SAMPLE_COLUMNS, normalize_frame
-from bench.summary import Summary, summarize
+from bench.summary import Summary
+from bench.trial_summary import summarize_stored
 
-# interrupted: bench died without storing how the trial ended (e.g. kill -9); set by the next bench that
-# opens the store and finds the trial's process gone.
-TrialStatus = Literal["running", "complete", "failed", "aborted", "interrupted"]
-STATUSES: tuple[str, ...] = ("running", "complete", "failed", "aborted", "interrupted")
+# The row types live with the store protocol (bench.trials); re-exported for code written against this module.
+from bench.trials import STATUSES, TelemetryRow, TrialInfo, TrialStatus
 
-
-def _own_start_time() -> float:
-    return psutil.Process().create_time()
-
-
-class TrialInfo(BaseModel):
-    id: str
-    track: str
-    challenge: str
-    car: list[str] = []
-    track_params: dict[str, Any] = {}
-    # Per cluster: name, engine, version, nodes, hosts -- never credentials.
-    clusters: list[dict[str, Any]] = []
-    user_tags: dict[str, str] = {}
-    options: dict[str, Any] = {}  # the (redacted) CLI options
-    pipeline: str = "from-distribution"  # or "benchmark-only"
-    test_mode: bool = False
-    status: TrialStatus = "running"
-    error: str | None = None
-    start_time: datetime
-    end_time: datetime | None = None
-    bench_version: str = Field(default=bench.__version__)
-    machine: dict[str, Any] = {}
-    # The process running the trial, with its start time so a reused pid is not taken for it.
-    pid: int | None = Field(default_factory=os.getpid)
-    pid_started: float | None = Field(default_factory=_own_start_time)
-
-
-class TelemetryRow(NamedTuple):
-    timestamp: float  # epoch seconds
-    cluster: str
-    node: str
-    device: str  # telemetry device name, e.g. "node-stats"
-    metric: str
-    value: float
-    raw: dict[str, Any] | None = None
-
+__all__ = ["STATUSES", "TelemetryRow", "TrialInfo", "TrialStatus", "TrialStore", "machine_info", "new_trial_id",
+           "utcnow"]
 
 # Each entry migrates the schema from version i to i+1. Never edit a shipped entry; append.
 MIGRATIONS: list[str] = [
@@ -133,7 +95,7 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX telemetry_trial ON telemetry(trial_id, metric);
     """,
-    # 2: response size and HTTP status per sample (issue 6: k6's data received, Loadgen's per-status counts).
+    # 2: response size and HTTP status per sample (k6's data received, Loadgen's per-status counts).
     """
     ALTER TABLE samples ADD COLUMN bytes_received INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE samples ADD COLUMN status INTEGER NOT NULL DEFAULT 0;
@@ -305,10 +267,7 @@ class TrialStore:
                             (f"interrupted: bench (pid {pid}) ended without storing the trial, e.g. killed; "
                              "samples kept until its end", _ts(end), trial_id))
                 if self.summary(trial_id) is None:
-                    from bench.telemetry import attach_telemetry  # noqa: PLC0415 - telemetry imports the store
-
-                    df = self.samples(trial_id)
-                    summary = attach_telemetry(summarize(df) if not df.empty else None, self.telemetry(trial_id))
+                    summary = summarize_stored(self, trial_id)
                     if summary is not None:
                         self.set_summary(trial_id, summary)
             except StoreError as e:  # e.g. a read-only store: reading it must still work

@@ -6,16 +6,28 @@ excluded from every statistic and only counted (``warmup_requests``). Throughput
 in Rally, as long as the task got any work done; a task whose requests all failed has no throughput, latency or
 service time at all -- only its error count and its distinct error messages.
 Cluster rows show the cumulative totals read at the end of the race, as Rally does.
+
+Extensions add sections (telemetry, CCR, ...) to a summary: ``Summary.sections`` holds them by name as stored,
+and ``register_section`` (``bench.sections``, called from an extension's ``setup()``) says how one becomes
+report rows, so this module knows no extension.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel
+from pydantic import BaseModel, model_validator
 
 from bench.cluster_stats import ClusterTotals
+
+# The sections seam is documented as bench.summary's: re-exported.
+from bench.sections import MetricRow, section_kinds
+from bench.sections import SectionKind as SectionKind
+from bench.sections import register_section as register_section
+from bench.sections import section_title as section_title
 from bench.stats import (
     ThroughputStats,
     error_stats,
@@ -28,6 +40,8 @@ from bench.stats import (
 )
 
 GB = 1024 ** 3
+log = logging.getLogger(__name__)
+_unshown: set[str] = set()  # sections no installed extension renders, warned about once
 
 
 class ErrorCount(BaseModel):
@@ -61,35 +75,74 @@ class TaskSummary(BaseModel):
     k6: dict[str, float] = {}
 
 
-class MetricRow(BaseModel):
-    metric: str
-    task: str
-    value: float | int
-    unit: str
-
-
 class Summary(BaseModel):
     tasks: list[TaskSummary] = []
     cluster: ClusterTotals | None = None
-    telemetry: dict[str, Any] = {}
     notes: list[str] = []
-    ccr: dict[str, Any] = {}  # the CCR section (bench.ccr.report), for races that follow indices
+    # Extensions' sections by name (JSON-ready dicts), shown through what each registered (register_section).
+    sections: dict[str, dict[str, Any]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unknown_keys_are_sections(cls, data: Any) -> Any:
+        """Summaries stored before sections were generic had each section as a top-level key: any unknown
+        top-level dict is a section (an empty one is no section, as it was then)."""
+        if not isinstance(data, dict):
+            return data
+        extra = {k: v for k, v in data.items() if k not in cls.model_fields and isinstance(v, dict)}
+        if not extra:
+            return data
+        sections = {**{k: v for k, v in extra.items() if v}, **(data.get("sections") or {})}
+        return {**{k: v for k, v in data.items() if k not in extra}, "sections": sections}
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Summary:
+        """As pydantic's, but an unknown key of ``update`` is a section, as when validating."""
+        update = dict(update or {})
+        extra = {k: update.pop(k) for k in list(update) if k not in type(self).model_fields}
+        if extra:
+            update["sections"] = {**update.get("sections", self.sections), **{k: v for k, v in extra.items() if v}}
+        return super().model_copy(update=update, deep=deep)
+
+    def __getattr__(self, name: str) -> Any:
+        # Code written before sections were generic reads one as an attribute (summary.telemetry).
+        sections = self.__dict__.get("sections")
+        if sections is not None and not name.startswith("_"):
+            if name in sections:
+                return sections[name]
+            if name in {k.name for k in section_kinds()}:
+                return {}
+        return super().__getattr__(name)  # type: ignore[misc]
+
+    def section(self, name: str) -> dict[str, Any]:
+        """The section ``name`` as stored; {} when the summary has none."""
+        return self.sections.get(name, {})
+
+    def with_section(self, name: str, data: dict[str, Any], notes: Sequence[str] = ()) -> Summary:
+        """A copy with the section ``name`` set and ``notes`` added."""
+        return self.model_copy(update={"sections": {**self.sections, name: data}, "notes": [*self.notes, *notes]})
+
+    def labelled_rows(self) -> list[tuple[str, MetricRow]]:
+        """(section name or "" for cluster and task rows, row), in report order."""
+        rows: list[tuple[str, MetricRow]] = [("", r) for r in (cluster_rows(self.cluster) if self.cluster else [])]
+        for t in self.tasks:
+            rows.extend(("", r) for r in task_rows(t))
+        kinds = {k.name: k for k in section_kinds()}
+        for name in sorted(set(self.sections) - set(kinds) - _unshown):
+            if self.sections[name]:
+                _unshown.add(name)
+                log.warning("summary section %r is not shown: no installed extension renders it", name)
+        for kind in kinds.values():
+            data = self.sections.get(kind.name)
+            if not data:
+                continue
+            if kind.hides is not None:
+                rows = [(s, r) for s, r in rows if not kind.hides(r.metric)]
+            rows.extend((kind.name, r) for r in kind.rows(data))
+        return rows
 
     def rows(self) -> list[MetricRow]:
-        """Rally-style report rows: cluster totals first, then each task in schedule order, then telemetry."""
-        rows = cluster_rows(self.cluster) if self.cluster else []
-        for t in self.tasks:
-            rows.extend(task_rows(t))
-        if self.telemetry:
-            from bench.telemetry.summary import telemetry_rows  # late: telemetry imports this module
-
-            rows.extend(telemetry_rows(self.telemetry))
-        if self.ccr:
-            from bench.ccr.report import ccr_rows, is_ccr_telemetry_row
-
-            # The CCR section repeats the telemetry's follower lag next to catch-up time and doc counts.
-            rows = [r for r in rows if not is_ccr_telemetry_row(r.metric)] + ccr_rows(self.ccr)
-        return rows
+        """Rally-style report rows: cluster totals first, then each task in schedule order, then each section."""
+        return [r for _, r in self.labelled_rows()]
 
     def task(self, name: str) -> TaskSummary | None:
         return next((t for t in self.tasks if t.task == name), None)

@@ -107,7 +107,7 @@ def test_ccr_catch_up_time_is_compared_lower_is_better():
     def with_catch_up(i: int, ms: float) -> TrialData:
         t = _trial(i, 1000, 10)
         section = CcrSection(catch_up=[CatchUp(task="wait-for-sync", cluster="follower", service_time_ms={100.0: ms})])
-        t.summary.ccr = section.model_dump(mode="json")
+        t.summary.sections["ccr"] = section.model_dump(mode="json")
         return t
 
     cmp = compare(_side("base", [with_catch_up(1, 2000.0)]), [_side("cand", [with_catch_up(2, 3000.0)])])

@@ -6,17 +6,40 @@ match once the follower has caught up; a mismatch is flagged in the notes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from bench.summary import MetricRow, Summary, percentile_label
+from bench.telemetry.summary import SECTION as TELEMETRY_SECTION
 from bench.telemetry.summary import add_follower_lag_rows
-
-if TYPE_CHECKING:
-    from bench.ccr.prepare import CcrPlan
-    from bench.summary import MetricRow, Summary
+from bench.track.model import Task
 
 SYNC_OPERATION = "wait-for-followers-to-sync"
+SECTION = "ccr"  # its name among a summary's sections
+
+
+class Follow(Protocol):
+    """One follower index of the plan (``bench.ccr.prepare.FollowSpec``)."""
+
+    @property
+    def follower_cluster(self) -> str: ...
+    @property
+    def follower_index(self) -> str: ...
+    @property
+    def leader_cluster(self) -> str | None: ...
+    @property
+    def leader_index(self) -> str: ...
+
+
+class Plan(Protocol):
+    """What the section needs of a race's CCR plan (``bench.ccr.prepare.CcrPlan``, which uses this module)."""
+
+    @property
+    def tasks(self) -> list[Task]: ...
+    @property
+    def follows(self) -> Sequence[Follow]: ...
 
 
 class CatchUp(BaseModel):
@@ -58,9 +81,9 @@ class CcrSection(BaseModel):
     notes: list[str] = []
 
 
-def build_section(plan: CcrPlan, summary: Summary, counts: dict[tuple[str, str], int | None]) -> CcrSection:
+def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], int | None]) -> CcrSection:
     """Pure: the plan's followers, the summary's telemetry and tasks, and the final counts."""
-    lags = {(f.get("cluster"), f.get("index")): f for f in (summary.telemetry or {}).get("followers", [])}
+    lags = {(f.get("cluster"), f.get("index")): f for f in summary.section(TELEMETRY_SECTION).get("followers", [])}
     section = CcrSection()
     seen: set[tuple[str, str]] = set()
     for f in plan.follows:
@@ -116,8 +139,6 @@ def build_section(plan: CcrPlan, summary: Summary, counts: dict[tuple[str, str],
 
 def ccr_rows(data: dict[str, Any]) -> list[MetricRow]:
     """Report rows of a stored CCR section; the Task column names cluster/index or the sync task."""
-    from bench.summary import MetricRow, percentile_label
-
     if not data:
         return []
     s = CcrSection.model_validate(data)

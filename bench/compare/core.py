@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict
 
 from bench.compare.metrics import RowKey, higher_is_better, trial_values
 from bench.compare.stats import MIN_GROUP, CiMethod, DiffCI, Verdict, diff_ci, judge
-from bench.store import TrialInfo
 from bench.summary import Summary, messages_text
+from bench.trials import TrialInfo
 
 
 class TrialData(BaseModel):

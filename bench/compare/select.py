@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from bench.compare.core import Side, TrialData
 from bench.errors import ConfigError, StoreError
-from bench.store import TrialInfo, TrialStore
-from bench.summary import Summary, summarize
+from bench.trial_summary import stored_summary
+from bench.trials import TrialInfo, TrialReader
 
 ALL_TRIALS = 1_000_000
 
@@ -35,28 +35,19 @@ def parse_tag_selector(selector: str) -> dict[str, str]:
     return tags
 
 
-def load_trial(store: TrialStore, info: TrialInfo) -> TrialData:
-    """A trial with its summary; recomputed from the stored samples (and telemetry) when none was stored."""
-    summary: Summary | None = store.summary(info.id)
-    if summary is None:
-        df = store.samples(info.id)
-        summary = summarize(df) if not df.empty else None
-    if summary is None or not summary.telemetry:
-        tel = store.telemetry(info.id)
-        if not tel.empty:
-            from bench.telemetry import attach_telemetry
-
-            summary = attach_telemetry(summary, tel)
-    return TrialData(info=info, summary=summary)
+def load_trial(store: TrialReader, info: TrialInfo) -> TrialData:
+    """A trial with its summary; recomputed from the stored samples (and sections from the stored telemetry
+    and the like) when none was stored."""
+    return TrialData(info=info, summary=stored_summary(store, info.id))
 
 
-def matching_trials(store: TrialStore, tags: dict[str, str]) -> list[TrialInfo]:
+def matching_trials(store: TrialReader, tags: dict[str, str]) -> list[TrialInfo]:
     """All trials with these user tags, oldest first."""
     found = [t for t in store.list_trials(ALL_TRIALS) if all(t.user_tags.get(k) == v for k, v in tags.items())]
     return sorted(found, key=lambda t: t.start_time)
 
 
-def resolve_side(store: TrialStore, selector: str, label: str | None = None) -> tuple[Side, list[str]]:
+def resolve_side(store: TrialReader, selector: str, label: str | None = None) -> tuple[Side, list[str]]:
     """The side a selector names, and notes about trials it left out."""
     sel = selector.strip()
     if not sel:
@@ -84,7 +75,7 @@ def resolve_side(store: TrialStore, selector: str, label: str | None = None) -> 
                 trials=[load_trial(store, i) for i in infos]), notes
 
 
-def resolve_sides(store: TrialStore, baseline: str, candidates: list[str],
+def resolve_sides(store: TrialReader, baseline: str, candidates: list[str],
                   labels: list[str] | None = None) -> tuple[Side, list[Side], list[str]]:
     """Sides of a comparison; ``labels`` (baseline first) replace the labels derived from the selectors."""
     if not candidates:

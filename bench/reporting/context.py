@@ -8,7 +8,8 @@ column per trial), ``notes``; trial mode adds ``trial``,
 count per distinct error message of failed requests); compare mode adds
 ``comparison`` (the JSON form), ``sections`` (compare rows split as below), ``comparison_markdown``; html adds
 ``plots`` (key, title, div) and ``plotly_js``.
-Sections: "Cluster totals", one per task, "Telemetry", "CCR" (rows whose metric names CCR).
+Sections: "Cluster totals", one per task, then one per registered summary section (``register_section``:
+"Telemetry", "CCR"), each holding its rows and the rows of others it hides (CCR: rows whose metric names CCR).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from bench.compare.core import Comparison, Side
 from bench.compare.render import side_lines, table_headers, table_rows, to_json
 from bench.redact import redact, redact_text
 from bench.report import format_value
-from bench.store import TrialInfo
+from bench.sections import section_kinds, section_title
 from bench.summary import Summary, status_label
+from bench.trials import TrialInfo
 
 # Options worth showing in a report; client options and anything secret-like never are.
 _SHOWN_OPTIONS = ("distribution_version", "nodes", "target_hosts", "car_params", "worker_processes", "on_error",
@@ -93,36 +95,39 @@ def side_context(side: Side) -> dict[str, Any]:
                        for t in side.trials]}
 
 
-def telemetry_metrics(summaries: list[Summary | None]) -> set[str]:
-    from bench.telemetry.summary import telemetry_rows
-
-    return {r.metric for s in summaries if s is not None and s.telemetry for r in telemetry_rows(s.telemetry)}
-
-
-def _section_of(metric: str, task: str, tele: set[str], tasks: set[str]) -> str:
-    if "CCR" in metric:
-        return "CCR"
-    if metric in tele:
-        return "Telemetry"
+def _group(metric: str, task: str, section: str, tasks: set[str]) -> str:
+    title = section_title(metric, section)
+    if title is not None:
+        return title
     if task and task in tasks:
         return f"Task {task}"
     return "Cluster totals"
 
 
-def _sections(keyed: list[tuple[str, str, list[str]]], headers: list[str], tele: set[str],
+def row_sections(summaries: list[Summary | None]) -> dict[tuple[str, str], str]:
+    """(metric, task) -> the summary section that produced the row ("" for cluster and task rows)."""
+    out: dict[tuple[str, str], str] = {}
+    for s in summaries:
+        if s is not None:
+            for section, r in s.labelled_rows():
+                out.setdefault((r.metric, r.task), section)
+    return out
+
+
+def _sections(keyed: list[tuple[str, str, list[str]]], headers: list[str], of: dict[tuple[str, str], str],
               tasks: list[str]) -> list[dict[str, Any]]:
     """Group rows (metric, task, cells) into ordered sections."""
-    order = ["Cluster totals", *[f"Task {t}" for t in tasks], "Telemetry", "CCR"]
+    order = ["Cluster totals", *[f"Task {t}" for t in tasks], *[k.title for k in section_kinds()]]
     grouped: dict[str, list[list[str]]] = {name: [] for name in order}
     for metric, task, cells in keyed:
-        grouped.setdefault(_section_of(metric, task, tele, set(tasks)), []).append(cells)
+        grouped.setdefault(_group(metric, task, of.get((metric, task), ""), set(tasks)), []).append(cells)
     return [{"name": n, "headers": headers, "rows": rows} for n, rows in grouped.items() if rows]
 
 
 def trial_context(info: TrialInfo, summary: Summary | None) -> dict[str, Any]:
     from bench.report import error_records, render_summary
 
-    tele = telemetry_metrics([summary])
+    of = row_sections([summary])
     rows: list[tuple[str, str, list[str]]] = []
     tasks: list[str] = []
     if summary is not None:
@@ -139,7 +144,7 @@ def trial_context(info: TrialInfo, summary: Summary | None) -> dict[str, Any]:
         "trial": env,
         "sides": sides,
         "environment_table": environment_table(sides, compare=False),
-        "sections": _sections(rows, ["Metric", "Task", "Value", "Unit"], tele, tasks),
+        "sections": _sections(rows, ["Metric", "Task", "Value", "Unit"], of, tasks),
         "summary_markdown": render_summary(summary, "markdown") if summary is not None else "",
         "notes": [redact_text(n) for n in (summary.notes if summary else [])],
         "errors": error_records(summary) if summary is not None else [],
@@ -151,7 +156,7 @@ def compare_context(cmp: Comparison) -> dict[str, Any]:
     from bench.compare.render import render_comparison
 
     summaries = [t.summary for s in (cmp.baseline, *cmp.candidates) for t in s.trials]
-    tele = telemetry_metrics(summaries)
+    of = row_sections(summaries)
     tasks = list(dict.fromkeys(ts.task for s in summaries if s is not None for ts in s.tasks))
     keyed = [(r.metric, r.task, cells) for r, cells in zip(cmp.rows, table_rows(cmp))]
     labels = " vs ".join([cmp.baseline.label, *[c.label for c in cmp.candidates]])
@@ -167,7 +172,7 @@ def compare_context(cmp: Comparison) -> dict[str, Any]:
         "environment_table": environment_table(sides, compare=True),
         "comparison": to_json(cmp),
         "headers": table_headers(cmp),
-        "sections": _sections(keyed, table_headers(cmp), tele, tasks),
+        "sections": _sections(keyed, table_headers(cmp), of, tasks),
         "comparison_markdown": render_comparison(cmp, "markdown"),
         "comparison_header": side_lines(cmp),
         "counts": {v: sum(1 for _, c in verdicts if c.verdict == v)

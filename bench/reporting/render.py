@@ -18,7 +18,7 @@ from bench.home import project_root
 from bench.redact import redact_text
 from bench.reporting.context import compare_context, trial_context
 from bench.reporting.plots import Plot, PlotTrial, all_plots, export_pngs, figure_div, plotly_js
-from bench.store import TrialStore
+from bench.trials import TrialReader
 
 ReportKind = Literal["markdown", "html"]
 KINDS: tuple[str, ...] = ("markdown", "html")
@@ -59,7 +59,7 @@ def render_template(context: dict[str, Any], fmt: ReportKind, template: Path | s
                           "variables a template gets)") from e
 
 
-def plot_trials(store: TrialStore, sides: list[Side]) -> list[PlotTrial]:
+def plot_trials(store: TrialReader, sides: list[Side]) -> list[PlotTrial]:
     out = []
     for i, side in enumerate(sides):
         for rep, t in enumerate(side.trials):
@@ -68,7 +68,7 @@ def plot_trials(store: TrialStore, sides: list[Side]) -> list[PlotTrial]:
     return out
 
 
-def _finish(store: TrialStore, context: dict[str, Any], sides: list[Side], fmt: ReportKind,
+def _finish(store: TrialReader, context: dict[str, Any], sides: list[Side], fmt: ReportKind,
             template: Path | str | None, plots_dir: Path | str | None) -> Report:
     if fmt not in KINDS:
         raise ConfigError(f"unknown report format {fmt!r}: use one of {', '.join(KINDS)}")
@@ -93,7 +93,7 @@ def _finish(store: TrialStore, context: dict[str, Any], sides: list[Side], fmt: 
     return Report(text=text, fmt=fmt, plots=plots, png_paths=pngs)
 
 
-def trial_report(store: TrialStore, selector: str, *, fmt: ReportKind = "markdown",
+def trial_report(store: TrialReader, selector: str, *, fmt: ReportKind = "markdown",
                  template: Path | str | None = None, plots_dir: Path | str | None = None) -> Report:
     from bench.compare.select import load_trial
 
@@ -103,7 +103,7 @@ def trial_report(store: TrialStore, selector: str, *, fmt: ReportKind = "markdow
     return _finish(store, trial_context(info, data.summary), [side], fmt, template, plots_dir)
 
 
-def compare_report(store: TrialStore, cmp: Comparison, *, fmt: ReportKind = "markdown",
+def compare_report(store: TrialReader, cmp: Comparison, *, fmt: ReportKind = "markdown",
                    template: Path | str | None = None, plots_dir: Path | str | None = None) -> Report:
     return _finish(store, compare_context(cmp), [cmp.baseline, *cmp.candidates], fmt, template, plots_dir)
 

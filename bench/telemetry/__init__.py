@@ -1,4 +1,4 @@
-"""Telemetry: devices that sample clusters and hosts while a race runs (issue 3).
+"""Telemetry: devices that sample clusters and hosts while a race runs.
 
 - ``config.py``   devices, their parameters and defaults, profiles; ``resolve_telemetry``
 - ``device.py``   the device contract and shared helpers; ``runner.py`` runs devices in the background
@@ -20,7 +20,7 @@ import pandas as pd
 from bench.telemetry.config import DEVICES, TelemetryConfig, device_table, resolve_telemetry
 from bench.telemetry.device import TelemetryContext
 from bench.telemetry.runner import TelemetryRunner, create_devices
-from bench.telemetry.summary import TelemetrySummary, summarize_telemetry, telemetry_rows
+from bench.telemetry.summary import TelemetrySummary, summarize_telemetry, telemetry_rows, with_telemetry
 
 if TYPE_CHECKING:
     from bench.client import ClusterTarget
@@ -71,11 +71,4 @@ async def start_telemetry(config: TelemetryConfig, ctx: TelemetryContext, store:
 def attach_telemetry(summary: Summary | None, telemetry: pd.DataFrame) -> Summary | None:
     """Put the telemetry section (and its warnings) into a race summary; a race that measured nothing but
     has telemetry still gets a summary holding it."""
-    if telemetry.empty:
-        return summary
-    from bench.summary import Summary
-
-    ts = summarize_telemetry(telemetry)
-    summary = summary if summary is not None else Summary()
-    return summary.model_copy(update={"telemetry": ts.model_dump(mode="json"),
-                                      "notes": [*summary.notes, *ts.notes]})
+    return with_telemetry(summary, telemetry)

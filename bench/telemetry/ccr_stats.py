@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.store import TelemetryRow
 from bench.telemetry.ccr_models import (
     NOT_IN_PROGRESS,
     CheckpointHistory,
@@ -27,6 +26,7 @@ from bench.telemetry.ccr_models import (
     parse_replication_status,
 )
 from bench.telemetry.device import ClusterDevice, Sampled, TelemetryContext, flatten, rows_of
+from bench.trials import TelemetryRow
 
 SHARD_SKIP = {"shard_id", "follower_mapping_version", "follower_settings_version", "follower_aliases_version"}
 

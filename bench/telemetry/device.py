@@ -17,7 +17,7 @@ import psutil
 from bench import redact
 from bench.client import ClusterTarget, RawHttp
 from bench.errors import BenchError, ConfigError
-from bench.store import TelemetryRow
+from bench.trials import TelemetryRow
 
 HOST_SCOPE = "host"
 

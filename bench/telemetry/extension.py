@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+from bench.compare.metrics import register_metric
+from bench.summary import register_section
+from bench.telemetry.summary import SECTION, enrich_summary, telemetry_rows
+from bench.trial_summary import register_enricher
+
 
 def setup() -> None:
     pass
+    register_section(SECTION, rows=telemetry_rows, title="Telemetry", order=10)
+    register_enricher(SECTION, enrich_summary)
+    register_metric(r"rejection|exception", higher_is_better=False)  # write thread-pool rejections, CCR exceptions
+    register_metric(r"\blag\b", higher_is_better=False)  # the follower lag the ccr-stats device samples
+    register_metric(r"driver cpu", higher_is_better=None)  # the load generator: informative, not the cluster's
+    register_metric(r"cpu", higher_is_better=False)
+    register_metric(r"^(refresh|merge|flush) time", higher_is_better=False)
+    register_metric(r"^disk |^network |heap", higher_is_better=False)
+    register_metric(r"telemetry samples", higher_is_better=None)

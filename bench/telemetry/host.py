@@ -22,8 +22,8 @@ from typing import Any
 
 import psutil
 
-from bench.store import TelemetryRow
 from bench.telemetry.device import HOST_SCOPE, Device, Sampled, TelemetryContext
+from bench.trials import TelemetryRow
 
 DRIVER = "driver"
 

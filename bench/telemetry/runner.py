@@ -18,9 +18,9 @@ from collections.abc import Callable
 
 from bench import redact
 from bench.errors import StoreError
-from bench.store import TelemetryRow
 from bench.telemetry.config import DEVICES, TelemetryConfig
 from bench.telemetry.device import Device, TelemetryContext
+from bench.trials import TelemetryRow
 
 log = logging.getLogger(__name__)
 

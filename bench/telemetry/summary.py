@@ -8,13 +8,19 @@ whole machine), the host device's is psutil's (100 % = one core); each row names
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from bench.summary import MetricRow, Summary
 from bench.telemetry.runner import ERROR_METRIC, SAMPLE_METRIC
+
+if TYPE_CHECKING:
+    from bench.trials import TrialReader
+
+SECTION = "telemetry"  # its name among a summary's sections
 
 MB = 1024 * 1024
 DRIVER_CPU_WARNING = 80.0  # % of one core per worker
@@ -210,11 +216,23 @@ def summarize_telemetry(df: pd.DataFrame) -> TelemetrySummary:
     return s
 
 
-def telemetry_rows(data: dict[str, Any]) -> list[Any]:
-    """Report rows (bench.summary.MetricRow) of a stored telemetry summary; the Task column names the
-    cluster/node, follower index or device."""
-    from bench.summary import MetricRow
+def with_telemetry(summary: Summary | None, telemetry: pd.DataFrame) -> Summary | None:
+    """Put the telemetry section (and its warnings) into a race summary; a race that measured nothing but
+    has telemetry still gets a summary holding it."""
+    if telemetry.empty:
+        return summary
+    ts = summarize_telemetry(telemetry)
+    return (summary or Summary()).with_section(SECTION, ts.model_dump(mode="json"), ts.notes)
 
+
+def enrich_summary(summary: Summary | None, trials: TrialReader, trial_id: str) -> Summary | None:
+    """The summary enricher (``bench.trial_summary``): the trial's stored telemetry as its section."""
+    return with_telemetry(summary, trials.telemetry(trial_id))
+
+
+def telemetry_rows(data: dict[str, Any]) -> list[MetricRow]:
+    """Report rows of a stored telemetry section; the Task column names the cluster/node, follower index or
+    device."""
     if not data:
         return []
     s = TelemetrySummary.model_validate(data)
