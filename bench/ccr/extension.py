@@ -5,3 +5,5 @@ from __future__ import annotations
 
 def setup() -> None:
     pass
+    from bench.ccr.runners import register as register_ccr_operations
+    register_ccr_operations()

@@ -5,3 +5,5 @@ from __future__ import annotations
 
 def setup() -> None:
     pass
+    from bench.loadgen.runner import register as register_loadgen_operations
+    register_loadgen_operations()
