@@ -52,14 +52,16 @@ class Coordinator:
         self.listener = listener or StepListener()
         self.health_check = health_check
         self.pool: WorkerPool = pool if pool is not None else MpWorkerPool()
+        # Resolved now, before the race installs signal handlers or starts workers: an in-process extension the
+        # workers could not import is the user's error, not a worker's.
+        self._extensions = extension_paths()
         self._interrupt: str | None = None
         self.cancelled = 0  # in-flight requests cancelled by an interruption (neither successes nor failures)
         self._wake: asyncio.Event | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        # Resolved here, before any worker starts: an extension the workers could not load is the user's error.
-        self.pool.start(self.n, extension_paths())
+        self.pool.start(self.n, self._extensions)
 
     def close(self) -> None:
         self.pool.close()
