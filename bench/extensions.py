@@ -6,7 +6,7 @@ does the same in its own). ``load()`` calls each one once per process; ``setup()
 extension adds with the registry of the seam it extends -- each seam owns its registry and its types:
 
 - operation runners and their load-time checks ............ ``bench.driver.registry.register_runner``
-- parameter sources of operations ........................ ``bench.driver.params.register_param_source``
+- parameter sources of operations ......................... ``bench.driver.params.register_param_source``
 - steps before provisioning, around the schedule, after it . ``bench.pipeline.register_race_hook``
 - cluster sources (where a race's clusters come from) ...... ``bench.cluster_source.register_source``
 - telemetry devices ........................................ ``bench.telemetry.config`` (the device table)

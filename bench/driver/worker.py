@@ -1,6 +1,6 @@
 """A load-driver worker process: runs its share of a step's clients on its own asyncio loop.
 
-Protocol (tuples over multiprocessing queues):
+Protocol (tuples through the coordinator's WorkerPool, multiprocessing queues by default):
   coordinator -> worker: ("step", StepPlan) | ("go", start_at_monotonic) | ("stop",) | ("cancel",)
                          | ("end-step",) | ("shutdown",)
   worker -> coordinator: ("ready", wid) | ("samples", wid, [RequestSample]) | ("task-done", wid, task)
