@@ -1,10 +1,11 @@
 """Runs a challenge's schedule across worker processes.
 
 Steps (a task, or a parallel block) run one after another. For each step the coordinator deals
-the clients out to the workers (a ``WorkerPool``: local processes by default), lets them prepare (bulk bodies are built then), starts them at one
-common instant, forwards their samples to the sink as they arrive (the trial store and progress
-display), and ends the step when every client is done, when the ``completed-by`` task is done, on
-``--on-error=abort``, on a failed health check (a node died) or on request (Ctrl-C).
+the clients out to the workers (a ``WorkerPool``: local processes by default), lets them prepare (bulk
+bodies are built then), starts them at one common instant, forwards their samples to the sink as they
+arrive (the trial store and progress display), and ends the step when every client is done, when the
+``completed-by`` task is done, on ``--on-error=abort``, on a failed health check (a node died) or on
+request (Ctrl-C).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from typing import Any
 from bench import extensions
 from bench.driver.bodies import IdConflicts, prepare_bodies
 from bench.driver.param_types import param_bool, param_int
+from bench.driver.registry import callable_name
 from bench.errors import ConfigError, TrackError
 from bench.track.model import DocumentsSpec, Task
 
@@ -164,13 +165,13 @@ _SOURCES: dict[str, list[tuple[str | None, SourceFactory]]] = {}
 def register_param_source(operation_type: str, factory: SourceFactory, *, if_param: str | None = None) -> None:
     """Let ``factory`` make the parameter source of ``operation_type``'s clients (only of the operations that
     have the parameter ``if_param``, when given). A second factory for the same selector is a ConfigError."""
-    name = f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', repr(factory))}"
+    name = callable_name(factory)
     with _lock:
         entries = _SOURCES.setdefault(operation_type, [])
         for i, (param, old) in enumerate(entries):
             if param != if_param:
                 continue
-            old_name = f"{getattr(old, '__module__', '?')}.{getattr(old, '__qualname__', repr(old))}"
+            old_name = callable_name(old)
             if old_name != name:
                 what = f"'{operation_type}'" + (f" with '{if_param}'" if if_param else "")
                 raise ConfigError(f"the parameter source of {what} is registered twice, by {old_name} and by "

@@ -39,7 +39,8 @@ _lock = threading.Lock()
 _SPECS: dict[str, RunnerSpec] = {t: RunnerSpec(t, r, req) for t, (r, req) in CORE_RUNNERS.items()}
 
 
-def _name(fn: Any) -> str:
+def callable_name(fn: Any) -> str:
+    """module.qualname: how two registrations of one function are told from a clash."""
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
@@ -47,14 +48,15 @@ def register_runner(operation_type: str, runner: Runner, *, required: tuple[str,
                     check: OperationCheck | None = None) -> None:
     """Make ``operation_type`` runnable: ``runner`` runs it, ``required`` and ``check`` are its load-time checks.
 
-    Registering the same runner again (a setup() that runs twice) is a no-op; another runner for a type that
+    Registering the same runner again (a setup() that runs twice) replaces its entry; another runner for a type that
     already has one is a ConfigError, since which one a race would use must not depend on load order.
     """
     with _lock:
         old = _SPECS.get(operation_type)
-        if old is not None and _name(old.runner) != _name(runner):
-            raise ConfigError(f"operation type '{operation_type}' is registered twice, by {_name(old.runner)} and "
-                              f"by {_name(runner)}: uninstall one of the extensions that provide them")
+        if old is not None and callable_name(old.runner) != callable_name(runner):
+            raise ConfigError(f"operation type '{operation_type}' is registered twice, by "
+                              f"{callable_name(old.runner)} and by {callable_name(runner)}: uninstall one of the "
+                              f"extensions that provide them")
         _SPECS[operation_type] = RunnerSpec(operation_type, runner, tuple(required), check)
 
 
