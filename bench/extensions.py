@@ -5,7 +5,8 @@ CCR, telemetry, Loadgen and cloud support are published that way in ``pyproject.
 does the same in its own). ``load()`` calls each one once per process; ``setup()`` then registers what the
 extension adds with the registry of the seam it extends -- each seam owns its registry and its types:
 
-- operation runners and their load-time checks ............ ``bench.driver.runners.register_runner``
+- operation runners and their load-time checks ............ ``bench.driver.registry.register_runner``
+- parameter sources of operations ......................... ``bench.driver.params.register_param_source``
 - steps before provisioning, around the schedule, after it . ``bench.pipeline.register_race_hook``
 - cluster sources (where a race's clusters come from) ...... ``bench.cluster_source.register_source``
 - telemetry devices ........................................ ``bench.telemetry.config`` (the device table)
@@ -32,6 +33,7 @@ GROUP = "bench.extensions"
 
 _lock = threading.RLock()  # a setup() may register() another extension
 _loaded: dict[str, Callable[[], None]] = {}
+_registered: dict[str, Callable[[], None]] = {}  # the register()ed ones: a fresh process must load them itself
 _done = False
 
 
@@ -65,6 +67,14 @@ def register(name: str, setup: Callable[[], None]) -> None:
             return
         setup()
         _loaded[name] = setup
+        _registered[name] = setup
+
+
+def registered() -> dict[str, Callable[[], None]]:
+    """The extensions register()ed in this process (not installed), in order: what a process started from
+    scratch (a load-driver worker) has to register as well to see the same registries."""
+    with _lock:
+        return dict(_registered)
 
 
 def loaded() -> list[str]:

@@ -26,7 +26,8 @@ from bench.ccr.report import build_section, ccr_rows
 from bench.ccr.runners import follow_parameters, wait_for_followers_to_sync
 from bench.ccr.sync import ShardTarget, shard_targets, wait_for_sync
 from bench.client import ClusterTarget, RawHttp
-from bench.driver.runners import RUNNERS, Context
+from bench.driver.registry import runner_for
+from bench.driver.runners import Context
 from bench.errors import ConfigError, TrackError
 from bench.options import RaceOptions
 from bench.summary import Summary, TaskSummary
@@ -239,7 +240,7 @@ def test_runner_reports_the_sync_as_one_timed_request_and_fails_clearly() -> Non
                 await h.__aenter__()
             try:
                 ctx = Context(http=https, default_cluster="leader")
-                return await RUNNERS["wait-for-followers-to-sync"](
+                return await runner_for("wait-for-followers-to-sync")(
                     ctx, {"indices": ["follower_index"], "timeout": 0.3, "poll-interval": 0.05,
                           "_engine": "elasticsearch"})
             finally:
@@ -247,7 +248,7 @@ def test_runner_reports_the_sync_as_one_timed_request_and_fails_clearly() -> Non
                     await h.__aexit__(None, None, None)
 
         res = run(go())
-    assert RUNNERS["wait-for-followers-to-sync"] is wait_for_followers_to_sync
+    assert runner_for("wait-for-followers-to-sync") is wait_for_followers_to_sync
     assert not res.success and res.error_type == "ccr"
     # targets from the leader's primary (max seq no 2000), not the replica nor the follower's view (1536)
     assert "max seq no 2000" in res.detail and "follower global checkpoint 768" in res.detail

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from bench.ccr.report import SECTION, ccr_rows, is_ccr_telemetry_row
+from bench.ccr.runners import register as register_ccr_operations
 from bench.compare.metrics import register_metric
 from bench.summary import register_section
 
 
 def setup() -> None:
-    pass
+    register_ccr_operations()
     # The CCR section repeats the telemetry's follower lag next to catch-up time and doc counts.
     register_section(SECTION, rows=ccr_rows, hides=is_ccr_telemetry_row, title="CCR", order=20)
     register_metric(r"\blag\b|catch[- ]?up", higher_is_better=False)

@@ -6,7 +6,7 @@ from typing import Any
 
 from bench.errors import TrackError
 
-# type -> mandatory parameters (merged into bench.track.operations' table)
+# type -> mandatory parameters (registered with each runner, see bench.ccr.runners.register)
 REQUIRED: dict[str, tuple[str, ...]] = {
     "ccr-follow": (),
     "ccr-pause": (),

@@ -1,4 +1,4 @@
-"""The CCR operation runners; registered in ``bench.driver.runners.RUNNERS``.
+"""The CCR operation runners; ``register()`` (called from the ccr extension's setup) adds them to the driver.
 
 Every CCR operation runs against the follower cluster: ``cluster`` (default: the race's cluster named
 ``follower`` if there is one, else the default cluster). ``remote-cluster`` is the follower's alias of the
@@ -35,9 +35,12 @@ from bench.ccr.engine import (
     ccr_engine,
     detect_engine,
 )
+from bench.ccr.operations import REQUIRED, check_ccr_operation
 from bench.ccr.sync import ShardTarget, leader_targets, wait_for_sync
 from bench.client import RawHttp
 from bench.driver.param_types import param_float
+from bench.driver.registry import register_runner
+from bench.driver.runners import Context, Result
 
 FOLLOWER = "follower"
 LEADER_ALIAS = "leader"
@@ -205,6 +208,7 @@ RUNNERS = {
 }
 CCR_OPERATION_TYPES = frozenset(RUNNERS)
 
-# Last, after RUNNERS exists: bench.driver.runners imports this module at its own end to register RUNNERS, so
-# either module may be imported first.
-from bench.driver.runners import Context, Result  # noqa: E402
+
+def register() -> None:
+    for op_type, runner in RUNNERS.items():
+        register_runner(op_type, runner, required=REQUIRED[op_type], check=check_ccr_operation)

@@ -1,24 +1,26 @@
 """Runs a challenge's schedule across worker processes.
 
 Steps (a task, or a parallel block) run one after another. For each step the coordinator deals
-the clients out to the workers, lets them prepare (bulk bodies are built then), starts them at one
-common instant, forwards their samples to the sink as they arrive (the trial store and progress
-display), and ends the step when every client is done, when the ``completed-by`` task is done, on
-``--on-error=abort``, on a failed health check (a node died) or on request (Ctrl-C).
+the clients out to the workers (a ``WorkerPool``: local processes by default), lets them prepare (bulk
+bodies are built then), starts them at one common instant, forwards their samples to the sink as they
+arrive (the trial store and progress display), and ends the step when every client is done, when the
+``completed-by`` task is done, on ``--on-error=abort``, on a failed health check (a node died) or on
+request (Ctrl-C).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import multiprocessing as mp
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from bench.client import ClusterTarget
-from bench.driver.worker import StepPlan, worker_main
+from bench.driver.mp_pool import MpWorkerPool
+from bench.driver.pool import Message, WorkerPool
+from bench.driver.worker import StepPlan
+from bench.driver.worker_extensions import extension_paths
 from bench.errors import RaceError, RaceInterrupted
 from bench.samples import RequestSample
 from bench.track.model import DocumentsSpec, Parallel, Task, Track
@@ -42,7 +44,7 @@ class Coordinator:
     def __init__(self, *, processes: int, targets: list[ClusterTarget], default_cluster: str,
                  on_error: str = "continue", sink: Callable[[list[RequestSample]], None],
                  listener: StepListener | None = None,
-                 health_check: Callable[[], str | None] | None = None) -> None:
+                 health_check: Callable[[], str | None] | None = None, pool: WorkerPool | None = None) -> None:
         self.n = max(1, processes)
         self.targets = targets
         self.default_cluster = default_cluster
@@ -50,51 +52,24 @@ class Coordinator:
         self.sink = sink
         self.listener = listener or StepListener()
         self.health_check = health_check
-        self._ctx = mp.get_context("spawn")  # fork would copy the parent's event loop and threads
-        self._procs: list[Any] = []
-        self._cmds: list[Any] = []
-        self._results: Any = None
-        self._messages: asyncio.Queue[tuple[Any, ...]] | None = None
+        self.pool: WorkerPool = pool if pool is not None else MpWorkerPool()
+        # Resolved now, before the race installs signal handlers or starts workers: an in-process extension the
+        # workers could not import is the user's error, not a worker's.
+        self._extensions = extension_paths()
         self._interrupt: str | None = None
         self.cancelled = 0  # in-flight requests cancelled by an interruption (neither successes nor failures)
         self._wake: asyncio.Event | None = None
-        self._reader: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        self._results = self._ctx.Queue()
-        for wid in range(self.n):
-            q = self._ctx.Queue()
-            p = self._ctx.Process(target=worker_main, args=(wid, q, self._results), name=f"bench-worker-{wid}",
-                                  daemon=True)
-            p.start()
-            self._cmds.append(q)
-            self._procs.append(p)
+        self.pool.start(self.n, self._extensions)
 
     def close(self) -> None:
-        for q in self._cmds:
-            try:
-                q.put(("shutdown",))
-            except (OSError, ValueError):
-                pass
-        deadline = time.monotonic() + 5
-        for p in self._procs:
-            p.join(max(0.0, deadline - time.monotonic()))
-            if p.is_alive():
-                p.terminate()
-                p.join(2)
-        if self._results is not None:
-            # Wake the reader thread and wait for it, so it never reads from a queue being torn down.
-            self._results.put(("closed",))
-            if self._reader is not None:
-                self._reader.join(5)
-                self._reader = None
-        self._procs.clear()
-        self._cmds.clear()
+        self.pool.close()
 
     def worker_pids(self) -> list[int]:
         """The worker processes (for telemetry: driver CPU must include them)."""
-        return [p.pid for p in self._procs if p.pid is not None]  # no is_alive(): it reaps, from another thread
+        return self.pool.pids()
 
     def interrupt(self, reason: str) -> None:
         """Ask the running step to stop (thread-safe from a signal handler on the loop)."""
@@ -105,40 +80,14 @@ class Coordinator:
     # -- running -------------------------------------------------------------------------------
     async def run_challenge(self, track: Track, schedule: list[Task | Parallel],
                             documents: dict[str, list[DocumentsSpec]]) -> None:
-        loop = asyncio.get_running_loop()
-        self._messages = asyncio.Queue()
         self._wake = asyncio.Event()
         if self._interrupt:
             self._wake.set()
-        self._reader = threading.Thread(target=self._read_results, args=(loop,), daemon=True, name="bench-results")
-        self._reader.start()
         indices = {i.name: i.body_content for i in track.indices}
         for no, step in enumerate(schedule):
             tasks = step.tasks if isinstance(step, Parallel) else [step]
             completed_by = step.completed_by if isinstance(step, Parallel) else None
             await self._run_step(no, tasks, completed_by, documents, indices)
-
-    def _read_results(self, loop: asyncio.AbstractEventLoop) -> None:
-        assert self._messages is not None
-        while True:
-            try:
-                msg = self._results.get()
-            except (EOFError, OSError, ValueError):
-                return
-            except Exception as e:  # noqa: BLE001 - e.g. a message that cannot be unpickled
-                # A reader that died silently would leave the step waiting forever: fail the race instead.
-                msg = ("error", -1, f"load driver results could not be read: {type(e).__name__}: {e}")
-                try:
-                    loop.call_soon_threadsafe(self._messages.put_nowait, msg)
-                except RuntimeError:
-                    pass
-                return
-            if msg[0] == "closed":
-                return
-            try:
-                loop.call_soon_threadsafe(self._messages.put_nowait, msg)
-            except RuntimeError:
-                return
 
     def _plans(self, no: int, tasks: list[Task], documents: dict[str, list[DocumentsSpec]],
                indices: dict[str, Any]) -> list[StepPlan]:
@@ -154,14 +103,14 @@ class Coordinator:
 
     async def _run_step(self, no: int, tasks: list[Task], completed_by: str | None,
                         documents: dict[str, list[DocumentsSpec]], indices: dict[str, Any]) -> None:
-        assert self._messages is not None and self._wake is not None
+        assert self._wake is not None
         plans = self._plans(no, tasks, documents, indices)
         owners: dict[str, set[int]] = {t.name: set() for t in tasks}
         for wid, plan in enumerate(plans):
             for ti, _ in plan.clients:
                 owners[tasks[ti].name].add(wid)
-        for q, plan in zip(self._cmds, plans):
-            q.put(("step", plan))
+        for wid, plan in enumerate(plans):
+            self.pool.send(wid, ("step", plan))
 
         ready: set[int] = set()
         done: set[int] = set()
@@ -178,8 +127,7 @@ class Coordinator:
             nonlocal stopping
             if not stopping:
                 stopping = True
-                for q in self._cmds:
-                    q.put(("stop",))
+                self.pool.broadcast(("stop",))
 
         last_check = 0.0
         while len(done) < self.n:
@@ -191,8 +139,7 @@ class Coordinator:
                 if self._interrupt and not cancelling:
                     cancelling = True
                     stop_all()
-                    for q in self._cmds:  # an interruption does not wait for in-flight requests
-                        q.put(("cancel",))
+                    self.pool.broadcast(("cancel",))  # an interruption does not wait for in-flight requests
                 problem = self.health_check() if self.health_check and not stopping else None
                 if problem:
                     errors.append(problem)
@@ -200,12 +147,10 @@ class Coordinator:
                 if stopping and self._stop_overdue():
                     errors.append(f"load driver workers did not stop within {WORKER_TIMEOUT:.0f} s")
                     break
-                if self._reader is not None and not self._reader.is_alive() and not stopping:
-                    errors.append("the load driver's results reader stopped")
-                    stop_all()
-                dead = [p for wid, p in enumerate(self._procs) if wid not in done and not p.is_alive()]
+                dead = [(wid, code) for wid, code in self.pool.exit_codes().items()
+                        if wid not in done and code is not None]
                 if dead:
-                    errors.append(f"load driver worker {dead[0].name} died (exit code {dead[0].exitcode})")
+                    errors.append(f"load driver worker bench-worker-{dead[0][0]} died (exit code {dead[0][1]})")
                     stop_all()
                     break
             msg = await self._next_message()
@@ -219,8 +164,7 @@ class Coordinator:
                 ready.add(wid)
                 if len(ready) == self.n and not stopping:
                     start_at = time.monotonic() + START_DELAY
-                    for q in self._cmds:
-                        q.put(("go", start_at))
+                    self.pool.broadcast(("go", start_at))
                     started = True
                     self.listener.step_started(tasks)
             elif kind == "samples":
@@ -244,7 +188,7 @@ class Coordinator:
                 self.cancelled += msg[2]
             elif kind == "step-done":
                 done.add(wid)
-                self._cmds[wid].put(("end-step",))
+                self.pool.send(wid, ("end-step",))
         if started:
             self.listener.step_ended()
         if errors:
@@ -264,9 +208,5 @@ class Coordinator:
             self._stop_requested_at = now
         return now - self._stop_requested_at > WORKER_TIMEOUT
 
-    async def _next_message(self) -> tuple[Any, ...] | None:
-        assert self._messages is not None
-        try:
-            return await asyncio.wait_for(self._messages.get(), 0.25)
-        except asyncio.TimeoutError:
-            return None
+    async def _next_message(self) -> Message | None:
+        return await self.pool.next_message(0.25)

@@ -2,21 +2,26 @@
 
 A source is an iterator of parameter dicts; when it is exhausted the client is done (a bulk that
 consumed its corpus slice). Sources are built before the clock starts, so the hot path only takes
-the next prepared item.
+the next prepared item. An extension supplies the source of its own operation type, or of a core type given
+one of its parameters (Loadgen: ``loadgen-request``, and ``bulk`` with a ``template``), through
+``register_param_source``.
 """
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import json
 import random
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
-from bench.driver.bodies import BulkBody, IdConflicts, prepare_bodies
+from bench import extensions
+from bench.driver.bodies import IdConflicts, prepare_bodies
 from bench.driver.param_types import param_bool, param_int
-from bench.errors import TrackError
+from bench.driver.registry import callable_name
+from bench.errors import ConfigError, TrackError
 from bench.track.model import DocumentsSpec, Task
 
 BULK_PATH = "/_bulk?filter_path=errors,items.*.error"
@@ -58,7 +63,7 @@ def bulk_size_bytes(task: Task) -> int | None:
     return max(1, int(mb * 1024 * 1024))
 
 
-def _bulk_path(p: dict[str, Any], path: str = BULK_PATH) -> str:
+def bulk_path(p: dict[str, Any], path: str = BULK_PATH) -> str:
     extra = {k: v for k, v in (p.get("request-params") or {}).items()}
     for key in ("pipeline", "refresh", "timeout"):
         if key in p:
@@ -71,8 +76,6 @@ def _bulk_path(p: dict[str, Any], path: str = BULK_PATH) -> str:
 def bulk_source(task: Task, documents: list[DocumentsSpec], *, client: int, gzip_bodies: bool,
                 default_index: str | None) -> Iterator[dict[str, Any]]:
     p = task.operation.params
-    if "template" in p:
-        return template_bulk_source(task, client=client, gzip_bodies=gzip_bodies, default_index=default_index)
     by_bytes = bulk_size_bytes(task)
     if "bulk-size" not in p and by_bytes is None:
         raise TrackError(f"task '{task.name}': bulk operation '{task.operation.name}' needs 'bulk-size' "
@@ -87,36 +90,13 @@ def bulk_source(task: Task, documents: list[DocumentsSpec], *, client: int, gzip
     bodies = prepare_bodies(documents, client=client, clients=task.clients, bulk_size=bulk_size,
                             ingest_percentage=ingest, gzip_bodies=gzip_bodies, default_index=default_index,
                             bulk_size_bytes=by_bytes, id_conflicts=_id_conflicts(task))
-    path = _bulk_path(p)
+    path = bulk_path(p)
     base = {k: v for k, v in p.items() if k == "cluster"}
     looped = param_bool(p, "looped", False)
     if not bodies:
         return iter(())
     seq = itertools.cycle(bodies) if looped else iter(bodies)
     return ({**base, "body": b, "path": path} for b in seq)
-
-
-def template_bulk_source(task: Task, *, client: int, gzip_bodies: bool,
-                         default_index: str | None) -> Iterator[dict[str, Any]]:
-    """Bulk bodies rendered from a Loadgen template (``template``: body, variables, runtime variables); each
-    request renders ``bulk-size`` repetitions with fresh values (see bench.loadgen.template for the cost)."""
-    from bench.loadgen.source import track_template
-
-    p = task.operation.params
-    if task.iterations is None and task.time_period is None:
-        raise TrackError(f"task '{task.name}': a templated bulk never runs out of documents: give the task "
-                         f"'iterations' or 'time-period'")
-    tpl = track_template(task, client=client, default_index=default_index)
-    path = _bulk_path(p)
-    base = {k: v for k, v in p.items() if k == "cluster"}
-
-    def gen() -> Iterator[dict[str, Any]]:
-        while True:
-            r = tpl.render()
-            wire = gzip.compress(r.body, compresslevel=1) if gzip_bodies else r.body
-            yield {**base, "body": BulkBody(wire, r.docs, len(r.body), gzip_bodies), "path": path}
-
-    return gen()
 
 
 def search_source(task: Task, *, client: int) -> Iterator[dict[str, Any]]:
@@ -161,13 +141,58 @@ def static_source(task: Task) -> Iterator[dict[str, Any]]:
     return itertools.repeat(params)
 
 
-def other_source(task: Task, *, client: int, gzip_for: dict[str, bool] | None = None) -> Iterator[dict[str, Any]]:
-    """The source of a non-bulk task: Loadgen requests, randomised searches, or the static parameters."""
-    op = task.operation
-    if op.operation_type == "loadgen-request":
-        from bench.loadgen.source import loadgen_source
+@dataclass(frozen=True)
+class SourceContext:
+    """What a client's parameter source may depend on besides its task."""
 
-        return loadgen_source(task, client=client, gzip_for=gzip_for or {})
+    client: int  # the client's id within its task
+    documents: list[DocumentsSpec] = field(default_factory=list)  # the task's corpus files
+    gzip_for: dict[str, bool] = field(default_factory=dict)  # cluster name -> pre-gzip bodies (http_compress)
+    default_cluster: str = "default"
+    default_index: str | None = None  # the track's only index, if it has exactly one
+
+    def gzip_bodies(self, params: dict[str, Any]) -> bool:
+        return self.gzip_for.get(params.get("cluster", self.default_cluster), False)
+
+
+SourceFactory = Callable[[Task, SourceContext], Iterator[dict[str, Any]]]
+
+_lock = threading.Lock()
+# operation type -> [(parameter that selects the source, or None for any operation of the type), factory]
+_SOURCES: dict[str, list[tuple[str | None, SourceFactory]]] = {}
+
+
+def register_param_source(operation_type: str, factory: SourceFactory, *, if_param: str | None = None) -> None:
+    """Let ``factory`` make the parameter source of ``operation_type``'s clients (only of the operations that
+    have the parameter ``if_param``, when given). A second factory for the same selector is a ConfigError."""
+    name = callable_name(factory)
+    with _lock:
+        entries = _SOURCES.setdefault(operation_type, [])
+        for i, (param, old) in enumerate(entries):
+            if param != if_param:
+                continue
+            old_name = callable_name(old)
+            if old_name != name:
+                what = f"'{operation_type}'" + (f" with '{if_param}'" if if_param else "")
+                raise ConfigError(f"the parameter source of {what} is registered twice, by {old_name} and by "
+                                  f"{name}: uninstall one of the extensions that provide them")
+            entries[i] = (if_param, factory)
+            return
+        # A source selected by a parameter is more specific than one for every operation of the type.
+        entries.insert(0 if if_param else len(entries), (if_param, factory))
+
+
+def param_source(task: Task, sc: SourceContext) -> Iterator[dict[str, Any]]:
+    """A client's source: an extension's for the operation, else bulk bodies from the corpus, randomised
+    searches, or the operation's static parameters."""
+    extensions.load()
+    op = task.operation
+    for param, factory in _SOURCES.get(op.operation_type, []):
+        if param is None or param in op.params:
+            return factory(task, sc)
+    if op.operation_type == "bulk":
+        return bulk_source(task, sc.documents, client=sc.client, gzip_bodies=sc.gzip_bodies(op.params),
+                           default_index=sc.default_index)
     if op.operation_type == "search" and any(k in op.params for k in ("random-from", "random-size", "random-match")):
-        return search_source(task, client=client)
+        return search_source(task, client=sc.client)
     return static_source(task)

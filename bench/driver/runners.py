@@ -1,5 +1,5 @@
-"""What each operation type does against a cluster. One async function per type, registered in
-RUNNERS; each returns a Result (how much work, success, error type) and never raises for an HTTP
+"""What each core operation type does against a cluster. One async function per type, listed in
+CORE_RUNNERS (bench.driver.registry serves them with the ones extensions register); each returns a Result (how much work, success, error type) and never raises for an HTTP
 error — the client loop turns transport exceptions into failed Results itself.
 
 Parameter names are Rally's (``request-params``, ``retry-until-success``, ``only-if-exists`` ...).
@@ -79,10 +79,10 @@ async def bulk(ctx: Context, p: dict[str, Any]) -> Result:
         return _fail(status, body, units=b.docs, unit="docs", bytes_sent=b.size)
     if b'"errors":false' in raw[:128]:
         return Result(units=b.docs, unit="docs", bytes_sent=b.size, bytes_received=len(raw), status=status)
-    return _bulk_result(raw, status, docs=b.docs, bytes_sent=b.size)
+    return bulk_result(raw, status, docs=b.docs, bytes_sent=b.size)
 
 
-def _bulk_result(raw: bytes, status: int, *, docs: int, bytes_sent: int) -> Result:
+def bulk_result(raw: bytes, status: int, *, docs: int, bytes_sent: int) -> Result:
     """A 2xx bulk answer: success, or the count of failed items (the answer lists only those, see
     filter_path) and the first one's reason."""
     data = json.loads(raw)
@@ -99,7 +99,7 @@ def _bulk_result(raw: bytes, status: int, *, docs: int, bytes_sent: int) -> Resu
     return ok
 
 
-def _raw_fail(status: int, raw: bytes, *, bytes_sent: int) -> Result:
+def raw_failure(status: int, raw: bytes, *, bytes_sent: int) -> Result:
     try:
         body: Any = json.loads(raw)
     except ValueError:
@@ -119,37 +119,12 @@ async def search(ctx: Context, p: dict[str, Any]) -> Result:
         body = json.dumps(p.get("body") or {}).encode()
     status, raw = await ctx.cluster(p).send("POST", f"/{index}/_search", body, params=params)
     if status >= 400:
-        return _raw_fail(status, raw, bytes_sent=len(body))
+        return raw_failure(status, raw, bytes_sent=len(body))
     # The answer starts {"took":N,"timed_out":...}: no need to parse the hits to know.
     if b'"timed_out":true' in raw[:100]:
         return Result(success=False, error_type="search-timed-out", detail="search timed out",
                       bytes_sent=len(body), bytes_received=len(raw), status=status)
     return Result(bytes_sent=len(body), bytes_received=len(raw), status=status)
-
-
-async def loadgen_request(ctx: Context, p: dict[str, Any]) -> Result:
-    """A rendered Loadgen request (bench.loadgen): any method/path/headers; HTTP >= 400 is an error."""
-    r = p["request"]
-    wire = p.get("wire", r.body)
-    sent = len(wire or b"")  # what went on the wire: the gzipped size under --compress
-    status, raw = await ctx.cluster(p).send(r.method, r.url, wire or None, headers=r.headers,
-                                            gzipped=p.get("gzipped", False))
-    units, unit = (r.docs, "docs") if r.docs else (1, "ops")
-    if status >= 400:
-        res = _raw_fail(status, raw, bytes_sent=sent)
-        res.units, res.unit = units, unit
-        return res
-    check = p.get("check")
-    if check is not None:
-        from bench.loadgen.conditions import Response
-
-        if not check(Response(status, raw)):  # Loadgen's "invalid": answered, but not as asserted
-            return Result(units=units, unit=unit, bytes_sent=sent, bytes_received=len(raw), status=status,
-                          success=False, error_type="assert-failed", failed_units=units if r.docs else 0,
-                          detail=f"{r.method} {r.url.split('?')[0]}: the response failed its assert")
-    if r.docs and b'"errors":true' in raw[:200]:
-        return _bulk_result(raw, status, docs=units, bytes_sent=sent)
-    return Result(units=units, unit=unit, bytes_sent=sent, bytes_received=len(raw), status=status)
 
 
 def _indices_for(ctx: Context, p: dict[str, Any]) -> list[str]:
@@ -272,19 +247,20 @@ async def sleep(ctx: Context, p: dict[str, Any]) -> Result:
     return Result()
 
 
-RUNNERS: dict[str, Runner] = {
-    "bulk": bulk,
-    "search": search,
-    "loadgen-request": loadgen_request,
-    "create-index": create_index,
-    "delete-index": delete_index,
-    "cluster-health": cluster_health,
-    "refresh": refresh,
-    "force-merge": force_merge,
-    "put-settings": put_settings,
-    "index-stats": index_stats,
-    "raw-request": raw_request,
-    "sleep": sleep,
+# type -> (runner, the parameters a track must give it: Rally's "mandatory parameters"). Extensions add
+# theirs through bench.driver.registry.register_runner.
+CORE_RUNNERS: dict[str, tuple[Runner, tuple[str, ...]]] = {
+    "bulk": (bulk, ("bulk-size",)),
+    "search": (search, ()),
+    "create-index": (create_index, ()),
+    "delete-index": (delete_index, ()),
+    "cluster-health": (cluster_health, ()),
+    "refresh": (refresh, ()),
+    "force-merge": (force_merge, ()),
+    "put-settings": (put_settings, ("body",)),
+    "index-stats": (index_stats, ()),
+    "raw-request": (raw_request, ("path",)),
+    "sleep": (sleep, ("duration",)),
 }
 
 
@@ -321,10 +297,3 @@ def with_retries(runner: Runner, p: dict[str, Any]) -> Runner:
             await asyncio.sleep(wait)
 
     return retrying
-
-
-# Cross-cluster replication operations (issue 4, bench/ccr): imported last because bench.ccr.runners uses
-# Context and Result from this module.
-from bench.ccr.runners import RUNNERS as _CCR_RUNNERS  # noqa: E402
-
-RUNNERS.update(_CCR_RUNNERS)

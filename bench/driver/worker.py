@@ -1,6 +1,6 @@
 """A load-driver worker process: runs its share of a step's clients on its own asyncio loop.
 
-Protocol (tuples over multiprocessing queues):
+Protocol (tuples through the coordinator's WorkerPool, multiprocessing queues by default):
   coordinator -> worker: ("step", StepPlan) | ("go", start_at_monotonic) | ("stop",) | ("cancel",)
                          | ("end-step",) | ("shutdown",)
   worker -> coordinator: ("ready", wid) | ("samples", wid, [RequestSample]) | ("task-done", wid, task)
@@ -25,8 +25,10 @@ from typing import Any
 
 from bench.client import ClusterTarget, RawHttp
 from bench.driver.client_loop import run_client
-from bench.driver.params import bulk_source, other_source
-from bench.driver.runners import RUNNERS, Context, with_retries
+from bench.driver.params import SourceContext, param_source
+from bench.driver.registry import runner_for
+from bench.driver.runners import Context, with_retries
+from bench.driver.worker_extensions import load_extensions
 from bench.errors import BenchError
 from bench.provision.osuser import pdeathsig_preexec
 from bench.samples import RequestSample
@@ -70,7 +72,7 @@ def _die_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def worker_main(wid: int, commands: Any, results: Any) -> None:
+def worker_main(wid: int, commands: Any, results: Any, extensions: dict[str, str] | None = None) -> None:
     _die_with_parent()
     # Ctrl-C in a terminal reaches the whole process group: the coordinator decides when we stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -90,6 +92,8 @@ def worker_main(wid: int, commands: Any, results: Any) -> None:
         listener = threading.Thread(target=_listen, args=(commands, loop, stop, cancel, go), daemon=True)
         listener.start()
         try:
+            # Every step (cheap after the first): a failure to load is reported where the coordinator listens.
+            load_extensions(extensions or {})
             loop.run_until_complete(_run_step(wid, cmd[1], results, stop, cancel, go))
         except BenchError as e:
             results.put(("error", wid, str(e)))
@@ -130,18 +134,14 @@ async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event,
     https = {t.name: RawHttp(t, connections=per_cluster) for t in plan.targets}
     gzip_for = {t.name: t.options.http_compress for t in plan.targets}
     ctx = Context(http=https, default_cluster=plan.default_cluster, indices=plan.indices)
+    default_index = next(iter(plan.indices), None) if len(plan.indices) == 1 else None
     jobs = []
     for task_idx, client_id in plan.clients:
         task = plan.tasks[task_idx]
         op = task.operation
-        runner = with_retries(RUNNERS[op.operation_type], op.params)
-        if op.operation_type == "bulk":
-            cluster = op.params.get("cluster", plan.default_cluster)
-            default_index = next(iter(plan.indices), None) if len(plan.indices) == 1 else None
-            source = bulk_source(task, plan.documents.get(task.name, []), client=client_id,
-                                 gzip_bodies=gzip_for.get(cluster, False), default_index=default_index)
-        else:
-            source = other_source(task, client=client_id, gzip_for=gzip_for)
+        runner = with_retries(runner_for(op.operation_type), op.params)
+        source = param_source(task, SourceContext(client_id, plan.documents.get(task.name, []), gzip_for,
+                                                  plan.default_cluster, default_index))
         jobs.append((task, client_id, runner, source))
 
     buffer: list[RequestSample] = []

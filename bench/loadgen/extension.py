@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bench.loadgen.runner import register as register_loadgen_operations
+
 
 def setup() -> None:
-    pass
+    register_loadgen_operations()

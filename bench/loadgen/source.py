@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.driver.bodies import BulkBody
+from bench.driver.params import SourceContext, bulk_path
 from bench.errors import TrackError
 from bench.loadgen.config import LoadgenPlan, load_plan
 from bench.loadgen.template import RequestTemplate
@@ -99,5 +101,32 @@ def loadgen_source(task: Task, *, client: int, gzip_for: dict[str, bool]) -> Ite
                 yield {"request": r, "cluster": cluster, "wire": wire, "gzipped": gz and bool(r.body),
                        "check": req.check}
             done_rounds += 1
+
+    return gen()
+
+
+def loadgen_request_source(task: Task, sc: SourceContext) -> Iterator[dict[str, Any]]:
+    """The parameter source of ``loadgen-request`` operations (registered with the driver)."""
+    return loadgen_source(task, client=sc.client, gzip_for=sc.gzip_for)
+
+
+def template_bulk_source(task: Task, sc: SourceContext) -> Iterator[dict[str, Any]]:
+    """Bulk bodies rendered from a Loadgen template (a bulk operation's ``template``: body, variables, runtime
+    variables); each request renders ``bulk-size`` repetitions with fresh values (see bench.loadgen.template for
+    the cost). Registered with the driver for bulks that have a ``template``."""
+    p = task.operation.params
+    if task.iterations is None and task.time_period is None:
+        raise TrackError(f"task '{task.name}': a templated bulk never runs out of documents: give the task "
+                         f"'iterations' or 'time-period'")
+    tpl = track_template(task, client=sc.client, default_index=sc.default_index)
+    path = bulk_path(p)
+    base = {k: v for k, v in p.items() if k == "cluster"}
+    gzip_bodies = sc.gzip_bodies(p)
+
+    def gen() -> Iterator[dict[str, Any]]:
+        while True:
+            r = tpl.render()
+            wire = gzip.compress(r.body, compresslevel=1) if gzip_bodies else r.body
+            yield {**base, "body": BulkBody(wire, r.docs, len(r.body), gzip_bodies), "path": path}
 
     return gen()

@@ -9,7 +9,6 @@ from bench.trial_summary import register_enricher
 
 
 def setup() -> None:
-    pass
     register_section(SECTION, rows=telemetry_rows, title="Telemetry", order=10)
     register_enricher(SECTION, enrich_summary)
     register_metric(r"rejection|exception", higher_is_better=False)  # write thread-pool rejections, CCR exceptions

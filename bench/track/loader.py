@@ -25,7 +25,7 @@ from bench.home import project_root
 from bench.track import rally_helpers
 from bench.track.generators import GENERATORS, generator_names
 from bench.track.model import Challenge, Operation, Parallel, Task, Track
-from bench.track.operations import SUPPORTED_OPERATION_TYPES, check_operation
+from bench.track.operations import check_operation, supported_operation_types
 from bench.track.testmode import apply_test_mode
 
 log = logging.getLogger(__name__)
@@ -341,7 +341,7 @@ def _operations(raw: dict[str, Any], file: Path) -> dict[str, Operation]:
             raise TrackError(f"{file}: operations[{i}]: duplicate operation name '{op.name}'")
         # A declared operation of a type bench lacks is only an error when a task uses it: Rally tracks
         # declare operations (e.g. node-stats) that the challenges a user runs may never touch.
-        if op.operation_type in SUPPORTED_OPERATION_TYPES:
+        if op.operation_type in supported_operation_types():
             check_operation(op.name, op.operation_type, op.params, track_file=str(file))
         ops[op.name] = op
     return ops

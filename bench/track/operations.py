@@ -1,46 +1,34 @@
-"""The operation types bench can run, and the load-time checks of their parameters.
+"""The load-time checks of a track's operations: is the type runnable, are its parameters there and sane.
 
-The driver owns the runners; this module only says which types exist so a track that asks for
-anything else fails when it is loaded, not minutes into a race.
+The driver's registry (``bench.driver.registry``) says which types exist -- the core's and those extensions
+register, with their mandatory parameters and checks -- so a track that asks for anything else fails when
+it is loaded, not minutes into a race.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from bench.ccr.operations import REQUIRED as CCR_REQUIRED
-from bench.ccr.operations import check_ccr_operation
+from bench.driver.registry import operation_types, runner_spec
 from bench.errors import TrackError
 
-# type -> parameters that must be present (Rally names them "mandatory parameters").
-_REQUIRED: dict[str, tuple[str, ...]] = {
-    "bulk": ("bulk-size",),
-    "search": (),
-    "create-index": (),
-    "delete-index": (),
-    "cluster-health": (),
-    "refresh": (),
-    "force-merge": (),
-    "put-settings": ("body",),
-    "index-stats": (),
-    "raw-request": ("path",),
-    "sleep": ("duration",),
-    "loadgen-request": ("config",),  # bench loadgen's requests (bench.loadgen), not for track files
-    **CCR_REQUIRED,  # ccr-follow ... wait-for-followers-to-sync (bench/ccr, issue 4)
-}
 
-SUPPORTED_OPERATION_TYPES: frozenset[str] = frozenset(_REQUIRED)
+def supported_operation_types() -> frozenset[str]:
+    return operation_types()
+
+
 BULK = "bulk"
 
 
 def check_operation(name: str, op_type: str, params: dict[str, Any], *, track_file: str) -> None:
     """Raise TrackError when the type is unknown or a mandatory parameter is missing or mistyped."""
-    if op_type not in SUPPORTED_OPERATION_TYPES:
+    spec = runner_spec(op_type)
+    if spec is None:
         raise TrackError(
             f"{track_file}: operation '{name}' has unsupported operation-type '{op_type}': "
-            f"use one of {', '.join(sorted(SUPPORTED_OPERATION_TYPES))}"
+            f"use one of {', '.join(sorted(operation_types()))}"
         )
-    for key in _REQUIRED[op_type]:
+    for key in spec.required:
         if key == "bulk-size" and ("bulk-size-mb" in params or "template" in params):
             continue  # a bulk sized in MB, or by a template's repetitions
         if key not in params:
@@ -68,8 +56,8 @@ def check_operation(name: str, op_type: str, params: dict[str, Any], *, track_fi
             raise TrackError(
                 f"{track_file}: operation '{name}' has corpora {corpora!r}: use a name or a list of names"
             )
-    if op_type in CCR_REQUIRED:
-        check_ccr_operation(name, op_type, params, track_file=track_file)
+    if spec.check is not None:
+        spec.check(name, op_type, params, track_file=track_file)
     if op_type == "sleep":
         d = params["duration"]
         if not isinstance(d, (int, float)) or isinstance(d, bool) or d < 0:

@@ -1,0 +1,35 @@
+"""The coordinator's view of its load-driver workers: a set of worker processes it sends commands to and
+receives messages from. ``bench.driver.mp_pool`` implements it with multiprocessing; another execution engine
+(e.g. Ray) implements the same interface. Commands and messages are the tuples ``bench.driver.worker``
+describes; every message, samples included, comes back through ``next_message``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+Command = tuple[Any, ...]  # ("step", StepPlan) | ("go", start_at) | ("stop",) | ("cancel",) | ("end-step",) ...
+Message = tuple[Any, ...]  # ("ready", wid) | ("samples", wid, [RequestSample]) | ("error", wid, text) ...
+
+
+class WorkerPool(Protocol):
+    def start(self, count: int, extensions: dict[str, str]) -> None:
+        """Start ``count`` workers (ids 0..count-1); each registers ``extensions`` (name -> "module:setup")
+        besides the installed ones before it runs a step."""
+
+    def send(self, wid: int, cmd: Command) -> None: ...
+
+    def broadcast(self, cmd: Command) -> None: ...
+
+    async def next_message(self, timeout: float) -> Message | None:
+        """The next message of any worker, or None after ``timeout`` seconds without one. A pool that can no
+        longer deliver messages answers ``("error", -1, why)`` once."""
+
+    def exit_codes(self) -> dict[int, int | None]:
+        """Each worker's exit code, None while it runs."""
+
+    def pids(self) -> list[int]:
+        """The workers' process ids (telemetry counts their CPU as the driver's)."""
+
+    def close(self) -> None:
+        """Shut the workers down, killing those that do not stop in time; safe to call more than once."""
