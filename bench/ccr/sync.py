@@ -20,6 +20,8 @@ from typing import Any
 
 from bench.ccr.engine import CcrEngine, CcrError, FollowerProgress, NoStats
 from bench.client import RawHttp
+from bench.errors import ClusterError
+from bench.telemetry.ccr_models import primary_checkpoints
 
 
 @dataclass(frozen=True)
@@ -52,20 +54,11 @@ class Followed:
 
 def shard_targets(stats: Any, leader_index: str) -> dict[int, ShardTarget]:
     """The primaries' checkpoints from ``GET <index>/_stats?level=shards`` (same on both engines)."""
-    indices = stats.get("indices", {}) if isinstance(stats, dict) else {}
-    if leader_index not in indices:
-        raise CcrError(f"leader index {leader_index} is not in the leader's index stats "
-                       f"(found: {', '.join(sorted(indices)) or 'none'})")
-    out: dict[int, ShardTarget] = {}
-    for shard, copies in (indices[leader_index].get("shards") or {}).items():
-        for c in copies if isinstance(copies, list) else [copies]:
-            if (c.get("routing") or {}).get("primary") and isinstance(c.get("seq_no"), dict):
-                seq = c["seq_no"]
-                out[int(shard)] = ShardTarget(int(shard), int(seq.get("global_checkpoint", -1)),
-                                              int(seq["max_seq_no"]) if "max_seq_no" in seq else None)
-    if not out:
-        raise CcrError(f"leader index {leader_index}: its shard stats report no primary with sequence numbers")
-    return out
+    try:
+        primaries = primary_checkpoints(stats, leader_index)
+    except ClusterError as e:
+        raise CcrError(str(e)) from None
+    return {s: ShardTarget(s, c.global_checkpoint, c.max_seq_no) for s, c in primaries.items()}
 
 
 async def leader_targets(http: RawHttp, cluster: str, leader_index: str) -> dict[int, ShardTarget]:
