@@ -19,6 +19,7 @@ from bench.ccr.soft_deletes import soft_deletes_off_supported
 from bench.ccr.sync import leader_targets, wait_for_sync
 from bench.cli import main
 from bench.client import ClusterTarget, RawHttp, check_cluster
+from bench.driver.runners import RUNNERS, Context
 from bench.provision.model import ClusterInfo
 from bench.store import TrialStore
 from bench.summary import status_label
@@ -261,3 +262,33 @@ def test_soft_deletes_off_refused_by_the_real_engines(os_ccr_pair: CcrPairInfo, 
             http("DELETE", f"{url}/soft-deletes-off")
         assert soft_deletes_off_supported(engine, version) is not refused, (engine, version, status, body)
         assert refused  # 2.19.1 and 8.19.21 both refuse
+
+
+@pytest.mark.timeout(300)
+def test_sync_of_every_follower_waits_for_a_paused_one(os_ccr_pair: CcrPairInfo) -> None:  # noqa: F811
+    # follower_stats lists syncing followers only: "every follower" must still include the paused one
+    pair = os_ccr_pair
+    pair.fresh("every-a", "every-b")
+    for index in ("every-a", "every-b"):
+        create_index(pair.leader_url, index, shards=1)
+        bulk(pair.leader_url, index, 0, 200)
+
+    async def run() -> tuple[list[str], object]:
+        async with RawHttp(_target("follower", pair.follower_url), connections=2) as fh, \
+                RawHttp(_target("leader", pair.leader_url), connections=2) as lh:
+            engine = OpenSearchReplication(fh, "follower")
+            for index in ("every-a", "every-b"):
+                await engine.follow(index, remote="leader", leader_index=index, parameters={})
+            await engine.pause("every-b")
+            bulk(pair.leader_url, "every-b", 200, 200)  # indexed while paused: it cannot catch up
+            ctx = Context(http={"leader": lh, "follower": fh}, default_cluster="follower")
+            res = await RUNNERS["wait-for-followers-to-sync"](ctx, {"timeout": 5, "_engine": "opensearch"})
+            return await engine.follower_indices(), res
+
+    try:
+        names, res = asyncio.run(run())
+        assert {"every-a", "every-b"} <= set(names)
+        assert not res.success and "every-b: no follower checkpoints (paused" in res.detail
+        assert "every-a" not in res.detail  # the synced one is not blamed
+    finally:
+        pair.fresh("every-a", "every-b")

@@ -150,7 +150,7 @@ async def wait_for_sync(engine: CcrEngine, indices: list[str], *, leader: Leader
             p = f.last
             if isinstance(p, FollowerProgress) and p.fatal:
                 raise CcrError(f"wait-for-followers-to-sync: follower {f.index} on cluster {engine.cluster} failed: "
-                               f"{p.fatal}")
+                               f"{p.fatal}", status=200)
             if f.targets is None and f.total_target is None and isinstance(p, FollowerProgress):
                 # No leader connection and no stats at the start: the first stats the follower gives.
                 f.targets, f.total_target = targets_from_follower(p)
@@ -164,7 +164,8 @@ async def wait_for_sync(engine: CcrEngine, indices: list[str], *, leader: Leader
             return SyncOutcome(time.monotonic() - start, polls, followers)
         if time.monotonic() >= deadline:
             detail = "; ".join(p for ps in pending for p in ps[:3])
+            # status 200: the follower answered every poll; what it said is the failure
             raise CcrError(f"wait-for-followers-to-sync: followers on cluster {engine.cluster} did not catch up "
-                           f"within {timeout:g} s: {detail}")
+                           f"within {timeout:g} s: {detail}", status=200)
         await asyncio.sleep(min(poll_interval, max(0.0, deadline - time.monotonic())))
         polls += 1

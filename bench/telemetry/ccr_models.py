@@ -101,6 +101,23 @@ class IndexCcrStats(_Open):
     indices: list[FollowIndexStats] = []
 
 
+class FollowerInfo(_Open):
+    follower_index: str
+    remote_cluster: str = ""
+    leader_index: str = ""
+    status: str = ""  # active | paused
+
+
+class FollowInfo(_Open):
+    """``GET <index>/_ccr/info``: every follower index, paused ones too (they vanish from ``_ccr/stats``)."""
+
+    follower_indices: list[FollowerInfo] = []
+
+
+def parse_follow_info(body: Any) -> FollowInfo:
+    return _parse(FollowInfo, body, "GET <index>/_ccr/info")
+
+
 def exception_text(e: dict[str, Any] | None) -> str:
     if not e:
         return ""
