@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import nox
 
@@ -26,6 +27,17 @@ def _system_packages(session: nox.Session) -> None:
     session.run("apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing, external=True, env=env)
 
 
+REPLICATION_PLUGIN_ENV = "BENCH_OPENSEARCH_REPLICATION_PLUGIN"
+REPLICATION_PLUGIN = Path("..", "shared", "opensearch-replication-plugin",
+                          "opensearch-cross-cluster-replication-2.19.1.0.zip")
+
+
+def replication_plugin(root: Path = Path(__file__).resolve().parent) -> Path | None:
+    """The replication plugin zip beside the project (``../shared/...``), if it is there."""
+    path = (root / REPLICATION_PLUGIN).resolve()
+    return path if path.is_file() else None
+
+
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
     _system_packages(session)
@@ -33,6 +45,11 @@ def tests(session: nox.Session) -> None:
     # that sees the base interpreter's).
     session.env["PYTHONNOUSERSITE"] = "1"
     session.install("-e", ".[test]")
+    # The live CCR tests need the OpenSearch replication plugin, published on no registry reachable here; CI
+    # (and a developer with the shared folder) has it beside the project.
+    plugin = replication_plugin()
+    if plugin is not None and REPLICATION_PLUGIN_ENV not in os.environ:
+        session.env[REPLICATION_PLUGIN_ENV] = str(plugin)
     session.run("pytest", "-q", "-ra", "--durations=25", *session.posargs)
 
 

@@ -163,6 +163,11 @@ class CcrPair:
                      "seq_no": {"max_seq_no": idx.max_seq_no, "local_checkpoint": idx.max_seq_no,
                                 "global_checkpoint": idx.max_seq_no}}
             return self._json({"indices": {parts[0]: {"shards": {"0": [shard]}}}})
+        if len(parts) == 2 and parts[1] == "_stats" and cluster == "follower" and parts[0] in self.following:
+            gcp = self.following[parts[0]]["checkpoint"]  # the follower's own checkpoint (reading it moves nothing)
+            shard = {"routing": {"primary": True, "state": "STARTED"},
+                     "seq_no": {"max_seq_no": gcp, "local_checkpoint": gcp, "global_checkpoint": gcp}}
+            return self._json({"indices": {parts[0]: {"shards": {"0": [shard]}}}})
         return self._json({"error": f"no fixture for {method} {path}", "status": 404}, 404)
 
     def _count(self, cluster: str, index: str) -> int:
@@ -190,6 +195,10 @@ class CcrPair:
             if action == "stats":
                 s = self._es_index_stats(index)
                 return self._json({"indices": [s] if s else []})
+            if action == "info" and index == "_all":
+                return self._json({"follower_indices": [
+                    {"follower_index": i, "remote_cluster": "leader", "leader_index": f["leader"],
+                     "status": "paused" if f["paused"] else "active"} for i, f in sorted(self.following.items())]})
             if action == "info":
                 f = self.following.get(index)
                 status = "paused" if f and f["paused"] else "active"

@@ -32,6 +32,7 @@ from bench.errors import ConfigError, TrackError
 from bench.options import RaceOptions
 from bench.summary import Summary, TaskSummary
 from bench.track.loader import find_track, load_track
+from tests.ccr_replay import CcrPair
 from tests.fixture_server import FixtureServer, fixture, fixture_json
 
 ES, OS = "elasticsearch-ccr", "opensearch-replication"
@@ -131,6 +132,10 @@ def test_opensearch_engine_calls() -> None:
         srv.add("POST", f"{base}/_autofollow", fixture(OS, "autofollow_create.json"))
         srv.add("DELETE", f"{base}/_autofollow", fixture(OS, "autofollow_delete.json"))
         srv.add("GET", f"{base}/follower_stats", fixture(OS, "follower_stats.json"))
+        # a paused follower keeps the plugin's setting (absent from follower_stats); a stopped one has it null
+        setting = "index.plugins.replication.follower.leader_index"
+        srv.add("GET", f"/_all/_settings/{setting}", {"follower-02": {"settings": {setting: "leader:leader-02"}},
+                                                      "stopped": {"settings": {setting: None}}})
         srv.add("PUT", f"{base}/follower-99/_start", fixture(OS, "start_missing_leader_index_error.json"), 404)
         srv.add("GET", "/_nodes/_all/none", {"nodes": {"n": {"version": "2.19.1"}}})
 
@@ -155,7 +160,7 @@ def test_opensearch_engine_calls() -> None:
         followers, missing, engine = run(_with_http(srv, go))
         start_query = next(q for m, p, q in srv.requests if p.endswith("follower-01/_start"))
     assert start_query == {"wait_for_restore": "true"}
-    assert followers == ["follower-01"]
+    assert followers == ["follower-01", "follower-02"]
     assert "HTTP 404" in missing and "no such index [missing-index]" in missing and NO_CCR not in missing
     assert engine == "opensearch"
 
@@ -352,3 +357,48 @@ def test_report_flags_doc_count_mismatch() -> None:
     metrics = [r.metric for r in full.rows()]
     assert metrics.count("Median CCR lag") == 1  # shown once, in the CCR section
     assert copy.deepcopy(full).ccr == full.ccr
+
+
+async def _run_sync_runner(srv: FixtureServer, params: dict) -> object:
+    async with RawHttp(ClusterTarget(name="follower", hosts=[srv.host]), connections=2) as http:
+        return await runner_for("wait-for-followers-to-sync")(Context(http={"follower": http}, default_cluster="follower"),
+                                                           params)
+
+
+def test_sync_runner_names_the_followers_when_a_poll_is_unreadable() -> None:
+    # an answer that is not the plugin's (a proxy's HTML page) is a failed sync of that follower, not a crash
+    with FixtureServer() as srv:
+        srv.add("GET", "/_plugins/_replication/follower-07/_status", "<html>bad gateway</html>")
+        res = run(_run_sync_runner(srv, {"indices": ["follower-07"], "timeout": 1, "_engine": "opensearch"}))
+    assert not res.success and res.error_type == "ccr"
+    assert "follower-07" in res.detail and "did not sync" in res.detail and "expected a JSON object" in res.detail
+
+
+def test_sync_timeout_is_the_followers_answer_not_a_missing_one() -> None:
+    with FixtureServer() as srv:
+        srv.add("GET", "/_plugins/_replication/follower_index/_status", fixture_json(OS, "status_paused.json"))
+        res = run(_run_sync_runner(srv, {"indices": ["follower_index"], "timeout": 0.3, "poll-interval": 0.05,
+                                         "_engine": "opensearch"}))
+    # the follower answered every poll (paused): an HTTP-answered failure, so the summary does not blame bench
+    assert not res.success and res.status == 200 and "follower_index" in res.detail and "paused" in res.detail
+
+
+def test_default_followers_include_a_paused_one() -> None:
+    # Elasticsearch drops a paused follower from _ccr/stats; waiting for "every follower" must still wait for it
+    with CcrPair("elasticsearch") as pair:
+        async def go() -> tuple[list[str], object]:
+            async with RawHttp(ClusterTarget(name="follower", hosts=[f"127.0.0.1:{pair.ports['follower']}"]),
+                               connections=2) as http:
+                engine = ElasticsearchCcr(http, "follower")
+                for index in ("a", "b"):
+                    await engine.follow(index, remote="leader", leader_index=index, parameters={})
+                await engine.pause("b")
+                names = await engine.follower_indices()
+                res = await runner_for("wait-for-followers-to-sync")(
+                    Context(http={"follower": http}, default_cluster="follower"),
+                    {"timeout": 0.5, "poll-interval": 0.05, "_engine": "elasticsearch"})
+                return names, res
+
+        names, res = run(go())
+    assert names == ["a", "b"]
+    assert not res.success and "b: no follower checkpoints" in res.detail

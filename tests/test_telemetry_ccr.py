@@ -287,6 +287,47 @@ def test_runner_counts_failures_of_a_cluster_without_ccr_and_summary_reports_lag
     assert count.failed == 0 and count.samples >= 4
 
 
+def _shard_stats(index: str, gcps: dict[int, int]) -> dict:
+    return {"indices": {index: {"shards": {str(s): [{"routing": {"primary": True},
+                                                     "seq_no": {"global_checkpoint": g, "max_seq_no": g}}]
+                                           for s, g in gcps.items()}}}}
+
+
+def test_es_device_measures_lag_against_the_leaders_own_checkpoint():
+    # The follower's stats say the leader is at 1024 (its stale view); the leader itself is at 2000.
+    with FixtureServer() as leader, FixtureServer() as follower:
+        follower.add("GET", "/_ccr/stats", fixture(ES, "ccr_stats.json"))
+        follower.add("GET", "/follower_index/_stats", _shard_stats("follower_index", {0: 768}))
+        leader.add("GET", "/leader_index/_stats", _shard_stats("leader_index", {0: 2000}))
+        ctx = TelemetryContext(
+            targets={"remote_cluster": ClusterTarget(name="remote_cluster", hosts=[leader.host]),
+                     "follower": ClusterTarget(name="follower", hosts=[follower.host])},
+            clusters={"follower": {"engine": "elasticsearch", "version": "8.19.21"}})
+        [s] = asyncio.run(_samples(CcrStats({"ccr-stats-clusters": ["follower"]}, ctx), [1.0]))
+        assert leader.requests[0][2] == {"level": "shards"}
+    assert _values(s, "follower_index", "lag_ops") == [2000.0 - 768.0]
+    assert _values(s, "follower_index[0]", "lag_ops") == [2000.0 - 768.0]
+    assert _values(s, "follower_index", "lag_ops_follower_view") == [256.0]
+    assert _values(s, "follower_index", "leader_checkpoint") == [2000.0]
+    assert _values(s, "follower_index", "follower_checkpoint") == [768.0]
+
+
+def test_unreadable_leader_checkpoints_give_no_lag_and_an_error():
+    with FixtureServer() as leader, FixtureServer() as follower:
+        follower.add("GET", "/_ccr/stats", fixture(ES, "ccr_stats.json"))
+        follower.add("GET", "/follower_index/_stats", _shard_stats("follower_index", {0: 768}))
+        leader.add("GET", "/leader_index/_stats", {"error": "boom"}, status=503)
+        ctx = TelemetryContext(
+            targets={"remote_cluster": ClusterTarget(name="remote_cluster", hosts=[leader.host]),
+                     "follower": ClusterTarget(name="follower", hosts=[follower.host])},
+            clusters={"follower": {"engine": "elasticsearch", "version": "8.19.21"}})
+        [s] = asyncio.run(_samples(CcrStats({"ccr-stats-clusters": ["follower"]}, ctx), [1.0]))
+    # not the follower's stale view passed off as the lag, and not "missing" either
+    assert _values(s, "follower_index", "lag_ops") == [] and _values(s, "follower_index", "missing") == []
+    assert any("follower_index" in e and "HTTP 503" in e for e in s.errors)
+    assert [r.value for r in s.rows if r.metric == "followers"] == [1.0]
+
+
 # -- live -------------------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Cross-cluster replication (issue 4): one small engine interface over Elasticsearch CCR and the OpenSearch
+"""Cross-cluster replication: one small engine interface over Elasticsearch CCR and the OpenSearch
 replication plugin, the operations that use it, the race wiring and the CCR section of the report.
 
 - ``engine.py``   ``CcrEngine`` (follow, pause, resume, unfollow, auto-follow, delete-auto-follow, stats,
@@ -10,4 +10,5 @@ replication plugin, the operations that use it, the race wiring and the CCR sect
   connection, licenses, CCR support, car variants) and after it (final doc counts)
 - ``report.py``   the CCR section of the summary
 - ``overrides.py`` ``--distribution=engine:version`` and ``--plugin`` applied to the race's clusters
+- ``soft_deletes.py`` which engine/version still creates indices with soft deletes off
 """

@@ -23,8 +23,7 @@ from bench.errors import ClusterError
 from bench.telemetry.ccr_models import (
     NOT_IN_PROGRESS,
     exception_text,
-    follower_indices,
-    parse_ccr_stats,
+    parse_follow_info,
     parse_follower_stats,
     parse_index_ccr_stats,
     parse_replication_status,
@@ -247,7 +246,9 @@ class ElasticsearchCcr(CcrEngine):
         return (await self.call("GET", "/_ccr/stats"))[1]
 
     async def follower_indices(self) -> list[str]:
-        return sorted(follower_indices(parse_ccr_stats(await self.stats())))
+        # _ccr/info, not _ccr/stats: a paused follower has no stats but is still a follower to wait for
+        _, body = await self.call("GET", "/_all/_ccr/info")
+        return sorted({f.follower_index for f in parse_follow_info(body).follower_indices})
 
     async def progress(self, follower_index: str) -> FollowerProgress | NoStats:
         status, body = await self.call("GET", f"/{follower_index}/_ccr/stats", ok=(400, 404))
@@ -269,6 +270,10 @@ class ElasticsearchCcr(CcrEngine):
 
     def is_active(self, p: FollowerProgress) -> bool:
         return bool(p.shards)
+
+
+# Set on every follower index while it replicates (paused too), cleared by _stop.
+FOLLOWER_SETTING = "index.plugins.replication.follower.leader_index"
 
 
 class OpenSearchReplication(CcrEngine):
@@ -329,7 +334,12 @@ class OpenSearchReplication(CcrEngine):
         return (await self.call("GET", f"{self.base}/follower_stats"))[1]
 
     async def follower_indices(self) -> list[str]:
-        return sorted(parse_follower_stats(await self.stats()).index_stats)
+        # follower_stats lists syncing followers only; a paused one still carries the plugin's index setting
+        syncing = set(parse_follower_stats(await self.stats()).index_stats)
+        _, body = await self.call("GET", f"/_all/_settings/{FOLLOWER_SETTING}", params={"flat_settings": "true"})
+        marked = {name for name, doc in (body.items() if isinstance(body, dict) else [])
+                  if isinstance(doc, dict) and (doc.get("settings") or {}).get(FOLLOWER_SETTING)}
+        return sorted(syncing | marked)
 
     async def progress(self, follower_index: str) -> FollowerProgress | NoStats:
         _, body = await self.call("GET", f"{self.base}/{follower_index}/_status")

@@ -22,8 +22,11 @@ Parameters (Rally-style hyphenated names; Elasticsearch's follow parameters may 
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from typing import Any
+
+import aiohttp
 
 from bench.ccr.engine import (
     FOLLOW_PARAMETERS,
@@ -41,6 +44,7 @@ from bench.client import RawHttp
 from bench.driver.param_types import param_float
 from bench.driver.registry import register_runner
 from bench.driver.runners import Context, Result
+from bench.errors import ClusterError
 
 FOLLOWER = "follower"
 LEADER_ALIAS = "leader"
@@ -189,9 +193,17 @@ async def wait_for_followers_to_sync(ctx: Context, p: dict[str, Any]) -> Result:
                 or p.get("leader-index") or index
             return await leader_targets(ctx.http[name], name, str(leader_index))
 
-        outcome = await wait_for_sync(engine, indices, leader=leader,
-                                      timeout=param_float(p, "timeout", DEFAULT_SYNC_TIMEOUT),
-                                      poll_interval=param_float(p, "poll-interval", 0.2))
+        try:
+            outcome = await wait_for_sync(engine, indices, leader=leader,
+                                          timeout=param_float(p, "timeout", DEFAULT_SYNC_TIMEOUT),
+                                          poll_interval=param_float(p, "poll-interval", 0.2))
+        except CcrError:
+            raise
+        except (ClusterError, OSError, asyncio.TimeoutError, aiohttp.ClientError) as e:
+            # an unanswered or unreadable poll still fails the sync of these followers, and says so
+            why = "a request timed out" if isinstance(e, asyncio.TimeoutError) else str(e) or type(e).__name__
+            raise CcrError(f"wait-for-followers-to-sync: followers {', '.join(indices)} on cluster {engine.cluster} "
+                           f"did not sync: {why}") from None
     except CcrError as e:
         return _failed(e)
     return Result(units=len(outcome.followers), unit="ops")

@@ -20,6 +20,8 @@ from typing import Any
 
 from bench.ccr.engine import CcrEngine, CcrError, FollowerProgress, NoStats
 from bench.client import RawHttp
+from bench.errors import ClusterError
+from bench.telemetry.ccr_models import primary_checkpoints
 
 
 @dataclass(frozen=True)
@@ -52,20 +54,11 @@ class Followed:
 
 def shard_targets(stats: Any, leader_index: str) -> dict[int, ShardTarget]:
     """The primaries' checkpoints from ``GET <index>/_stats?level=shards`` (same on both engines)."""
-    indices = stats.get("indices", {}) if isinstance(stats, dict) else {}
-    if leader_index not in indices:
-        raise CcrError(f"leader index {leader_index} is not in the leader's index stats "
-                       f"(found: {', '.join(sorted(indices)) or 'none'})")
-    out: dict[int, ShardTarget] = {}
-    for shard, copies in (indices[leader_index].get("shards") or {}).items():
-        for c in copies if isinstance(copies, list) else [copies]:
-            if (c.get("routing") or {}).get("primary") and isinstance(c.get("seq_no"), dict):
-                seq = c["seq_no"]
-                out[int(shard)] = ShardTarget(int(shard), int(seq.get("global_checkpoint", -1)),
-                                              int(seq["max_seq_no"]) if "max_seq_no" in seq else None)
-    if not out:
-        raise CcrError(f"leader index {leader_index}: its shard stats report no primary with sequence numbers")
-    return out
+    try:
+        primaries = primary_checkpoints(stats, leader_index)
+    except ClusterError as e:
+        raise CcrError(str(e)) from None
+    return {s: ShardTarget(s, c.global_checkpoint, c.max_seq_no) for s, c in primaries.items()}
 
 
 async def leader_targets(http: RawHttp, cluster: str, leader_index: str) -> dict[int, ShardTarget]:
@@ -157,7 +150,7 @@ async def wait_for_sync(engine: CcrEngine, indices: list[str], *, leader: Leader
             p = f.last
             if isinstance(p, FollowerProgress) and p.fatal:
                 raise CcrError(f"wait-for-followers-to-sync: follower {f.index} on cluster {engine.cluster} failed: "
-                               f"{p.fatal}")
+                               f"{p.fatal}", status=200)
             if f.targets is None and f.total_target is None and isinstance(p, FollowerProgress):
                 # No leader connection and no stats at the start: the first stats the follower gives.
                 f.targets, f.total_target = targets_from_follower(p)
@@ -171,7 +164,8 @@ async def wait_for_sync(engine: CcrEngine, indices: list[str], *, leader: Leader
             return SyncOutcome(time.monotonic() - start, polls, followers)
         if time.monotonic() >= deadline:
             detail = "; ".join(p for ps in pending for p in ps[:3])
+            # status 200: the follower answered every poll; what it said is the failure
             raise CcrError(f"wait-for-followers-to-sync: followers on cluster {engine.cluster} did not catch up "
-                           f"within {timeout:g} s: {detail}")
+                           f"within {timeout:g} s: {detail}", status=200)
         await asyncio.sleep(min(poll_interval, max(0.0, deadline - time.monotonic())))
         polls += 1

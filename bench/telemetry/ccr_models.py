@@ -101,6 +101,23 @@ class IndexCcrStats(_Open):
     indices: list[FollowIndexStats] = []
 
 
+class FollowerInfo(_Open):
+    follower_index: str
+    remote_cluster: str = ""
+    leader_index: str = ""
+    status: str = ""  # active | paused
+
+
+class FollowInfo(_Open):
+    """``GET <index>/_ccr/info``: every follower index, paused ones too (they vanish from ``_ccr/stats``)."""
+
+    follower_indices: list[FollowerInfo] = []
+
+
+def parse_follow_info(body: Any) -> FollowInfo:
+    return _parse(FollowInfo, body, "GET <index>/_ccr/info")
+
+
 def exception_text(e: dict[str, Any] | None) -> str:
     if not e:
         return ""
@@ -318,3 +335,65 @@ class CheckpointHistory:
         t1, c1 = self.times[i], self.checkpoints[i]
         passed = t0 + (t1 - t0) * (follower_checkpoint + 1 - c0) / (c1 - c0)
         return TimeLag(max(0.0, now - passed), False)
+
+
+# -- lag against the leader's own checkpoints -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrimaryCheckpoint:
+    shard: int
+    global_checkpoint: int
+    max_seq_no: int | None = None
+
+
+def primary_checkpoints(stats: Any, index: str, *, role: str = "leader") -> dict[int, PrimaryCheckpoint]:
+    """Each primary's checkpoints from ``GET <index>/_stats?level=shards`` (the same on both engines)."""
+    indices = stats.get("indices", {}) if isinstance(stats, dict) else {}
+    if index not in indices:
+        raise ClusterError(f"{role} index {index} is not in the {role}'s index stats "
+                           f"(found: {', '.join(sorted(indices)) or 'none'})")
+    out: dict[int, PrimaryCheckpoint] = {}
+    for shard, copies in (indices[index].get("shards") or {}).items():
+        for c in copies if isinstance(copies, list) else [copies]:
+            if (c.get("routing") or {}).get("primary") and isinstance(c.get("seq_no"), dict):
+                seq = c["seq_no"]
+                out[int(shard)] = PrimaryCheckpoint(int(shard), int(seq.get("global_checkpoint", -1)),
+                                                    int(seq["max_seq_no"]) if "max_seq_no" in seq else None)
+    if not out:
+        raise ClusterError(f"{role} index {index}: its shard stats report no primary with sequence numbers")
+    return out
+
+
+@dataclass(frozen=True)
+class CheckpointLag:
+    """A follower against its leader, both read from the clusters themselves at one instant (not from the
+    follower's cached view of the leader, which goes stale for seconds while the leader keeps indexing).
+    Per shard: leader global checkpoint - follower global checkpoint (never below 0)."""
+
+    leader: dict[int, int]
+    follower: dict[int, int]
+
+    def shard_lag(self, shard: int) -> int:
+        return max(0, self.leader[shard] - self.follower.get(shard, -1))
+
+    @property
+    def ops(self) -> int:
+        return sum(self.shard_lag(s) for s in self.leader)
+
+    @property
+    def leader_total(self) -> int:
+        return sum(self.leader.values())
+
+    @property
+    def follower_total(self) -> int:
+        """The follower's checkpoints summed like the leader's (a shard it lacks counts as -1)."""
+        return sum(self.follower.get(s, -1) for s in self.leader)
+
+
+def checkpoint_lag(leader_stats: Any, leader_index: str, follower_stats: Any, follower_index: str) -> CheckpointLag:
+    """The lag of ``follower_index`` behind ``leader_index`` from both clusters' ``_stats?level=shards``."""
+    leader = primary_checkpoints(leader_stats, leader_index, role="leader")
+    follower = primary_checkpoints(follower_stats, follower_index, role="follower")
+    return CheckpointLag({s: c.global_checkpoint for s, c in leader.items()},
+                         {s: c.global_checkpoint for s, c in follower.items()})

@@ -1,22 +1,35 @@
 """ccr-stats: follower progress and replication lag, for Elasticsearch CCR and OpenSearch's replication plugin.
 
-Rows (``node`` is the follower index, or ``index[shard]`` for Elasticsearch shard rows):
+Rows (``node`` is the follower index, or ``index[shard]`` for shard rows):
 ``lag_ops``, ``lag_seconds`` (estimated from the leader checkpoint history, see ``CheckpointHistory``),
+``leader_checkpoint``, ``follower_checkpoint``, ``lag_ops_follower_view``,
 ``failed_read_requests``, ``failed_write_requests``, ``read_exceptions``, ``operations_read``,
 ``operations_written``, ``time_since_last_read_millis`` and every other numeric field of a shard's stats.
 A follower that is expected (named in ``ccr-stats-indices`` or seen earlier in the race) but absent from
 the answer, paused or not replicating gets a ``missing`` row and an error -- never a lag of 0.
+
+The lag is measured against the truth: when the race has the follower's leader (the cluster named like the
+follower's remote alias), each sample reads both clusters' ``<index>/_stats?level=shards`` at the same instant
+and compares the primaries' global checkpoints. The follower's own view of the leader (``leader_global_checkpoint``
+in Elasticsearch's stats, ``leader_checkpoint`` in OpenSearch's ``_status``) lags the leader by seconds while it
+indexes, so it is kept only as ``lag_ops_follower_view``; without a leader connection it is all there is, and
+``lag_ops`` comes from it as before.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from bench.client import RawHttp
+from bench.errors import BenchError
 from bench.telemetry.ccr_models import (
     NOT_IN_PROGRESS,
     CheckpointHistory,
+    CheckpointLag,
     FollowIndexStats,
     TimeLag,
+    checkpoint_lag,
     follower_indices,
     parse_autofollow_stats,
     parse_ccr_stats,
@@ -25,9 +38,10 @@ from bench.telemetry.ccr_models import (
     parse_leader_stats,
     parse_replication_status,
 )
-from bench.telemetry.device import ClusterDevice, Sampled, TelemetryContext, flatten, rows_of
+from bench.telemetry.device import ClusterDevice, Sampled, TelemetryContext, TelemetryError, flatten, rows_of
 from bench.trials import TelemetryRow
 
+VIEW_CHECKPOINTS = {"leader_checkpoint", "follower_checkpoint"}
 SHARD_SKIP = {"shard_id", "follower_mapping_version", "follower_settings_version", "follower_aliases_version"}
 
 
@@ -44,19 +58,26 @@ def configured_indices(value: Any, cluster: str) -> list[str] | None:
 
 
 def es_index_rows(ts: float, cluster: str, index: FollowIndexStats, histories: dict[tuple[str, str, int],
-                  CheckpointHistory], device: str = "ccr-stats") -> list[TelemetryRow]:
+                  CheckpointHistory], device: str = "ccr-stats", truth: CheckpointLag | None = None
+                  ) -> list[TelemetryRow]:
     """Rows for one Elasticsearch follower index: one set per shard (with the shard's whole document as raw),
-    and index-level totals."""
+    and index-level totals. With ``truth`` (both clusters' own checkpoints) the lag is measured against it."""
     rows: list[TelemetryRow] = []
     lag_seconds: list[float] = []
     for s in index.shards:
+        if truth is not None and s.shard_id in truth.leader:
+            leader, follower = truth.leader[s.shard_id], truth.follower.get(s.shard_id, -1)
+            lag = float(truth.shard_lag(s.shard_id))
+        else:
+            leader, follower, lag = s.leader_global_checkpoint, s.follower_global_checkpoint, float(s.lag_ops)
         h = histories.setdefault((cluster, index.index, s.shard_id), CheckpointHistory())
-        h.add(ts, s.leader_global_checkpoint)
-        tl = h.time_lag(s.follower_global_checkpoint, ts)
+        h.add(ts, leader)
+        tl = h.time_lag(follower, ts)
         node = f"{index.index}[{s.shard_id}]"
         doc = s.model_dump(mode="json", exclude_unset=True)  # the shard document as answered
         values = {k: v for k, v in flatten({k: v for k, v in doc.items() if k not in SHARD_SKIP})}
-        values["lag_ops"] = float(s.lag_ops)
+        values["lag_ops"] = lag
+        values["lag_ops_follower_view"] = float(s.lag_ops)
         values["read_exceptions"] = float(len(s.read_exceptions))
         if _known(tl):
             values["lag_seconds"] = tl.seconds
@@ -64,7 +85,8 @@ def es_index_rows(ts: float, cluster: str, index: FollowIndexStats, histories: d
         rows.append(TelemetryRow(ts, cluster, node, device, "shard", float(s.shard_id), doc))
         rows += rows_of(ts, cluster, node, device, values)
     totals = {
-        "lag_ops": float(index.lag_ops),
+        "lag_ops": float(truth.ops) if truth is not None else float(index.lag_ops),
+        "lag_ops_follower_view": float(index.lag_ops),
         "read_exceptions": float(sum(len(s.read_exceptions) for s in index.shards)),
         "failed_read_requests": float(sum(s.failed_read_requests for s in index.shards)),
         "failed_write_requests": float(sum(s.failed_write_requests for s in index.shards)),
@@ -73,9 +95,31 @@ def es_index_rows(ts: float, cluster: str, index: FollowIndexStats, histories: d
         "time_since_last_read_millis": float(max((s.time_since_last_read_millis for s in index.shards), default=0)),
         "fatal_exceptions": float(len(index.fatal_errors())),
     }
+    if truth is not None:
+        totals.update(leader_checkpoint=float(truth.leader_total), follower_checkpoint=float(truth.follower_total))
     if lag_seconds:
         totals["lag_seconds"] = max(lag_seconds)
     return rows + rows_of(ts, cluster, index.index, device, totals)
+
+
+def truth_rows(ts: float, cluster: str, index: str, truth: CheckpointLag,
+               histories: dict[tuple[str, str, int], CheckpointHistory], device: str = "ccr-stats"
+               ) -> tuple[list[TelemetryRow], float | None]:
+    """Per-shard lag rows from both clusters' checkpoints (OpenSearch's own answers only have sums), and the
+    index's time lag: the slowest shard's."""
+    rows: list[TelemetryRow] = []
+    worst: float | None = None
+    for shard, leader in sorted(truth.leader.items()):
+        h = histories.setdefault((cluster, index, shard), CheckpointHistory())
+        h.add(ts, leader)
+        tl = h.time_lag(truth.follower.get(shard, -1), ts)
+        values = {"lag_ops": float(truth.shard_lag(shard)), "leader_checkpoint": float(leader),
+                  "follower_checkpoint": float(truth.follower.get(shard, -1))}
+        if tl is not None and _known(tl):
+            values["lag_seconds"] = tl.seconds
+            worst = max(worst or 0.0, tl.seconds)
+        rows += rows_of(ts, cluster, f"{index}[{shard}]", device, values)
+    return rows, worst
 
 
 def _known(tl: TimeLag | None) -> bool:
@@ -91,6 +135,46 @@ class CcrStats(ClusterDevice):
         super().__init__(params, ctx)
         self._histories: dict[tuple[str, str, int], CheckpointHistory] = {}
         self._seen: dict[str, set[str]] = {}
+        self._leaders: dict[str, RawHttp] = {}  # connections to leader clusters this device does not sample
+
+    async def close(self) -> None:
+        await super().close()
+        for http in self._leaders.values():
+            await http.__aexit__(None, None, None)
+        self._leaders.clear()
+
+    async def _connection(self, cluster: str) -> RawHttp:
+        if cluster in self._http:
+            return self._http[cluster]
+        if cluster not in self._leaders:
+            http = RawHttp(self.ctx.targets[cluster], connections=2)
+            await http.__aenter__()
+            self._leaders[cluster] = http
+        return self._leaders[cluster]
+
+    async def _shard_stats(self, cluster: str, index: str) -> Any:
+        http = await self._connection(cluster)
+        status, body = await http.request("GET", f"/{index}/_stats", params={"level": "shards"},
+                                          timeout=self.request_timeout)
+        if status >= 400:
+            raise TelemetryError(f"GET {index}/_stats?level=shards on {cluster} answered HTTP {status}")
+        return body
+
+    async def _truth(self, cluster: str, follower_index: str, alias: str | None, leader_index: str | None,
+                     errors: list[str]) -> CheckpointLag | None:
+        """Both clusters' own checkpoints, read together; None without a connection to the leader (or when
+        reading them failed, which goes to ``errors``: then no lag is reported for the follower)."""
+        if not alias or alias == cluster or alias not in self.ctx.targets or not leader_index:
+            return None
+        try:
+            leader, follower = await asyncio.gather(self._shard_stats(alias, leader_index),
+                                                    self._shard_stats(cluster, follower_index))
+            return checkpoint_lag(leader, leader_index, follower, follower_index)
+        except (BenchError, OSError, asyncio.TimeoutError) as e:
+            errors.append(f"follower {follower_index}: its lag behind leader {alias}/{leader_index} could not be "
+                          f"read: {e}")
+            return _UNREADABLE
+
 
     def _expected(self, cluster: str) -> list[str]:
         configured = configured_indices(self.params.get("ccr-stats-indices"), cluster) or []
@@ -113,21 +197,35 @@ class CcrStats(ClusterDevice):
             _, body = await self.get(cluster, "/_ccr/stats")
             stats = parse_ccr_stats(body)
         found = follower_indices(stats)
-        return self._result(cluster, ts, found, body, lambda _, i: es_index_rows(ts, cluster, i, self._histories))
+        errors: list[str] = []
+        truths: dict[str, CheckpointLag | None] = {}
+        for name, index in found.items():
+            first = index.shards[0] if index.shards else None
+            truths[name] = await self._truth(cluster, name, first.remote_cluster if first else None,
+                                             first.leader_index if first else None, errors)
+        out = self._result(cluster, ts, {n: i for n, i in found.items() if truths[n] is not _UNREADABLE}, body,
+                           lambda n, i: es_index_rows(ts, cluster, i, self._histories, truth=truths[n]),
+                           also_found=set(found))
+        out.errors = errors + out.errors
+        return out
 
-    def _result(self, cluster: str, ts: float, found: dict[str, Any], raw: Any, rows_for: Any) -> Sampled:
+    def _result(self, cluster: str, ts: float, found: dict[str, Any], raw: Any, rows_for: Any,
+                also_found: set[str] | None = None) -> Sampled:
+        """``also_found``: followers present whose lag could not be read (no rows, but not "missing")."""
         out = Sampled(raw=raw if isinstance(raw, dict) else {"body": raw})
         for name, index in found.items():
             out.rows += rows_for(name, index)
             if isinstance(index, FollowIndexStats):
                 out.errors += [f"fatal_exception on follower {e}" for e in index.fatal_errors()]
         for name in self._expected(cluster):
-            if name not in found:
+            if name not in found and name not in (also_found or set()):
                 out.rows.append(TelemetryRow(ts, cluster, name, self.name, "missing", 1.0))
                 out.errors.append(f"follower {name} is absent from the stats answer (paused, failed or "
                                   "deleted?): its lag is unknown, not zero")
-        out.rows.append(TelemetryRow(ts, cluster, "", self.name, "followers", float(len(found))))
+        out.rows.append(TelemetryRow(ts, cluster, "", self.name, "followers",
+                                     float(len(set(found) | (also_found or set())))))
         self._seen.setdefault(cluster, set()).update(found)
+        self._seen[cluster].update(also_found or set())
         return out
 
     # -- OpenSearch ---------------------------------------------------------------------------------------
@@ -153,9 +251,16 @@ class CcrStats(ClusterDevice):
             found[name] = st
             if st.syncing_details is None:
                 errors.append(f"follower {name} is {st.status} without checkpoints: its lag is unknown")
+        truths: dict[str, CheckpointLag | None] = {}
+        for name, st in found.items():
+            if st.syncing_details is not None and st.status != "PAUSED":
+                truths[name] = await self._truth(cluster, name, st.leader_alias, st.leader_index, errors)
         rows: list[TelemetryRow] = []
         for name, istats in follower.index_stats.items():
-            rows += rows_of(ts, cluster, name, self.name, flatten(istats.model_dump(mode="json")))
+            # its checkpoints are the follower's view (kept apart from the lag rows' leader_checkpoint)
+            rows += rows_of(ts, cluster, name, self.name, {
+                (f"follower_view.{k}" if k in VIEW_CHECKPOINTS else k): v
+                for k, v in flatten(istats.model_dump(mode="json"))})
         rows += rows_of(ts, cluster, "", self.name, {
             **{f"follower.{k}": v for k, v in flatten(follower.model_dump(mode="json", exclude={"index_stats"}))},
             **{f"leader.{k}": v for k, v in flatten(leader.model_dump(mode="json", exclude={"index_stats"}))},
@@ -167,22 +272,36 @@ class CcrStats(ClusterDevice):
             rows += rows_of(ts, cluster, name, self.name,
                             {f"leader.{k}": v for k, v in flatten(istats.model_dump(mode="json"))})
         raw = {"follower_stats": fs_body, "leader_stats": ls_body, "autofollow_stats": af_body, "status": statuses}
-        out = self._result(cluster, ts, found, raw, lambda n, st: self._os_status_rows(cluster, ts, n, st))
+        readable = {n: st for n, st in found.items() if truths.get(n) is not _UNREADABLE}
+        out = self._result(cluster, ts, readable, raw,
+                           lambda n, st: self._os_status_rows(cluster, ts, n, st, truths.get(n)),
+                           also_found=set(found))
         out.rows = rows + out.rows
         out.errors = errors + out.errors
         return out
 
-    def _os_status_rows(self, cluster: str, ts: float, name: str, st: Any) -> list[TelemetryRow]:
+    def _os_status_rows(self, cluster: str, ts: float, name: str, st: Any,
+                        truth: CheckpointLag | None = None) -> list[TelemetryRow]:
         values: dict[str, float] = {"paused": float(st.status == "PAUSED")}
         d = st.syncing_details
-        if d is not None and st.status != "PAUSED":
-            # checkpoints are summed over shards: the time lag compares sums, an estimate for multi-shard indices
+        rows: list[TelemetryRow] = []
+        if d is not None and st.status != "PAUSED" and truth is not None:
+            rows, worst = truth_rows(ts, cluster, name, truth, self._histories, self.name)
+            values.update(lag_ops=float(truth.ops), leader_checkpoint=float(truth.leader_total),
+                          follower_checkpoint=float(truth.follower_total), lag_ops_follower_view=float(st.lag_ops))
+            if worst is not None:
+                values["lag_seconds"] = worst
+        elif d is not None and st.status != "PAUSED":
+            # no leader connection: the follower's view, summed over shards (an estimate for multi-shard indices)
             h = self._histories.setdefault((cluster, name, -1), CheckpointHistory())
             h.add(ts, d.leader_checkpoint)
             tl = h.time_lag(d.follower_checkpoint, ts)
             values.update(lag_ops=float(st.lag_ops), leader_checkpoint=float(d.leader_checkpoint),
-                          follower_checkpoint=float(d.follower_checkpoint))
+                          follower_checkpoint=float(d.follower_checkpoint), lag_ops_follower_view=float(st.lag_ops))
             if _known(tl):
                 values["lag_seconds"] = tl.seconds
-        return rows_of(ts, cluster, name, self.name, values)
+        return rows + rows_of(ts, cluster, name, self.name, values)
 
+
+# A follower whose lag against its leader could not be read this sample (the error says why).
+_UNREADABLE = CheckpointLag({}, {})
