@@ -359,6 +359,20 @@ def test_report_flags_doc_count_mismatch() -> None:
     assert copy.deepcopy(full).ccr == full.ccr
 
 
+def test_a_sync_task_with_a_failed_wait_reports_no_catch_up_time() -> None:
+    # Two waits synced in 600 ms, one timed out after 30 s: the task's p100 (30,006 ms) is the timeout, not a sync.
+    track = load_track(find_track("nginx", None), {})
+    plan = plan_ccr(track, track.challenge("ccr"), ["leader", "follower"])
+    summary = Summary(tasks=[TaskSummary(task="wait-for-followers-to-sync", operation_type="wait-for-followers-to-sync",
+                                         unit="ops", service_time={50.0: 600.0, 100.0: 30006.0}, requests=3,
+                                         failed_requests=1)])
+    section = build_section(plan, summary, {("leader", "nginx"): 1000, ("follower", "nginx"): 1000})
+    rows = {(r.metric, r.task): r.value for r in ccr_rows(section.model_dump(mode="json"))}
+    assert not any(m.endswith("CCR catch-up time") for m, _ in rows), rows
+    assert rows[("CCR catch-up failures", "wait-for-followers-to-sync")] == 1
+    assert any("no catch-up time is reported" in n for n in section.notes)
+
+
 async def _run_sync_runner(srv: FixtureServer, params: dict) -> object:
     async with RawHttp(ClusterTarget(name="follower", hosts=[srv.host]), connections=2) as http:
         return await runner_for("wait-for-followers-to-sync")(Context(http={"follower": http}, default_cluster="follower"),

@@ -118,13 +118,16 @@ def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], in
     for t in summary.tasks:
         if t.operation_type == SYNC_OPERATION:
             task = sync_tasks.get(t.task)
+            # The task's percentiles include failed waits (a timeout's duration): a catch-up time only when
+            # every wait of the task synced.
             section.catch_up.append(CatchUp(task=t.task, cluster=str(task.operation.params.get("cluster", ""))
-                                            if task else "", service_time_ms=t.service_time, requests=t.requests,
-                                            failed=t.failed_requests))
+                                            if task else "",
+                                            service_time_ms={} if t.failed_requests else t.service_time,
+                                            requests=t.requests, failed=t.failed_requests))
     for c in section.catch_up:
         if c.failed:
             section.notes.append(f"CCR: {c.task} failed {c.failed} of {c.requests} time(s): the followers did not "
-                                 f"catch up (see the trial's error); the catch-up time is not a sync time.")
+                                 f"catch up (see the trial's error); no catch-up time is reported.")
     for f in section.followers:
         if f.docs_match is False:
             synced = section.catch_up and not any(c.failed for c in section.catch_up)
