@@ -43,13 +43,13 @@ def test_baseline_and_ccr_trials_line_up_by_task_and_leader(os_ccr_pair: CcrPair
     rows = {(r["metric"], r["task"]): r for r in data["rows"]}
 
     tput = rows[("Mean Throughput", "index-append")]
-    assert tput["baseline_value"] > 0 and tput["candidate_value"] > 0 and tput["mapped_from"] == ""
+    assert tput["baseline_value"] > 0 and tput["candidate_value"] > 0 and tput["mapped_from"] == {}
     label = base[:8]
     scope = f"leader/leader-0 ({label}: default/leader-0)"
     for metric in ("Max CPU usage (node-stats)", "Disk write (node processes)", "Peak heap used"):
         r = rows[(metric, scope)]
         assert r["baseline_value"] > 0 and r["candidate_value"] > 0, (metric, r)
-        assert r["mapped_from"] == f"{label}: default/leader-0"
+        assert r["mapped_from"] == {label: "default/leader-0"}
     assert any(w.startswith(f"Cluster roles: the one cluster 'default' of {label}") for w in data["warnings"])
     only = {(o["metric"], o["task"]): o["sides"] for o in data["only_in"]}
     assert only[("Disk write (node processes)", "follower/follower-0")] == [ccr[:8]]

@@ -75,6 +75,7 @@ def test_baseline_default_rows_compare_with_the_ccr_leader_rows_and_say_so():
     assert rec["mapped_from"] == "baseline: default/default-0"
     rec = next(r for r in json.loads(render_comparison(cmp, "json"))["rows"] if r["metric"] == CPU)
     assert rec["task"] == "leader/leader-0 (baseline: default/default-0)"
+    assert rec["mapped_from"] == {"baseline": "default/default-0"}
 
 
 def test_the_ccr_trial_as_baseline_maps_the_candidates_cluster():

@@ -201,7 +201,8 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
     return redact({
         "baseline": side(cmp.baseline), "candidates": [side(c) for c in cmp.candidates],
         "confidence": cmp.confidence, "ci_method": cmp.ci_method, "noise_threshold_pct": cmp.noise_threshold_pct,
-        "rows": [{**rec, "baseline_values": r.baseline_values, "candidate_values": c.values}
+        "rows": [{**rec, "mapped_from": r.mapped_from, "baseline_values": r.baseline_values,
+                  "candidate_values": c.values}
                  for rec, (r, c) in zip(_records(cmp), ((r, c) for r in cmp.rows for c in r.candidates))],
         "only_in": cmp.only_in, "warnings": cmp.warnings,
     })
