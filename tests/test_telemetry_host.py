@@ -9,13 +9,12 @@ import os
 import time
 import urllib.request
 
+import psutil
 import pytest
 
 from bench.client import ClusterTarget
 from bench.telemetry.device import TelemetryContext
 from bench.telemetry.host import Host, local_node_pids
-
-pytestmark = pytest.mark.cluster
 
 
 def _nodes(url: str) -> dict:
@@ -31,6 +30,7 @@ def _bulk(url: str, n: int) -> None:
         assert not json.loads(r.read())["errors"]
 
 
+@pytest.mark.cluster
 def test_only_a_pid_listening_on_the_nodes_http_port_is_the_node(es_cluster):
     url = es_cluster.hosts[0]
     body = _nodes(url)
@@ -42,6 +42,7 @@ def test_only_a_pid_listening_on_the_nodes_http_port_is_the_node(es_cluster):
     assert local_node_pids(body) == {}
 
 
+@pytest.mark.cluster
 def test_host_device_reports_the_disk_io_of_a_node_it_did_not_start(es_cluster):
     url = es_cluster.hosts[0]
     target = ClusterTarget(name="default", hosts=[url.removeprefix("http://")])
@@ -63,3 +64,17 @@ def test_host_device_reports_the_disk_io_of_a_node_it_did_not_start(es_cluster):
     print(f"node {node}: wrote {written / 1e6:.1f} MB for 20,000 docs + flush")
     assert written > 1e6  # its segments and translog: the node's own IO, not the machine's
     assert value(last, "process.rss_bytes") > 100e6
+
+
+def test_unreadable_io_counters_are_no_rows_not_zero_io(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process of another user (bench not root) has IO counters bench cannot read: nothing measured."""
+    def denied(self: psutil.Process) -> None:
+        raise psutil.AccessDenied(self.pid)
+
+    host = Host({}, TelemetryContext(targets={}, driver_pids=lambda: [os.getpid()]))
+    readable = {r.metric for r in host._sample(time.time()).rows if (r.cluster, r.node) == ("driver", "main")}
+    assert {"process.rss_bytes", "process.write_bytes"} <= readable
+    monkeypatch.setattr(psutil.Process, "io_counters", denied)
+    denied_rows = {r.metric for r in host._sample(time.time()).rows if (r.cluster, r.node) == ("driver", "main")}
+    assert "process.rss_bytes" in denied_rows
+    assert not denied_rows & {"process.read_bytes", "process.write_bytes"}
