@@ -12,7 +12,7 @@ from bench.report import render_summary
 from bench.store import TelemetryRow, TrialStore
 from bench.summary import Summary
 from bench.telemetry import attach_telemetry
-from bench.telemetry.summary import summarize_telemetry
+from bench.telemetry.summary import MB, summarize_telemetry
 
 
 def _frame(rows: list[TelemetryRow]) -> pd.DataFrame:
@@ -45,8 +45,9 @@ def test_node_counters_are_deltas_and_gauges_median_max():
     assert (n.cpu_median, n.cpu_max) == (20, 30)
     assert (n.gc_young_count, n.gc_young_time_ms, n.gc_old_count) == (4, 40, 0)
     assert (n.refresh_count, n.refresh_time_ms) == (10, 1000)
-    assert n.disk_write_bytes == 4096 * 1024 and n.disk_read_bytes == 0
-    assert n.net_rx_bytes == 2 * 1000 + 2 * 10 and n.net_tx_bytes == 2
+    assert n.device_write_bytes == 4096 * 1024 and n.device_read_bytes == 0
+    assert n.transport_rx_bytes == 2 * 1000 and n.http_rx_bytes == 2 * 10
+    assert n.transport_tx_bytes == 0 and n.http_tx_bytes == 2
     assert n.write_rejections == 3 and n.peak_heap_bytes == 300e6
     assert n.merge_count is None  # not sampled: absent, not 0
     [c] = s.devices
@@ -107,3 +108,52 @@ def test_report_shows_telemetry_section_in_every_format():
     # a stored summary round-trips (bench show renders it the same)
     assert render_summary(Summary.model_validate_json(summary.model_dump_json()), "table") == table
     assert attach_telemetry(None, _frame([])[0:0]) is None
+
+
+def _pair_rows(ts: float, node: str, *, process_write: float, http: bool) -> list[TelemetryRow]:
+    """A node of a leader/follower pair on one disk: the same device counters, its own process IO."""
+    cluster = node.split("-")[0]
+    values = {"fs.io_stats.total.write_kilobytes": 1000 * ts, "fs.io_stats.total.read_kilobytes": 10 * ts,
+              "transport.rx_size_in_bytes": 500 * ts, "transport.tx_size_in_bytes": 700 * ts}
+    if http:
+        values |= {"http.rx_size_in_bytes": 9000 * ts, "http.tx_size_in_bytes": 100 * ts}
+    rows = [TelemetryRow(ts, cluster, node, "node-stats", m, v) for m, v in values.items()]
+    rows += [TelemetryRow(ts, cluster, node, "host", "process.write_bytes", process_write * ts),
+             TelemetryRow(ts, cluster, node, "host", "process.read_bytes", 0.0)]
+    return rows + [TelemetryRow(ts, cluster, "", "node-stats", "_sample", 1.0, {"nodes": {}}),
+                   TelemetryRow(ts, "host", "", "host", "_sample", 1.0)]
+
+
+def test_disk_io_per_node_process_and_device_wide_and_network_transport_and_http_apart():
+    rows = [r for ts in (0, 2) for r in _pair_rows(ts, "leader-0", process_write=3 * MB, http=True)
+            + _pair_rows(ts, "follower-0", process_write=MB, http=False)]
+    s = summarize_telemetry(_frame(rows))
+    leader, follower = s.nodes
+    assert (leader.process_write_bytes, follower.process_write_bytes) == (6 * MB, 2 * MB)
+    assert leader.device_write_bytes == follower.device_write_bytes == 2000 * 1024  # one disk, both see it all
+    assert (leader.transport_rx_bytes, leader.http_rx_bytes, leader.http_tx_bytes) == (1000, 18000, 200)
+    assert follower.transport_tx_bytes == 1400 and follower.http_rx_bytes is None  # not counted: absent, not 0
+    [note] = [n for n in s.notes if "HTTP" in n]
+    assert "follower/follower-0" in note and "leader/leader-0" not in note
+    rows = {(r.metric, r.task): r.value for r in attach_telemetry(Summary(), _frame(rows)).rows()}
+    assert rows[("Disk write (node processes)", "leader/leader-0")] == 6
+    assert rows[("Disk write (node processes)", "follower/follower-0")] == 2
+    assert rows[("Disk write (device-wide, all processes)", "follower/follower-0")] == 2000 / 1024
+    assert rows[("Network rx (HTTP)", "leader/leader-0")] == 18000 / MB
+    assert ("Network rx (HTTP)", "follower/follower-0") not in rows
+    assert ("Network rx (transport)", "follower/follower-0") in rows
+    assert not any(metric in ("Disk read", "Disk write", "Network rx", "Network tx") for metric, _ in rows)
+
+
+def test_a_node_without_its_processes_says_why_it_has_no_process_io():
+    rows = [r for ts in (0, 1) for r in _pair_rows(ts, "leader-0", process_write=MB, http=True)
+            if r.device != "host" or r.metric == "_sample"]
+    s = summarize_telemetry(_frame(rows))
+    assert s.nodes[0].process_write_bytes is None
+    assert any("Disk read/write (node processes) is not reported for leader/leader-0" in n for n in s.notes)
+
+
+def test_summaries_stored_before_keep_their_disk_and_network_rows():
+    old = {"nodes": [{"cluster": "default", "node": "default-0", "disk_write_bytes": 2 * MB, "net_rx_bytes": MB}]}
+    rows = {(r.metric, r.task): r.value for r in Summary(sections={"telemetry": old}).rows()}
+    assert rows[("Disk write", "default/default-0")] == 2 and rows[("Network rx", "default/default-0")] == 1

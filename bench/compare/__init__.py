@@ -3,6 +3,7 @@
 - ``stats``: confidence intervals of a difference of means and the verdict of a row (pure).
 - ``metrics``: each row's better direction and one trial's values.
 - ``core``: ``compare(baseline, candidates) -> Comparison`` (pure).
+- ``roles``: a one-cluster trial's ``default`` rows compared as a CCR trial's ``leader`` rows (pure, explicit).
 - ``select``: selectors (ids, id lists, ``tag:k=v``) -> sides, from the trial store.
 - ``render``: terminal, markdown, csv, json.
 """

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from bench.compare.metrics import RowKey, higher_is_better, trial_values
+from bench.compare.roles import RoleMapping, role_mapping
 from bench.compare.stats import MIN_GROUP, CiMethod, DiffCI, Verdict, diff_ci, judge
 from bench.summary import Summary, messages_text
 from bench.trials import TrialInfo
@@ -55,6 +56,20 @@ class CompareRow(BaseModel):
     candidates: list[CandidateCell]
     # Failed requests of this row's task over every compared trial: a change in such a row may be the errors'.
     task_failed: int = 0
+    # Side label -> that side's own scope of this row, for sides whose cluster was compared under another
+    # role (``bench.compare.roles``): the baseline's ``default/default-0`` shown as ``leader/leader-0``.
+    mapped_from: dict[str, str] = {}
+
+    @property
+    def scope(self) -> str:
+        """The Task column as shown: the row's scope, and where a side's scope was mapped, that side's own."""
+        return scope_text(self.task, self.mapped_from)
+
+
+def scope_text(task: str, mapped_from: dict[str, str]) -> str:
+    if not mapped_from:
+        return task
+    return f"{task} (" + ", ".join(f"{label}: {own}" for label, own in mapped_from.items()) + ")"
 
 
 class Comparison(BaseModel):
@@ -76,19 +91,27 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _side_values(side: Side) -> tuple[list[RowKey], dict[RowKey, list[float]], dict[RowKey, str]]:
+def _side_values(side: Side, roles: RoleMapping | None = None
+                 ) -> tuple[list[RowKey], dict[RowKey, list[float]], dict[RowKey, str], dict[RowKey, str]]:
+    """Row order, values and units of a side, and for rows whose scope ``roles`` mapped, the side's own."""
     order: list[RowKey] = []
     values: dict[RowKey, list[float]] = {}
     units: dict[RowKey, str] = {}
+    own: dict[RowKey, str] = {}
     for t in side.trials:
-        for key, (v, unit) in trial_values(t.summary).items():
+        scope = roles.scope if roles is not None and t.info.id in roles.trials else None
+        if scope is not None and t.summary is not None:
+            for section, r in t.summary.labelled_rows():
+                if section and scope(r.task) != r.task:
+                    own.setdefault((r.metric, scope(r.task)), r.task)
+        for key, (v, unit) in trial_values(t.summary, scope).items():
             if key not in values:
                 order.append(key)
                 values[key] = []
                 units[key] = unit
             if math.isfinite(v):
                 values[key].append(v)
-    return order, values, units
+    return order, values, units, own
 
 
 def _cell(base: list[float], cand: list[float], higher: bool | None, *, threshold: float, method: CiMethod,
@@ -148,8 +171,11 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
     if noise_threshold_pct < 0:
         raise ValueError("noise threshold must be ≥ 0")
     sides = [baseline, *candidates]
-    per_side = [_side_values(s) for s in sides]
+    roles = role_mapping(sides)
+    per_side = [_side_values(s, roles) for s in sides]
     warnings: list[str] = list(notes or [])
+    if roles is not None:
+        warnings.append(roles.note([s.label for s in sides if any(t.info.id in roles.trials for t in s.trials)]))
 
     # Different tracks or challenges: numbers may not be comparable.
     described = [_describe(s) for s in sides]
@@ -179,13 +205,17 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
                         "groups, e.g. --baseline tag:variant=a --candidate tag:variant=b).")
 
     failed_by_task = _failed_by_task(sides)
-    keys: list[RowKey] = list(dict.fromkeys(k for order, _, _ in per_side for k in order))
+    keys: list[RowKey] = list(dict.fromkeys(k for order, _, _, _ in per_side for k in order))
     rows: list[CompareRow] = []
     only_in: list[dict[str, Any]] = []
     for key in keys:
-        present = [s.label for s, (_, vals, _) in zip(sides, per_side) if vals.get(key)]
+        present = [s.label for s, (_, vals, _, _) in zip(sides, per_side) if vals.get(key)]
+        mapped_from = {s.label: own[key] for s, (_, vals, _, own) in zip(sides, per_side)
+                       if key in own and vals.get(key)}
         if len(present) < len(sides):
-            entry: dict[str, Any] = {"metric": key[0], "task": key[1], "sides": present}
+            entry: dict[str, Any] = {"metric": key[0], "task": scope_text(key[1], mapped_from), "sides": present}
+            if mapped_from:
+                entry["mapped_from"] = mapped_from
             if key[1] and failed_by_task.get(key[1]):
                 entry["task_failed"] = failed_by_task[key[1]]
             only_in.append(entry)
@@ -197,11 +227,12 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
         unit = per_side[0][2][key]
         higher = higher_is_better(key[0])
         cells = []
-        for (_, vals, _units) in per_side[1:]:
+        for (_, vals, _units, _own) in per_side[1:]:
             cells.append(_cell(base, vals.get(key, []), higher, threshold=noise_threshold_pct,
                                method=ci_method, confidence=confidence, seed=seed))
         rows.append(CompareRow(metric=key[0], task=key[1], unit=unit, higher_is_better=higher,
                                baseline=_mean(base), baseline_values=base, candidates=cells,
-                               task_failed=failed_by_task.get(key[1], 0) if key[1] else 0))
+                               task_failed=failed_by_task.get(key[1], 0) if key[1] else 0,
+                               mapped_from=mapped_from))
     return Comparison(baseline=baseline, candidates=candidates, rows=rows, only_in=only_in, warnings=warnings,
                       noise_threshold_pct=noise_threshold_pct, ci_method=ci_method, confidence=confidence)

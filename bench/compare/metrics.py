@@ -9,6 +9,7 @@ from their ``setup()``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bench import extensions
@@ -65,11 +66,14 @@ def metric_unit(metric: str, unit: str) -> str:
 RowKey = tuple[str, str]  # (metric, task)
 
 
-def trial_values(summary: Summary | None) -> dict[RowKey, tuple[float, str]]:
-    """(metric, task) -> (value, unit) of one trial, in report order (dicts keep insertion order)."""
+def trial_values(summary: Summary | None, scope: Callable[[str], str] | None = None
+                 ) -> dict[RowKey, tuple[float, str]]:
+    """(metric, task) -> (value, unit) of one trial, in report order (dicts keep insertion order). ``scope``
+    renames the Task column of section rows (cluster/node scopes; ``bench.compare.roles``), never a task's."""
     out: dict[RowKey, tuple[float, str]] = {}
     if summary is None:
         return out
-    for r in summary.rows():
-        out.setdefault((r.metric, r.task), (float(r.value), metric_unit(r.metric, r.unit)))
+    for section, r in summary.labelled_rows():
+        task = scope(r.task) if scope is not None and section else r.task
+        out.setdefault((r.metric, task), (float(r.value), metric_unit(r.metric, r.unit)))
     return out

@@ -105,12 +105,12 @@ def table_rows(cmp: Comparison) -> list[list[str]]:
     for r in cmp.rows:
         if len(cmp.candidates) == 1:
             c = r.candidates[0]
-            row = [r.metric, r.task, _value(r.baseline), _value(c.value), _signed(c.diff), _pct(c.diff_pct), r.unit]
+            row = [r.metric, r.scope, _value(r.baseline), _value(c.value), _signed(c.diff), _pct(c.diff_pct), r.unit]
             if cmp.judged:
                 row.append(_ci(r, c))
             row.append(result_text(r, c))
         else:
-            row = [r.metric, r.task, _value(r.baseline)]
+            row = [r.metric, r.scope, _value(r.baseline)]
             for c in r.candidates:
                 res = result_text(r, c)
                 row += [_value(c.value), f"{_pct(c.diff_pct)} {res}".strip() if c.value is not None else res]
@@ -181,13 +181,15 @@ def _records(cmp: Comparison) -> list[dict[str, Any]]:
     for r in cmp.rows:
         for side, c in zip(cmp.candidates, r.candidates):
             recs.append({
-                "metric": r.metric, "task": r.task, "unit": r.unit, "higher_is_better": r.higher_is_better,
+                "metric": r.metric, "task": r.scope, "unit": r.unit, "higher_is_better": r.higher_is_better,
                 "baseline": cmp.baseline.label, "baseline_value": r.baseline, "baseline_n": len(r.baseline_values),
                 "candidate": side.label, "candidate_value": c.value, "candidate_n": len(c.values),
                 "diff": c.diff, "diff_pct": c.diff_pct,
                 "ci_low": c.ci.low if c.ci else None, "ci_high": c.ci.high if c.ci else None,
                 "ci_method": c.ci.method if c.ci else None, "result": c.verdict,
                 "task_failed_requests": r.task_failed,
+                # each side whose own scope was compared under another cluster role: label -> its scope
+                "mapped_from": "; ".join(f"{k}: {v}" for k, v in r.mapped_from.items()),
             })
     return recs
 
@@ -199,7 +201,8 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
     return redact({
         "baseline": side(cmp.baseline), "candidates": [side(c) for c in cmp.candidates],
         "confidence": cmp.confidence, "ci_method": cmp.ci_method, "noise_threshold_pct": cmp.noise_threshold_pct,
-        "rows": [{**rec, "baseline_values": r.baseline_values, "candidate_values": c.values}
+        "rows": [{**rec, "mapped_from": r.mapped_from, "baseline_values": r.baseline_values,
+                  "candidate_values": c.values}
                  for rec, (r, c) in zip(_records(cmp), ((r, c) for r in cmp.rows for c in r.candidates))],
         "only_in": cmp.only_in, "warnings": cmp.warnings,
     })

@@ -1,7 +1,9 @@
 """The telemetry section of a race summary: pure functions from the stored telemetry rows.
 
 Counters (GC, refresh, merge, flush, rejections, disk and network bytes) are reported as the change from the
-first to the last sample of the race; gauges (CPU, heap, lag) as median / percentiles / max over the samples.
+first to the last sample of the race; disk IO twice, each row saying which: the node's own processes (host
+device) and the whole device (node-stats fs, shared by every node on the disk); network bytes as transport and
+HTTP apart; gauges (CPU, heap, lag) as median / percentiles / max over the samples.
 Two CPU figures exist on purpose: node-stats' ``process.cpu.percent`` is Elasticsearch's own (share of the
 whole machine), the host device's is psutil's (100 % = one core); each row names which it is.
 """
@@ -42,6 +44,20 @@ class NodeTelemetry(BaseModel):
     cpu_max: float | None = None
     host_cpu_median: float | None = None  # host device, psutil: 100 = one core
     host_cpu_max: float | None = None
+    # Disk IO of the node's own processes (host device, psutil io_counters of the node's JVMs).
+    process_read_bytes: float | None = None
+    process_write_bytes: float | None = None
+    # node-stats fs.io_stats: the whole block devices holding the node's data, every process's IO included, so
+    # nodes sharing a disk report the same numbers.
+    device_read_bytes: float | None = None
+    device_write_bytes: float | None = None
+    # node-stats transport (node to node, CCR included) and HTTP (clients: bulk ingress, responses); HTTP only
+    # where the engine counts bytes (Elasticsearch's http.routes), else absent.
+    transport_rx_bytes: float | None = None
+    transport_tx_bytes: float | None = None
+    http_rx_bytes: float | None = None
+    http_tx_bytes: float | None = None
+    # Summaries stored before the fields above: device-wide (else process) disk IO and transport + HTTP bytes.
     disk_read_bytes: float | None = None
     disk_write_bytes: float | None = None
     net_rx_bytes: float | None = None
@@ -108,11 +124,6 @@ def _stat(df: pd.DataFrame, metric: str, how: str) -> float | None:
     return float(s.median() if how == "median" else s.max())
 
 
-def _sum_delta(df: pd.DataFrame, metrics: list[str], scale: float = 1.0) -> float | None:
-    parts = [d for d in (_delta(df, m, scale) for m in metrics) if d is not None]
-    return sum(parts) if parts else None
-
-
 def _device_counts(df: pd.DataFrame) -> list[DeviceCount]:
     out = []
     marks = df[df["metric"] == SAMPLE_METRIC]
@@ -138,13 +149,14 @@ def _nodes(df: pd.DataFrame) -> list[NodeTelemetry]:
         t.cpu_median, t.cpu_max = _stat(n, "process.cpu.percent", "median"), _stat(n, "process.cpu.percent", "max")
         t.host_cpu_median = _stat(h, "process.cpu.percent", "median")
         t.host_cpu_max = _stat(h, "process.cpu.percent", "max")
-        t.disk_read_bytes = _delta(n, "fs.io_stats.total.read_kilobytes", 1024.0)
-        t.disk_write_bytes = _delta(n, "fs.io_stats.total.write_kilobytes", 1024.0)
-        if t.disk_read_bytes is None:  # no node-stats fs: what the host saw the node's processes do
-            t.disk_read_bytes = _delta(h, "process.read_bytes")
-            t.disk_write_bytes = _delta(h, "process.write_bytes")
-        t.net_rx_bytes = _sum_delta(n, ["transport.rx_size_in_bytes", "http.rx_size_in_bytes"])
-        t.net_tx_bytes = _sum_delta(n, ["transport.tx_size_in_bytes", "http.tx_size_in_bytes"])
+        t.process_read_bytes = _delta(h, "process.read_bytes")
+        t.process_write_bytes = _delta(h, "process.write_bytes")
+        t.device_read_bytes = _delta(n, "fs.io_stats.total.read_kilobytes", 1024.0)
+        t.device_write_bytes = _delta(n, "fs.io_stats.total.write_kilobytes", 1024.0)
+        t.transport_rx_bytes = _delta(n, "transport.rx_size_in_bytes")
+        t.transport_tx_bytes = _delta(n, "transport.tx_size_in_bytes")
+        t.http_rx_bytes = _delta(n, "http.rx_size_in_bytes")
+        t.http_tx_bytes = _delta(n, "http.tx_size_in_bytes")
         t.gc_young_count = _delta(n, "jvm.gc.collectors.young.collection_count")
         t.gc_young_time_ms = _delta(n, "jvm.gc.collectors.young.collection_time_in_millis")
         t.gc_old_count = _delta(n, "jvm.gc.collectors.old.collection_count")
@@ -196,11 +208,29 @@ def _driver(df: pd.DataFrame) -> DriverCpu | None:
                      worker_median={str(k): float(v) for k, v in workers.groupby("node")["value"].median().items()})
 
 
+def _absence_notes(nodes: list[NodeTelemetry], df: pd.DataFrame) -> list[str]:
+    """Why a node has no HTTP bytes or no process disk IO rows: absent because not measured, never a zero."""
+    notes = []
+    no_http = [f"{n.cluster}/{n.node}" for n in nodes if n.transport_rx_bytes is not None and n.http_rx_bytes is None]
+    if no_http:
+        notes.append(f"Network rx/tx (HTTP) is not reported for {', '.join(no_http)}: the engine's _nodes/stats "
+                     "http section has no byte counters (Elasticsearch counts them per route, OpenSearch does "
+                     "not), so the bulk ingress is not measured there; Network rx/tx (transport) is node-to-node "
+                     "traffic only.")
+    host_ran = not df[(df["device"] == "host") & (df["metric"] == SAMPLE_METRIC)].empty
+    no_io = [f"{n.cluster}/{n.node}" for n in nodes if n.process_read_bytes is None]
+    if host_ran and no_io:
+        notes.append(f"Disk read/write (node processes) is not reported for {', '.join(no_io)}: the host device "
+                     "found no process of these nodes on this machine (or could not read its IO counters).")
+    return notes
+
+
 def summarize_telemetry(df: pd.DataFrame) -> TelemetrySummary:
     """``df``: ``TrialStore.telemetry(trial_id)``."""
     if df.empty:
         return TelemetrySummary()
     s = TelemetrySummary(devices=_device_counts(df), nodes=_nodes(df), followers=_followers(df), driver=_driver(df))
+    s.notes += _absence_notes(s.nodes, df)
     for c in s.devices:
         if c.failed or c.errors:
             s.notes.append(f"Telemetry {c.device} on {c.cluster}: {c.failed} of {c.samples} samples failed"
@@ -249,7 +279,15 @@ def telemetry_rows(data: dict[str, Any]) -> list[MetricRow]:
         add("Max CPU usage (node-stats)", scope, n.cpu_max, "%")
         add("Median process CPU (host, 100% = 1 core)", scope, n.host_cpu_median, "%")
         add("Max process CPU (host, 100% = 1 core)", scope, n.host_cpu_max, "%")
-        add("Disk read", scope, n.disk_read_bytes, "MB", MB)
+        add("Disk read (node processes)", scope, n.process_read_bytes, "MB", MB)
+        add("Disk write (node processes)", scope, n.process_write_bytes, "MB", MB)
+        add("Disk read (device-wide, all processes)", scope, n.device_read_bytes, "MB", MB)
+        add("Disk write (device-wide, all processes)", scope, n.device_write_bytes, "MB", MB)
+        add("Network rx (transport)", scope, n.transport_rx_bytes, "MB", MB)
+        add("Network tx (transport)", scope, n.transport_tx_bytes, "MB", MB)
+        add("Network rx (HTTP)", scope, n.http_rx_bytes, "MB", MB)
+        add("Network tx (HTTP)", scope, n.http_tx_bytes, "MB", MB)
+        add("Disk read", scope, n.disk_read_bytes, "MB", MB)  # summaries stored before the rows above
         add("Disk write", scope, n.disk_write_bytes, "MB", MB)
         add("Network rx", scope, n.net_rx_bytes, "MB", MB)
         add("Network tx", scope, n.net_tx_bytes, "MB", MB)
