@@ -5,3 +5,7 @@ from __future__ import annotations
 
 def setup() -> None:
     pass
+    from bench.ccr.race_hook import CcrHook
+    from bench.pipeline import register_race_hook
+
+    register_race_hook(CcrHook)

@@ -5,3 +5,7 @@ from __future__ import annotations
 
 def setup() -> None:
     pass
+    from bench.cloud.source import topology_source
+    from bench.cluster_source import register_source
+
+    register_source(topology_source)
