@@ -151,8 +151,8 @@ def _race(a: argparse.Namespace, console: Console) -> int:
     except ValidationError as e:
         err = e.errors()[0]
         raise ConfigError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
-    if opts.distribution or opts.plugins:  # bad values fail before a trial is created (bench/ccr/overrides.py)
-        from bench.ccr.overrides import parse_distribution, parse_plugins
+    if opts.distribution or opts.plugins:  # bad values fail before a trial is created
+        from bench.provision.overrides import parse_distribution, parse_plugins
 
         if opts.target_hosts:
             raise ConfigError("--distribution and --plugin are for clusters bench starts, not --target-hosts")

@@ -23,7 +23,7 @@ class RaceOptions(BaseModel):
     car: list[str] = Field(default_factory=lambda: ["defaults"])
     car_params: dict[str, Any] = Field(default_factory=dict)
     distribution_version: str = "8.19.21"
-    distribution: str | None = None  # --distribution=ENGINE:VERSION (e.g. opensearch:2.19.1; bench/ccr/overrides.py)
+    distribution: str | None = None  # --distribution=ENGINE:VERSION (e.g. opensearch:2.19.1; bench/provision/overrides.py)
     plugins: list[str] = Field(default_factory=list)  # --plugin=[CLUSTER:]PATH, a plugin zip or folder
     distribution_repository: str | None = None
     distribution_path: Path | None = None

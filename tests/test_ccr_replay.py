@@ -312,10 +312,13 @@ def test_bad_ccr_parameters_fail_at_load(tmp_path: Path) -> None:
         load_track(tmp_path, {})
 
 
-def test_soft_deletes_off_rejected_on_es8_and_on_leaders() -> None:
-    with pytest.raises(ConfigError, match="Elasticsearch 8.19.21 rejects index.soft_deletes.enabled"):
+def test_soft_deletes_off_rejected_on_es8_os2_and_on_leaders() -> None:
+    with pytest.raises(ConfigError, match="Elasticsearch 8.19.21 refuses to create indices with index.soft_deletes"):
         check_soft_deletes("default", "elasticsearch", "8.19.21", ["defaults", "soft-deletes-off"], None)
-    check_soft_deletes("default", "opensearch", "2.19.1", ["defaults", "soft-deletes-off"], None)
+    with pytest.raises(ConfigError, match="OpenSearch 2.19.1 refuses to create indices with index.soft_deletes"):
+        check_soft_deletes("default", "opensearch", "2.19.1", ["defaults", "soft-deletes-off"], None)
+    check_soft_deletes("default", "opensearch", "1.3.20", ["defaults", "soft-deletes-off"], None)
+    check_soft_deletes("default", "elasticsearch", "7.17.0", ["defaults", "soft-deletes-off"], None)
     track = load_track(find_track("nginx", None), {})
     plan = plan_ccr(track, track.challenge("ccr"), ["leader", "follower"])
     with pytest.raises(ConfigError, match="CCR leader needs soft deletes"):

@@ -171,7 +171,7 @@ def test_unwritable_report_file_fails_before_the_race(tmp_path: Path, capsys: py
 def test_soft_deletes_off_on_elasticsearch_8_fails_before_provisioning(capsys: pytest.CaptureFixture[str]) -> None:
     rc, _, err = run(capsys, "--track=nginx", "--test-mode", "--car=defaults,soft-deletes-off")
     assert rc == 2
-    one_line_error(err, "soft-deletes-off", "Elasticsearch 8.19.21 rejects", "7.x or OpenSearch")
+    one_line_error(err, "soft-deletes-off", "Elasticsearch 8.19.21 refuses", "Elasticsearch < 8 or OpenSearch < 2")
     no_trial()
 
 

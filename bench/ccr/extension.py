@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from bench.ccr.race_hook import CcrHook
 from bench.ccr.report import SECTION, ccr_rows, is_ccr_telemetry_row
 from bench.ccr.runners import register as register_ccr_operations
 from bench.compare.metrics import register_metric
+from bench.pipeline import register_race_hook
 from bench.summary import register_section
 
 
 def setup() -> None:
+    register_race_hook(CcrHook)
     register_ccr_operations()
     # The CCR section repeats the telemetry's follower lag next to catch-up time and doc counts.
     register_section(SECTION, rows=ccr_rows, hides=is_ccr_telemetry_row, title="CCR", order=20)

@@ -1,14 +1,14 @@
 """What a race does for CCR around its schedule.
 
-Before the schedule (``prepare_ccr_race``, called by ``bench.race`` once the clusters run): find the CCR
+Before the schedule (``prepare_ccr_race``, the CCR race hook's prepare step once the clusters run): find the CCR
 operations of the challenge and the clusters they name; check that those clusters are part of the race; make
 the follower's remote cluster point at the leader and wait for ``_remote/info`` to say connected; start the
 trial license on Elasticsearch clusters that need one; check that both clusters have CCR at all (a clear
 "no CCR support" error instead of a failing schedule); apply the car variants (soft deletes off, follower
 parameter sets); add the ccr-stats telemetry device when the user did not. Only then does the schedule start.
 
-After the schedule (``CcrRace.finish``): final document counts of every leader/follower pair and the CCR
-section of the summary (``bench.ccr.report``).
+After the schedule (``CcrRace.doc_counts``): final document counts of every leader/follower pair, which the
+hook (``bench.ccr.race_hook``) turns into the CCR section of the summary.
 
 Car variants are car mixins whose ``variables`` bench reads here (they set no node setting, because index
 settings are not allowed in elasticsearch.yml): ``index_soft_deletes: false`` (soft-deletes-off) and
@@ -27,14 +27,14 @@ from rich.console import Console
 from bench.ccr.engine import CcrError, ccr_engine, detect_engine
 from bench.ccr.remote import ensure_remote, ensure_trial_license
 from bench.ccr.runners import CCR_OPERATION_TYPES, FOLLOWER, LEADER_ALIAS, follower_cluster
+from bench.ccr.soft_deletes import soft_deletes_off_problem
 from bench.client import DEFAULT_CLUSTER, ClusterTarget, RawHttp, check_cluster
 from bench.errors import ConfigError
 from bench.track.model import Challenge, Task, Track
 
 if TYPE_CHECKING:
-    from bench.cloud.topology import Topology
     from bench.options import RaceOptions
-    from bench.summary import Summary
+    from bench.provision.car import CarConfig
 
 log = logging.getLogger(__name__)
 
@@ -112,30 +112,14 @@ def plan_ccr(track: Track, challenge: Challenge, cluster_names: list[str]) -> Cc
 # -- car variants ---------------------------------------------------------------------------------------------
 
 
-def race_cars(opts: RaceOptions, topology: Topology | None) -> dict[str, Any]:
-    """cluster name -> CarConfig of the clusters bench provisions (none for --target-hosts)."""
-    from bench.provision.car import load_car
-
-    if opts.target_hosts:
-        return {}
-    if topology is not None:
-        return {c.name: load_car(c.car, c.car_params) for c in topology.clusters}
-    return {DEFAULT_CLUSTER: load_car(opts.car, opts.car_params)}
-
-
-def _major(version: str) -> int:
-    head = version.split(",")[0].split(".")[0]
-    return int(head) if head.isdigit() else 0
-
-
 def check_soft_deletes(cluster: str, engine: str, version: str, car_names: list[str],
                        plan: CcrPlan | None) -> None:
-    """soft-deletes-off is a variant of the baseline only: Elasticsearch >= 8 rejects it, CCR needs soft deletes."""
+    """soft-deletes-off is a variant of the baseline only: newer engines reject it, CCR needs soft deletes."""
     label = ",".join(car_names)
-    if engine == "elasticsearch" and _major(version) >= 8:
-        raise ConfigError(f"car {label} (cluster {cluster}): Elasticsearch {version} rejects "
-                          f"index.soft_deletes.enabled: false (soft deletes are mandatory since 8.0); use the "
-                          f"soft-deletes-off mixin with Elasticsearch 7.x or OpenSearch only")
+    problem = soft_deletes_off_problem(engine, version)
+    if problem is not None:
+        raise ConfigError(f"car {label} (cluster {cluster}): {problem}; use the soft-deletes-off mixin only with "
+                          f"Elasticsearch < 8 or OpenSearch < 2 (elsewhere soft deletes on is the baseline)")
     if plan is not None and cluster in plan.leaders:
         raise ConfigError(f"car {label} (cluster {cluster}): a CCR leader needs soft deletes; drop soft-deletes-off "
                           f"from the leader's car (it is meant for the baseline challenge)")
@@ -196,18 +180,7 @@ class CcrRace:
     targets: dict[str, ClusterTarget]
     engines: dict[str, str]
 
-    def finish(self, summary: Summary | None, console: Console | None = None) -> Summary | None:
-        """Final doc counts and the CCR section, while the clusters still run."""
-        from bench.ccr.report import build_section
-
-        counts = asyncio.run(self._doc_counts())
-        if summary is None:
-            return None
-        section = build_section(self.plan, summary, counts)
-        return summary.model_copy(update={"ccr": section.model_dump(mode="json"),
-                                          "notes": [*summary.notes, *section.notes]})
-
-    async def _doc_counts(self) -> dict[tuple[str, str], int | None]:
+    async def doc_counts(self) -> dict[tuple[str, str], int | None]:
         out: dict[tuple[str, str], int | None] = {}
         wanted = {(f.follower_cluster, f.follower_index) for f in self.plan.follows}
         wanted |= {(f.leader_cluster, f.leader_index) for f in self.plan.follows if f.leader_cluster}
@@ -275,16 +248,14 @@ async def _prepare(track: Track, challenge: Challenge, targets: list[ClusterTarg
     return plan, engines
 
 
-def prepare_ccr_race(opts: RaceOptions, topology: Topology | None, track: Track, challenge: Challenge,
+def prepare_ccr_race(opts: RaceOptions, cars: dict[str, CarConfig], track: Track, challenge: Challenge,
                      targets: list[ClusterTarget], console: Console) -> tuple[RaceOptions, CcrRace | None]:
-    """Run before the schedule; returns the (possibly telemetry-extended) options and the CCR state, or None
-    when the challenge has no CCR operation. Raises a BenchError (one line) when CCR cannot work."""
-    if not any(t.operation.operation_type in CCR_OPERATION_TYPES for t in challenge.tasks()):
-        cars = race_cars(opts, topology)
-        if not any(c.variables.get("index_soft_deletes") is False for c in cars.values()):
-            return opts, None
-    else:
-        cars = race_cars(opts, topology)
+    """Run before the schedule with the cars of the clusters bench started; returns the (possibly
+    telemetry-extended) options and the CCR state, or None when the challenge has no CCR operation. Raises a
+    BenchError (one line) when CCR cannot work."""
+    if not any(t.operation.operation_type in CCR_OPERATION_TYPES for t in challenge.tasks()) and \
+            not any(c.variables.get("index_soft_deletes") is False for c in cars.values()):
+        return opts, None
     plan, engines = asyncio.run(_prepare(track, challenge, targets, cars, console))
     if plan is None:
         return opts, None
@@ -302,6 +273,5 @@ __all__ = [
     "doc_count",
     "plan_ccr",
     "prepare_ccr_race",
-    "race_cars",
     "with_ccr_stats",
 ]

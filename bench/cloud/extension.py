@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from bench.cloud.source import topology_source
+from bench.cluster_source import register_source
+
 
 def setup() -> None:
-    pass
+    register_source(topology_source)

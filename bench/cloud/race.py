@@ -10,7 +10,6 @@ import logging
 import shlex
 import time
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -22,6 +21,7 @@ from bench.cloud.topology import Topology
 from bench.errors import ConfigError, ProvisionError, RaceInterrupted
 from bench.home import trials_dir
 from bench.options import RaceOptions
+from bench.pipeline import RaceResult
 from bench.provision.car import load_car
 from bench.redact import redact_text
 from bench.report import render_summary, write_report
@@ -132,9 +132,7 @@ def drive_on_host(opts: RaceOptions, dep: lifecycle.Deployment, host: DriverHost
     return dep.trial_id
 
 
-def run_cloud_race(opts: RaceOptions, topo: Topology, console: Console) -> Any:
-    from bench.race import RaceResult
-
+def run_cloud_race(opts: RaceOptions, topo: Topology, console: Console) -> RaceResult:
     if not topo.drivers:
         raise ConfigError(f"topology {topo.name}: a cloud race needs a load-driver host (drivers: [...])")
     if opts.target_hosts:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bench.errors import ConfigError
 from bench.provision.model import ClusterSpec, Engine
+from bench.provision.overrides import parse_distribution, plugins_for
 from bench.yaml_file import read_yaml
 
 Provider = Literal["local", "aws", "gcp"]
@@ -178,3 +179,23 @@ def load_topology(path: str | Path) -> Topology:
         raise ConfigError(f"topology file {p} does not exist")
     raw = read_yaml(p, "topology")
     return parse_topology(raw, str(p))
+
+
+def with_overrides(topo: Topology, distribution: str | None, plugins: dict[str | None, list[Path]]) -> Topology:
+    """The topology with the command line's engine/version (when given) and extra plugins on its clusters."""
+    unknown = sorted(c for c in plugins if c is not None and c not in {x.name for x in topo.clusters})
+    if unknown:
+        raise ConfigError(f"--plugin names cluster(s) {', '.join(unknown)} that topology {topo.name} does not have "
+                          f"(it has {', '.join(c.name for c in topo.clusters)})")
+    if not distribution and not plugins:
+        return topo
+    clusters = []
+    for c in topo.clusters:
+        update: dict[str, object] = {}
+        if distribution:
+            update["engine"], update["version"] = parse_distribution(distribution, c.version)
+        extra = [str(p) for p in plugins_for(plugins, c.name)]
+        if extra:
+            update["plugins"] = [*c.plugins, *extra]
+        clusters.append(c.model_copy(update=update))
+    return topo.model_copy(update={"clusters": clusters})

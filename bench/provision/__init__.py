@@ -1,9 +1,5 @@
-"""Provisioning: distributions, car configs, and local Elasticsearch/OpenSearch nodes."""
+"""Provisioning: distributions (``distribution.py``), car configs (``car.py``), ``--distribution``/``--plugin``
+(``overrides.py``) and local Elasticsearch/OpenSearch nodes (``local.py``).
 
-from bench.provision.car import CarConfig, list_cars, load_car
-from bench.provision.distribution import obtain_distribution
-from bench.provision.local import LocalProvisioner
-from bench.provision.model import ClusterInfo, ClusterSpec, NodeInfo
-
-__all__ = ["CarConfig", "ClusterInfo", "ClusterSpec", "LocalProvisioner", "NodeInfo", "list_cars", "load_car",
-           "obtain_distribution"]
+Import the modules themselves: the package imports nothing, so its modules can use each other without a cycle
+through it."""

@@ -30,8 +30,8 @@ import psutil
 import yaml
 from pydantic import SecretStr
 
+import bench.provision.ports as portalloc
 from bench.errors import ConfigError, ProvisionError
-from bench.provision import ports as portalloc
 from bench.provision.car import CarConfig, load_car
 from bench.provision.distribution import obtain_distribution
 from bench.provision.java import resolve_java_home

@@ -5,8 +5,9 @@
 - ``node_stats.py``, ``ccr_stats.py`` (+ ``ccr_models.py``: CCR answers and lag, reusable), ``host.py``,
   ``rally_stats.py`` (recovery-stats, shard-stats, segment-stats)
 - ``summary.py``  the telemetry section of a race summary
+- ``race_hook.py`` the race hook that runs the devices around the schedule (``start_telemetry``)
 
-``start_telemetry`` / ``attach_telemetry`` are what ``bench.race`` calls.
+``attach_telemetry`` puts the telemetry section into a race's summary.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from bench.telemetry.summary import TelemetrySummary, summarize_telemetry, telem
 
 if TYPE_CHECKING:
     from bench.client import ClusterTarget
-    from bench.provision.local import LocalProvisioner
     from bench.store import TrialStore
     from bench.summary import Summary
 
@@ -45,15 +45,9 @@ __all__ = [
 
 
 def race_context(targets: list[ClusterTarget], clusters: list[dict[str, Any]],
-                 provisioner: LocalProvisioner | None, worker_pids: Callable[[], list[int]]) -> TelemetryContext:
+                 node_processes: Callable[[], dict[tuple[str, str], list[Any]]] | None,
+                 worker_pids: Callable[[], list[int]]) -> TelemetryContext:
     """What the devices of one race see: its clusters, the nodes bench started, bench's own processes."""
-    node_processes = None
-    if provisioner is not None:
-        def node_processes() -> dict[tuple[str, str], list[Any]]:
-            by_node = provisioner.processes()
-            return {(c, n.name): by_node.get(n.name, []) for c, info in provisioner.clusters.items()
-                    for n in info.nodes}
-
     return TelemetryContext(targets={t.name: t for t in targets}, clusters={c["name"]: c for c in clusters},
                             node_processes=node_processes, driver_pids=lambda: [os.getpid(), *worker_pids()])
 

@@ -1,16 +1,12 @@
 """``--distribution=ENGINE:VERSION`` and ``--plugin=[CLUSTER:]PATH``: the engine, version and plugins of the
-clusters bench provisions, for a single cluster and for every cluster of a local topology."""
+clusters bench provisions (a single cluster, or every cluster of a topology)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bench.errors import ConfigError
-
-if TYPE_CHECKING:
-    from bench.cloud.topology import Topology
 
 ENGINES = ("elasticsearch", "opensearch")
 _CLUSTER = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
@@ -48,23 +44,3 @@ def parse_plugins(values: list[str] | None) -> dict[str | None, list[Path]]:
 
 def plugins_for(plugins: dict[str | None, list[Path]], cluster: str) -> list[Path]:
     return [*plugins.get(None, []), *plugins.get(cluster, [])]
-
-
-def apply_to_topology(topo: Topology, distribution: str | None, plugins: dict[str | None, list[Path]]) -> Topology:
-    """The topology with the command line's engine/version (when given) and extra plugins on its clusters."""
-    unknown = sorted(c for c in plugins if c is not None and c not in {x.name for x in topo.clusters})
-    if unknown:
-        raise ConfigError(f"--plugin names cluster(s) {', '.join(unknown)} that topology {topo.name} does not have "
-                          f"(it has {', '.join(c.name for c in topo.clusters)})")
-    if not distribution and not plugins:
-        return topo
-    clusters = []
-    for c in topo.clusters:
-        update: dict[str, object] = {}
-        if distribution:
-            update["engine"], update["version"] = parse_distribution(distribution, c.version)
-        extra = [str(p) for p in plugins_for(plugins, c.name)]
-        if extra:
-            update["plugins"] = [*c.plugins, *extra]
-        clusters.append(c.model_copy(update=update))
-    return topo.model_copy(update={"clusters": clusters})

@@ -1,0 +1,29 @@
+"""Telemetry's step in a race: the configured devices sample from right before the schedule starts until it
+ended (also when it failed or was aborted, so the last samples are kept)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from bench.pipeline import RaceHook, RacePlan, RaceSchedule
+from bench.telemetry import race_context, resolve_telemetry, start_telemetry
+
+
+class TelemetryHook(RaceHook):
+    def before_provisioning(self, race: RacePlan) -> None:
+        # bad devices, parameters or profiles fail before anything starts
+        resolve_telemetry(race.opts.telemetry, race.opts.telemetry_params, race.opts.telemetry_profile)
+
+    @contextlib.asynccontextmanager
+    async def around_schedule(self, race: RaceSchedule) -> AsyncIterator[None]:
+        o = race.opts
+        telemetry = await start_telemetry(
+            resolve_telemetry(o.telemetry, o.telemetry_params, o.telemetry_profile),
+            race_context(race.targets, race.clusters, race.node_processes, race.worker_pids),
+            race.store, race.trial_id)
+        try:
+            yield
+        finally:
+            if telemetry is not None:
+                await telemetry.stop()
