@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bench.cloud.topology import load_topology
 from bench.errors import ConfigError
 from bench.experiment import load_experiment, plan, race_options
 from bench.home import project_root
@@ -157,4 +158,8 @@ def test_shipped_ccr_overhead_studies(name):
     assert list(exp.variants) == ["soft-deletes-on", "ccr", "ccr-tcp-compression"]
     topologies = {v: race_options(exp, r, run_id="r").topology for v, r in
                   ((r.variant, r) for r in plan(exp, "r")[:3])}
-    assert topologies["soft-deletes-on"] is None and all(t.is_file() for v, t in topologies.items() if v != "soft-deletes-on")
+    assert topologies["soft-deletes-on"] is None
+    for v in ("ccr", "ccr-tcp-compression"):
+        topo = load_topology(topologies[v])
+        assert {c.name for c in topo.clusters} == {"leader", "follower"}
+        assert all(("tcp-compression" in c.car) == (v == "ccr-tcp-compression") for c in topo.clusters)
