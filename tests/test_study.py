@@ -17,7 +17,7 @@ from bench.trials import TrialInfo
 def _trial(i: int, task: str, median: float, clusters: dict[str, float]) -> TrialData:
     tp = ThroughputStats(min=median * 0.8, mean=median, median=median, max=median * 1.2, unit="docs/s")
     nodes = [NodeTelemetry(cluster=c, node=f"{c}-0", cpu_median=cpu, disk_write_bytes=cpu * 2**20,
-                           net_rx_bytes=cpu * 2e6, net_tx_bytes=cpu * 3e6, disk_read_bytes=0.0)
+                           net_rx_bytes=cpu * 2 * 2**20, net_tx_bytes=cpu * 3e6, disk_read_bytes=0.0)
              for c, cpu in clusters.items()]
     summary = Summary(tasks=[TaskSummary(task="delete", operation_type="delete-index", unit="ops"),
                              TaskSummary(task=task, operation_type="bulk", unit="docs", throughput=tp)],
@@ -41,7 +41,7 @@ def test_differently_named_tasks_and_clusters_line_up_with_verdicts():
     median = rows["Median Throughput (indexing)"]
     assert [c.value for c in median.cells] == [1010.0, 710.0]
     assert round(median.cells[1].diff_pct, 1) == -29.7 and median.cells[1].verdict == "regression"
-    cpu = rows["CPU (median, node-stats) [default]"]  # baseline default vs ccr leader
+    cpu = rows["CPU (median, node-stats) [default vs leader]"]
     assert [c.value for c in cpu.cells] == [51.0, 71.0] and cpu.cells[1].verdict == "regression"
     follower = rows["Disk write [follower]"]
     assert follower.cells[0].value is None and follower.cells[1].value == 30.0
@@ -72,3 +72,17 @@ def test_noise_is_within_noise_and_single_trials_are_not_judged():
     one = [Side(label=s.label, selector="x", trials=s.trials[:1]) for s in _sides(spread=10.0)]
     table = study_table("s", "r", StudySpec(), one)
     assert table.rows[1].cells[1].verdict == "not judged" and any("fewer than 3" in n for n in table.notes)
+
+
+def test_a_change_from_a_zero_baseline_shows_the_difference_and_rows_judge_like_compare():
+    sides = _sides(spread=10.0)
+    for t in sides[0].trials:  # a single-node baseline moves no transport bytes
+        t.summary.sections[SECTION]["nodes"][0]["net_rx_bytes"] = 0.0
+    rows = {r.label: r for r in study_table("s", "r", StudySpec(clusters={"default": "leader"}), sides).rows}
+    rx = rows["Network in (rx) [default vs leader]"]
+    assert rx.cells[0].value == 0.0 and rx.cells[1].diff_pct is None
+    md = render_study_markdown(study_table("s", "r", StudySpec(clusters={"default": "leader"}), sides))
+    assert "| Network in (rx) [default vs leader] | MB | 0.00 | 142 | +142.00 MB (from 0) |" in md
+    from bench.compare.metrics import higher_is_better
+
+    assert rows["Disk write [default vs leader]"].higher_is_better == higher_is_better("Disk write")

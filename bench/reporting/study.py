@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from bench.compare import Side, diff_ci, judge
-from bench.compare.metrics import trial_values
+from bench.compare.metrics import higher_is_better, trial_values
 from bench.compare.stats import MIN_GROUP, CiMethod, Verdict
 from bench.summary import Summary, TaskSummary
 
@@ -41,7 +41,8 @@ Values = dict[str, tuple[float, str]]  # row label -> (value, unit) of one trial
 class StudyCell(BaseModel):
     value: float | None = None  # mean over the variant's trials that have the row
     values: list[float] = []
-    diff_pct: float | None = None  # against the row's reference (the baseline, or the note's variant)
+    diff: float | None = None  # against the row's reference (the baseline, or the variant the row names)
+    diff_pct: float | None = None  # None also when the reference is 0 (then only ``diff`` says the change)
     ci_pct: tuple[float, float] | None = None
     verdict: Verdict = "n/a"
 
@@ -77,8 +78,8 @@ def _task(summary: Summary, name: str | None, operation_type: str) -> TaskSummar
 
 def trial_study_values(summary: Summary | None, variant: str, spec: StudySpec,
                        cluster_map: dict[str, str] | None = None) -> Values:
-    """The study rows of one trial of ``variant``. ``cluster_map`` renames the trial's clusters (a candidate's
-    ``leader`` -> the baseline's ``default``) so the rows of matched clusters share a label."""
+    """The study rows of one trial of ``variant``. ``cluster_map`` renames the trial's clusters (the baseline's
+    ``default`` and a candidate's ``leader`` both to ``default vs leader``) so matched clusters share a row."""
     out: Values = {}
     if summary is None:
         return out
@@ -112,11 +113,13 @@ def trial_study_values(summary: Summary | None, variant: str, spec: StudySpec,
 
 
 def _direction(label: str) -> bool | None:
+    """The better direction compare gives the underlying row (so both call the same change a regression)."""
     if "Throughput" in label:
         return True
-    if "catch-up" in label or label.startswith("CPU"):
-        return False
-    return None  # bytes moved describe the run; more is not worse by itself (CCR must move the data)
+    if "catch-up" in label:
+        return higher_is_better(CATCH_UP_METRIC)
+    name = next((m for lab, m, _u, _s in CLUSTER_METRICS if label.startswith(lab)), label)
+    return higher_is_better(name)
 
 
 def _cell(ref: list[float], vals: list[float], higher: bool | None, ci_method: CiMethod) -> StudyCell:
@@ -126,6 +129,7 @@ def _cell(ref: list[float], vals: list[float], higher: bool | None, ci_method: C
     b = sum(ref) / len(ref)
     assert cell.value is not None
     diff = cell.value - b
+    cell.diff = diff
     cell.diff_pct = 100.0 * diff / abs(b) if b else (0.0 if diff == 0 else None)
     ci = None
     if len(ref) >= MIN_GROUP and len(vals) >= MIN_GROUP:
@@ -139,10 +143,12 @@ def _cell(ref: list[float], vals: list[float], higher: bool | None, ci_method: C
 def study_table(experiment: str, run_id: str, spec: StudySpec, sides: list[Side], *,
                 ci_method: CiMethod = "auto") -> StudyTable:
     """The table of one run from its sides (baseline first, labelled by variant). Pure."""
-    reverse = {cand: base for base, cand in spec.clusters.items()}  # candidate cluster -> baseline's name
+    # A matched pair of clusters shares one row, named after both.
+    base_map = {base: f"{base} vs {cand}" for base, cand in spec.clusters.items()}
+    cand_map = {cand: f"{base} vs {cand}" for base, cand in spec.clusters.items()}
     per_variant: list[list[Values]] = []
     for i, side in enumerate(sides):
-        cmap = None if i == 0 else reverse
+        cmap = base_map if i == 0 else cand_map
         per_variant.append([trial_study_values(t.summary, side.label, spec, cmap) for t in side.trials])
     labels: list[str] = []
     units: dict[str, str] = {}
@@ -196,9 +202,11 @@ def _num(v: float | None) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.2f}"
 
 
-def delta_text(cell: StudyCell) -> str:
+def delta_text(cell: StudyCell, unit: str = "") -> str:
     if cell.diff_pct is None:
-        return "–"
+        if cell.diff is None:
+            return "–"
+        return f"{cell.diff:+,.2f} {unit} (from 0)".replace("  ", " ")
     text = f"{cell.diff_pct:+.1f} % {cell.verdict}"
     if cell.ci_pct is not None:
         text += f" (95 % CI {cell.ci_pct[0]:+.1f} … {cell.ci_pct[1]:+.1f} %)"
@@ -223,7 +231,7 @@ def study_view(table: StudyTable) -> TableView:
         label = r.label if r.reference == table.baseline else f"{r.label} (Δ against {r.reference})"
         cells = [label, r.unit, _num(r.cells[0].value)]
         for c in r.cells[1:]:
-            cells += [_num(c.value), delta_text(c)]
+            cells += [_num(c.value), delta_text(c, r.unit)]
         rows.append(cells)
     return TableView(title=f"Study: {table.experiment}, run {table.run_id}", headers=headers, rows=rows,
                      notes=table.notes)
