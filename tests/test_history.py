@@ -75,6 +75,11 @@ def test_history_flags_a_real_regression_against_the_previous_night(tmp_path, es
     assert "**regression**" in line and "tonight's repetitions" in line
     assert "## Study: nightly" in text and "Noise band:" in text
 
-    # without --fail-on-regression the regression is reported, not an exit code
-    assert main(["--quiet", "experiment", str(second), "--resume", "--history=1"]) == 0
+    # without --fail-on-regression the regression is reported, not an exit code; the HTML report has both tables
+    html = tmp_path / "nightly.html"
+    assert main(["--quiet", "experiment", str(second), "--resume", "--history=1", "--report-format=html",
+                 f"--report-file={html}"]) == 0
     assert "REGRESSION paced" in capsys.readouterr().out
+    page = html.read_text()
+    assert "<h2>Study: nightly, run " in page and "<h2>History: nightly, tonight " in page
+    assert '<td class="regression">regression</td>' in page
