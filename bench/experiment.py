@@ -15,7 +15,15 @@ An experiment file (YAML)::
     variants:
       baseline: {}
       soft-deletes: {car: [defaults, soft-deletes]}
-      ccr: {telemetry: [ccr-stats], car-params: {...}}
+      ccr: {challenge: ccr, topology: topologies/ccr-local.yml, plugin: /path/plugin.zip}
+    study:                        # optional: the study table and --history's key rows (bench/reporting/study.py)
+      indexing-task: {baseline: index-append, ccr: index-append-leader}
+      clusters: {default: leader}
+      soft-deletes-off: soft-deletes     # dropped where the engine refuses soft deletes off ...
+      baseline-if-refused: baseline      # ... and this variant is the baseline then
+
+Options take ``bench race``'s flag names (``plugin``, ``track-params``, ...; ``-`` or ``_``); a relative
+``topology`` is found from here, else next to the experiment file or one folder up (the checkout).
 
 Resume: ``bench experiment FILE --resume`` continues the newest run of this experiment, skipping the races
 that completed (the run id, order and tags are the same, so nothing is repeated). Failed races are run again
