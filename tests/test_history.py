@@ -83,3 +83,19 @@ def test_history_flags_a_real_regression_against_the_previous_night(tmp_path, es
     page = html.read_text()
     assert "<h2>Study: nightly, run " in page and "<h2>History: nightly, tonight " in page
     assert '<td class="regression">regression</td>' in page
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--fail-on-regression"], "--fail-on-regression needs --history N"),
+    (["--history=0"], "--history 0: use 1 or more"),
+    (["--history=2"], "has no 'study:' block"),
+    (["--repetitions=0"], "--repetitions 0: use 1 or more"),
+])
+def test_bad_history_options_are_one_line_before_any_race(tmp_path, capsys, args, needle):
+    f = tmp_path / "exp.yml"
+    f.write_text("name: x\nrace: {track: nginx, target-hosts: '127.0.0.1:9'}\nvariants: {a: {}, b: {}}\n")
+    rc = main(["experiment", str(f), *args])
+    out, err = capsys.readouterr()
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert rc != 0 and len(lines) == 1 and needle in lines[0] and "Traceback" not in err
+    assert "races planned" not in out
