@@ -15,7 +15,15 @@ An experiment file (YAML)::
     variants:
       baseline: {}
       soft-deletes: {car: [defaults, soft-deletes]}
-      ccr: {telemetry: [ccr-stats], car-params: {...}}
+      ccr: {challenge: ccr, topology: topologies/ccr-local.yml, plugin: /path/plugin.zip}
+    study:                        # optional: the study table and --history's key rows (bench/reporting/study.py)
+      indexing-task: {baseline: index-append, ccr: index-append-leader}
+      clusters: {default: leader}
+      soft-deletes-off: soft-deletes     # dropped where the engine refuses soft deletes off ...
+      baseline-if-refused: baseline      # ... and this variant is the baseline then
+
+Options take ``bench race``'s flag names (``plugin``, ``track-params``, ...; ``-`` or ``_``); a relative
+``topology`` is found from here, else next to the experiment file or one folder up (the checkout).
 
 Resume: ``bench experiment FILE --resume`` continues the newest run of this experiment, skipping the races
 that completed (the run id, order and tags are the same, so nothing is repeated). Failed races are run again
@@ -31,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from bench.errors import ConfigError, RaceInterrupted
 from bench.options import RaceOptions
@@ -44,7 +52,9 @@ TAG_VARIANT = "variant"
 TAG_REPETITION = "repetition"
 TAG_TRACK = "experiment-track"
 _RESERVED_TAGS = {TAG_EXPERIMENT, TAG_RUN, TAG_VARIANT, TAG_REPETITION, TAG_TRACK}
-_NOT_PER_RACE = {"user_tags", "report_file", "report_format", "progress"}
+_NOT_PER_RACE = {"user_tags", "user_tag", "report_file", "report_format", "progress", "quiet"}
+# `bench race` flags whose option field has another name: the file takes the flag's name (and the field's).
+_CLI_NAMES = {"plugin": "plugins"}
 
 
 def _norm_keys(d: dict[str, Any], where: str) -> dict[str, Any]:
@@ -53,6 +63,9 @@ def _norm_keys(d: dict[str, Any], where: str) -> dict[str, Any]:
         key = str(k).replace("-", "_")
         if key in _NOT_PER_RACE:
             raise ConfigError(f"{where}: option {k!r} is set by the experiment itself; remove it")
+        key = _CLI_NAMES.get(key, key)
+        if key in out:
+            raise ConfigError(f"{where}: {k!r} is set twice (as {key.replace('_', '-')} too); keep one")
         out[key] = v
     return out
 
@@ -71,8 +84,33 @@ class TrackEntry(BaseModel):
         return f"{name}/{self.challenge}" if self.challenge else name
 
 
+class StudySpec(BaseModel):
+    """The ``study:`` block: what the study table (bench/reporting/study.py) reads from each variant's trials.
+
+    - ``indexing-task``: variant -> the task whose throughput is the study's (default: the variant's first
+      bulk task), because a CCR challenge may name its indexing task differently from the baseline's.
+    - ``sync-task``: the task whose service time is the CCR catch-up (default: the first
+      ``wait-for-followers-to-sync`` task).
+    - ``clusters``: a baseline cluster name -> the candidates' cluster it is compared with (e.g. the baseline's
+      single ``default`` cluster against CCR's ``leader``).
+    - ``soft-deletes-off``: the variant that turns soft deletes off; on an engine that refuses that (soft
+      deletes are mandatory from Elasticsearch 8 and OpenSearch 2) it is dropped and ``baseline-if-refused``
+      becomes the baseline.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    indexing_task: dict[str, str] = Field(default_factory=dict, alias="indexing-task")
+    sync_task: str | None = Field(default=None, alias="sync-task")
+    clusters: dict[str, str] = Field(default_factory=dict)
+    soft_deletes_off: str | None = Field(default=None, alias="soft-deletes-off")
+    baseline_if_refused: str | None = Field(default=None, alias="baseline-if-refused")
+    note: str = ""  # set by resolve_study: which baseline the run uses, and why
+
+
 class ExperimentFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    _folder: Path | None = PrivateAttr(default=None)
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
@@ -82,6 +120,12 @@ class ExperimentFile(BaseModel):
     tracks: list[TrackEntry] = Field(default_factory=list)
     race: dict[str, Any] = Field(default_factory=dict)
     variants: dict[str, dict[str, Any]]
+    study: StudySpec | None = None
+
+    @property
+    def folder(self) -> Path | None:
+        """The folder of the file it was loaded from: relative paths in it may be relative to that."""
+        return self._folder
 
     @field_validator("tracks", mode="before")
     @classmethod
@@ -105,6 +149,15 @@ class ExperimentFile(BaseModel):
             self.baseline = next(iter(self.variants))
         if self.baseline not in self.variants:
             raise ValueError(f"baseline {self.baseline!r} is not one of the variants {list(self.variants)}")
+        if self.study is not None:
+            for field, names in (("indexing-task", list(self.study.indexing_task)),
+                                 ("soft-deletes-off", [self.study.soft_deletes_off] if self.study.soft_deletes_off
+                                  else []),
+                                 ("baseline-if-refused", [self.study.baseline_if_refused]
+                                  if self.study.baseline_if_refused else [])):
+                bad = [n for n in names if n not in self.variants]
+                if bad:
+                    raise ValueError(f"study.{field}: {bad[0]!r} is not one of the variants {list(self.variants)}")
         return self
 
     def track_entries(self) -> list[TrackEntry]:
@@ -123,13 +176,82 @@ class PlannedRace(BaseModel):
         return (self.variant, str(self.repetition), str(self.track_index))
 
 
-def load_experiment(path: Path | str) -> ExperimentFile:
+def _resolve_path(raw: str, folder: Path | None) -> Path:
+    """A relative path as given when it exists from here, else relative to the experiment file's folder or the
+    folder above it (experiments/ sits next to topologies/), else as given (the race names it if missing)."""
+    p = Path(raw).expanduser()
+    if p.is_absolute() or p.exists() or folder is None:
+        return p
+    for base in (folder, folder.parent):
+        if (base / p).exists():
+            return base / p
+    return p
+
+
+def load_experiment(path: Path | str, overrides: dict[str, Any] | None = None,
+                    repetitions: int | None = None) -> ExperimentFile:
+    """Load and check an experiment file. ``overrides`` (bench race option names) apply to every race on top of
+    the file's ``race:`` options; ``repetitions`` replaces the file's count (a quick check of a long study)."""
     p = Path(path).expanduser()
     exp = load_yaml_model(p, ExperimentFile, "experiment file", "name, variants, ...")
+    exp._folder = p.resolve().parent
+    if overrides:
+        exp.race = {**_norm_keys(exp.race, f"experiment file {p}: race"), **_norm_keys(overrides, "command line")}
+    if repetitions is not None:
+        if repetitions < 1:
+            raise ConfigError(f"--repetitions {repetitions}: use 1 or more")
+        exp.repetitions = repetitions
     for v in exp.variants:
-        race_options(exp, PlannedRace(variant=v, repetition=1, track=exp.track_entries()[0], track_index=0),
-                     run_id="check", where=f"experiment file {p}: variants.{v}")
-    return exp
+        opts = race_options(exp, PlannedRace(variant=v, repetition=1, track=exp.track_entries()[0], track_index=0),
+                            run_id="check", where=f"experiment file {p}: variants.{v}")
+        if opts.distribution or opts.plugins:  # as `bench race` checks them, before any race runs
+            from bench.ccr.overrides import parse_distribution, parse_plugins
+
+            try:
+                parse_distribution(opts.distribution, opts.distribution_version)
+                parse_plugins(opts.plugins)
+            except ConfigError as e:
+                raise ConfigError(f"experiment file {p}: variants.{v}: {e}") from None
+    return resolve_study(exp)
+
+
+def variant_engine(exp: ExperimentFile, variant: str) -> tuple[str, str]:
+    """(engine, version) of the clusters a variant's races start (``distribution``, else
+    ``distribution-version``, as ``bench race`` decides)."""
+    from bench.ccr.overrides import parse_distribution
+
+    opts = race_options(exp, PlannedRace(variant=variant, repetition=1, track=exp.track_entries()[0],
+                                         track_index=0), run_id="check")
+    return parse_distribution(opts.distribution, opts.distribution_version)
+
+
+def resolve_study(exp: ExperimentFile) -> ExperimentFile:
+    """Pick the study's baseline for the engine: the soft-deletes-off variant stays (and stays the baseline)
+    where the engine creates indices without soft deletes; elsewhere it is dropped and ``baseline-if-refused``
+    is the baseline. The choice is said in ``study.note`` (shown in the report)."""
+    from bench.ccr.soft_deletes import soft_deletes_off_problem
+
+    study = exp.study
+    if study is None or not study.soft_deletes_off:
+        return exp
+    off = study.soft_deletes_off
+    engine, version = variant_engine(exp, off)
+    problem = soft_deletes_off_problem(engine, version)
+    if problem is None:
+        study.note = (f"Baseline: {exp.baseline} ({engine} {version} still creates indices with soft deletes off, "
+                      f"so variant {off} runs).")
+        return exp
+    fallback = study.baseline_if_refused
+    if not fallback or fallback == off:
+        raise ConfigError(f"experiment {exp.name}: {problem}; set study.baseline-if-refused to the variant "
+                          "that replaces it as baseline")
+    variants = {k: v for k, v in exp.variants.items() if k != off}
+    baseline = fallback if exp.baseline == off else exp.baseline
+    study.note = (f"Baseline: {baseline}. Variant {off} is dropped: {problem}.")
+    study.indexing_task = {k: v for k, v in study.indexing_task.items() if k != off}
+    resolved = exp.model_copy(update={"variants": variants, "baseline": baseline, "study": study})
+    resolved._folder = exp.folder
+    return resolved
 
 
 def plan(exp: ExperimentFile, run_id: str) -> list[PlannedRace]:
@@ -170,9 +292,13 @@ def race_options(exp: ExperimentFile, race: PlannedRace, *, run_id: str, progres
     params = {**merged.get("track_params", {}), **track.track_params, **variant.pop("track_params", {})}
     merged.update(variant)
     merged["track_params"] = params
-    for key in ("car", "telemetry"):  # 'defaults,4gheap' as in the CLI
+    for key in ("car", "telemetry"):
         if isinstance(merged.get(key), str):
             merged[key] = [c.strip() for c in merged[key].split(",") if c.strip()]
+    if isinstance(merged.get("plugins"), str):  # one path; --plugin is repeated, not comma-separated
+        merged["plugins"] = [merged["plugins"]]
+    if merged.get("topology"):
+        merged["topology"] = _resolve_path(str(merged["topology"]), exp.folder)
     tags = {str(k): str(v) for k, v in (merged.pop("tags", None) or {}).items()}
     bad = sorted(set(tags) & _RESERVED_TAGS)
     if bad:

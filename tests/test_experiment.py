@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bench.cloud.topology import load_topology
 from bench.errors import ConfigError
 from bench.experiment import load_experiment, plan, race_options
 from bench.home import project_root
@@ -72,3 +73,93 @@ def test_shipped_example_experiments_load():
     for f in files:
         exp = load_experiment(f)
         assert plan(exp, "x")
+
+
+def test_cli_option_names_are_accepted_as_bench_race_spells_them(tmp_path):
+    plugin = tmp_path / "p.zip"
+    plugin.write_bytes(b"PK")
+    exp = load_experiment(_write(tmp_path, f"""
+name: x
+race: {{track: nginx, plugin: {plugin}, distribution: "opensearch:2.19.1"}}
+variants:
+  a: {{}}
+  b: {{plugin: [{plugin}, "follower:{plugin}"]}}
+"""))
+    a, b = (race_options(exp, r, run_id="r") for r in plan(exp, "r")[:2])
+    assert a.plugins == [str(plugin)] and b.plugins == [str(plugin), f"follower:{plugin}"]
+
+
+def test_plugin_and_distribution_are_checked_at_load_like_bench_race(tmp_path):
+    with pytest.raises(ConfigError) as e:
+        load_experiment(_write(tmp_path, "name: x\nrace: {track: nginx, plugin: /no/such.zip}\nvariants: {a: {}}\n"))
+    assert "variants.a: --plugin /no/such.zip" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_topology_paths_resolve_from_the_checkout_as_well_as_from_here(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # not the checkout: topologies/ is next to experiments/
+    exp = load_experiment(project_root() / "experiments" / "ccr-overhead.yml")
+    ccr = next(r for r in plan(exp, "r") if r.variant == "ccr")
+    assert race_options(exp, ccr, run_id="r").topology == project_root() / "topologies" / "ccr-local.yml"
+
+
+def test_command_line_overrides_and_repetitions(tmp_path):
+    exp = load_experiment(_write(tmp_path, BASIC), {"test-mode": False}, repetitions=1)
+    assert exp.repetitions == 1 and len(plan(exp, "r")) == 3
+    assert not race_options(exp, plan(exp, "r")[0], run_id="r").test_mode
+    with pytest.raises(ConfigError, match="--repetitions 0"):
+        load_experiment(_write(tmp_path, BASIC), repetitions=0)
+
+
+STUDY = """
+name: study
+baseline: sd-off
+repetitions: 3
+race: {{track: http_logs, distribution: "{dist}"}}
+variants:
+  sd-off: {{challenge: baseline, car: [defaults, soft-deletes-off]}}
+  sd-on: {{challenge: baseline}}
+  ccr: {{challenge: ccr}}
+study:
+  soft-deletes-off: sd-off
+  baseline-if-refused: sd-on
+  indexing-task: {{sd-off: index-append, sd-on: index-append, ccr: index-append-leader}}
+"""
+
+
+@pytest.mark.parametrize("dist, baseline, variants", [
+    ("elasticsearch:7.17.0", "sd-off", ["sd-off", "sd-on", "ccr"]),
+    ("opensearch:1.3.0", "sd-off", ["sd-off", "sd-on", "ccr"]),
+    ("elasticsearch:8.19.21", "sd-on", ["sd-on", "ccr"]),
+    ("opensearch:2.19.1", "sd-on", ["sd-on", "ccr"]),
+])
+def test_the_study_baseline_follows_what_the_engine_allows(tmp_path, dist, baseline, variants):
+    exp = load_experiment(_write(tmp_path, STUDY.format(dist=dist)))
+    assert exp.baseline == baseline and list(exp.variants) == variants
+    assert exp.study.note.startswith(f"Baseline: {baseline}")
+    assert ("dropped" in exp.study.note) == (baseline == "sd-on")
+    assert [r.variant for r in plan(exp, "r")][:len(variants)] == variants
+
+
+def test_a_study_naming_an_unknown_variant_or_lacking_a_fallback_is_one_line(tmp_path):
+    bad = STUDY.format(dist="opensearch:2.19.1").replace("ccr: index-append-leader", "cr: index-append-leader")
+    with pytest.raises(ConfigError, match="study.indexing-task: 'cr' is not one of the variants"):
+        load_experiment(_write(tmp_path, bad))
+    no_fallback = STUDY.format(dist="opensearch:2.19.1").replace("  baseline-if-refused: sd-on\n", "")
+    with pytest.raises(ConfigError, match="set study.baseline-if-refused"):
+        load_experiment(_write(tmp_path, no_fallback))
+
+
+@pytest.mark.parametrize("name", ["ccr-overhead.yml", "ccr-overhead-opensearch.yml"])
+def test_shipped_ccr_overhead_studies(name):
+    exp = load_experiment(project_root() / "experiments" / name)
+    assert exp.repetitions >= 3 and exp.order == "interleaved" and exp.study is not None
+    # both shipped engines (Elasticsearch 8, OpenSearch 2) refuse soft deletes off: soft-deletes-on is the baseline
+    assert exp.baseline == "soft-deletes-on"
+    assert list(exp.variants) == ["soft-deletes-on", "ccr", "ccr-tcp-compression"]
+    topologies = {v: race_options(exp, r, run_id="r").topology for v, r in
+                  ((r.variant, r) for r in plan(exp, "r")[:3])}
+    assert topologies["soft-deletes-on"] is None
+    for v in ("ccr", "ccr-tcp-compression"):
+        topo = load_topology(topologies[v])
+        assert {c.name for c in topo.clusters} == {"leader", "follower"}
+        assert all(("tcp-compression" in c.car) == (v == "ccr-tcp-compression") for c in topo.clusters)

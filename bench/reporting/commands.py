@@ -11,6 +11,8 @@ from rich.console import Console
 
 from bench.errors import ConfigError
 
+EXIT_REGRESSION = 3  # bench experiment --history --fail-on-regression: a key row regressed tonight
+
 
 def _noise_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--noise-threshold", type=float, default=0.0, metavar="PCT",
@@ -49,6 +51,14 @@ def add_report_parsers(sub: Any) -> None:
     e.add_argument("--report-file", help="write the comparison report here (default: stdout for markdown, "
                                          "<name>-<run>.html for html)")
     e.add_argument("--plots-dir", help="also write each plot as a PNG into this folder")
+    e.add_argument("--plugin", action="append", dest="plugins", metavar="[CLUSTER:]PATH",
+                   help="as bench race's --plugin, for every race of the experiment (repeatable)")
+    e.add_argument("--test-mode", action="store_true", help="every race in test mode (a quick check of the file)")
+    e.add_argument("--repetitions", type=int, help="override the file's repetitions (e.g. 1 for a quick check)")
+    e.add_argument("--history", type=int, metavar="N",
+                   help="also report this run against the previous N runs of the experiment (its study's key rows)")
+    e.add_argument("--fail-on-regression", action="store_true",
+                   help=f"with --history: exit {EXIT_REGRESSION} when a key row regressed beyond the noise band")
     _noise_options(e)
 
 
@@ -124,25 +134,43 @@ def _report(a: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _experiment_overrides(a: argparse.Namespace) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    if a.plugins:
+        overrides["plugins"] = a.plugins
+    if a.test_mode:
+        overrides["test_mode"] = True
+    return overrides
+
+
 def _experiment(a: argparse.Namespace, console: Console) -> int:
     from bench.experiment import comparison_selectors, load_experiment, plan, run_experiment
     from bench.reporting.render import compare_report
     from bench.store import TrialStore
 
     _check_noise(a)
-    exp = load_experiment(a.file)
+    if a.history is not None and a.history < 1:
+        raise ConfigError(f"--history {a.history}: use 1 or more previous runs")
+    if a.fail_on_regression and a.history is None:
+        raise ConfigError("--fail-on-regression needs --history N (the runs to compare tonight with)")
+    exp = load_experiment(a.file, _experiment_overrides(a), a.repetitions)
+    if a.history is not None and exp.study is None:
+        raise ConfigError(f"--history: experiment file {a.file} has no 'study:' block naming the key rows to follow")
     if a.dry_run:
         for i, r in enumerate(plan(exp, a.run_id or "dry-run"), 1):
             console.print(f"{i:3}. {r.variant} #{r.repetition} on {r.track.label or 'the track'}", highlight=False,
                           markup=False)
         return 0
     say = lambda text: console.print(text, highlight=False, markup=False)
+    if exp.study is not None and exp.study.note:
+        say(exp.study.note)
     with TrialStore() as store:
         result = run_experiment(exp, store=store, resume=a.resume, run_id=a.run_id, say=say)
     say(f"Experiment {exp.name} run {result.run_id}: {result.planned} races planned, {len(result.ran)} run now, "
         f"{result.skipped} done before, {len(result.failed)} failed.")
     for f in result.failed:
         say(f"  failed: {f}")
+    regressed = False
     with TrialStore() as store:
         for ti, track in enumerate(exp.track_entries()):
             baseline, candidates = comparison_selectors(exp, result.run_id, ti)
@@ -155,14 +183,31 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
             except Exception as e:  # noqa: BLE001 - e.g. a variant whose races all failed
                 say(f"No comparison for {track.label or 'the track'}: {e}")
                 continue
-            report = compare_report(store, cmp, fmt=a.report_format, plots_dir=a.plots_dir)
+            study = history = None
+            if exp.study is not None and ti == 0:
+                from bench.reporting.study import load_study_table
+
+                study = load_study_table(store, exp, result.run_id, ti, ci_method=a.ci_method)
+                if a.history is not None:
+                    from bench.history import history_report
+
+                    history = history_report(store, exp, result.run_id, a.history, ci_method=a.ci_method)
+                    for r in history.regressions:
+                        say(f"REGRESSION {r.variant}: {r.label} {r.nights[-1].value:,.2f} {r.unit} is outside the "
+                            f"noise band {r.band[0]:,.2f} … {r.band[1]:,.2f} ({r.delta_pct:+.1f} % against the "
+                            f"previous runs)" if r.band and r.delta_pct is not None else f"REGRESSION {r.label}")
+                    regressed = bool(history.regressions)
+            report = compare_report(store, cmp, fmt=a.report_format, plots_dir=a.plots_dir, study=study,
+                                    history=history)
             suffix = f"-{ti}" if len(exp.track_entries()) > 1 else ""
             out = a.report_file
             if out and suffix:
                 p = Path(out)
                 out = str(p.with_name(f"{p.stem}{suffix}{p.suffix}"))
             _emit(report, out, f"{exp.name}-{result.run_id}{suffix}.html", console)
-    return 1 if result.failed else 0
+    if result.failed:
+        return 1
+    return EXIT_REGRESSION if regressed and a.fail_on_regression else 0
 
 
 def run_report_command(a: argparse.Namespace, console: Console) -> int:

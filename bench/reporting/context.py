@@ -7,7 +7,8 @@ column per trial), ``notes``; trial mode adds ``trial``,
 ``sections`` (name, headers, rows -- rows as lists of strings), ``summary_markdown`` and ``errors`` (task, message,
 count per distinct error message of failed requests); compare mode adds
 ``comparison`` (the JSON form), ``sections`` (compare rows split as below), ``comparison_markdown``; html adds
-``plots`` (key, title, div) and ``plotly_js``.
+``plots`` (key, title, div) and ``plotly_js``. ``study_tables`` (title, headers, rows, notes: an experiment's
+study table and its history, ``bench/reporting/study.py`` / ``bench/history.py``; empty otherwise) comes first.
 Sections: "Cluster totals", one per task, then one per registered summary section (``register_section``:
 "Telemetry", "CCR"), each holding its rows and the rows of others it hides (CCR: rows whose metric names CCR).
 """

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import jinja2
 
@@ -19,6 +19,10 @@ from bench.redact import redact_text
 from bench.reporting.context import compare_context, trial_context
 from bench.reporting.plots import Plot, PlotTrial, all_plots, export_pngs, figure_div, plotly_js
 from bench.trials import TrialReader
+
+if TYPE_CHECKING:
+    from bench.history import HistoryReport
+    from bench.reporting.study import StudyTable
 
 ReportKind = Literal["markdown", "html"]
 KINDS: tuple[str, ...] = ("markdown", "html")
@@ -100,11 +104,19 @@ def trial_report(store: TrialReader, selector: str, *, fmt: ReportKind = "markdo
     info = store.get_trial(selector)
     data = load_trial(store, info)
     side = Side(label=info.id[:8], selector=selector, trials=[data])
-    return _finish(store, trial_context(info, data.summary), [side], fmt, template, plots_dir)
+    context = dict(trial_context(info, data.summary), study_tables=[])
+    return _finish(store, context, [side], fmt, template, plots_dir)
 
 
 def compare_report(store: TrialReader, cmp: Comparison, *, fmt: ReportKind = "markdown",
-                   template: Path | str | None = None, plots_dir: Path | str | None = None) -> Report:
-    return _finish(store, compare_context(cmp), [cmp.baseline, *cmp.candidates], fmt, template, plots_dir)
+                   template: Path | str | None = None, plots_dir: Path | str | None = None,
+                   study: StudyTable | None = None, history: HistoryReport | None = None) -> Report:
+    """``study``/``history``: an experiment's study table and its nightly trend, shown before the comparison."""
+    from bench.reporting.study import study_view
+
+    views = ([study_view(study).model_dump()] if study is not None else []) + \
+            ([history.view().model_dump()] if history is not None else [])
+    context = dict(compare_context(cmp), study_tables=views)
+    return _finish(store, context, [cmp.baseline, *cmp.candidates], fmt, template, plots_dir)
 
 

@@ -1,0 +1,253 @@
+"""The study table of an experiment with a ``study:`` block (e.g. experiments/ccr-overhead.yml): a few key rows
+-- Min/Median/Max throughput of each variant's indexing task, the 100th percentile CCR catch-up, per-cluster
+CPU, disk IO and network -- with one column per variant, its Δ % against the baseline and compare's verdict.
+
+Unlike ``bench compare``, which matches rows by (metric, task) name, a study row is read per variant: the
+indexing task may be named differently in each variant's challenge (``index-append`` / ``index-append-leader``)
+and the baseline's cluster (``default``) is matched with a candidate's (``leader``) through ``study.clusters``.
+The verdicts are compare's own (``bench.compare.diff_ci``/``judge``), so both agree on what is noise.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from bench.compare import Side, diff_ci, judge
+from bench.compare.metrics import higher_is_better, trial_values
+from bench.compare.stats import MIN_GROUP, CiMethod, Verdict
+from bench.summary import Summary, TaskSummary
+
+if TYPE_CHECKING:
+    from bench.experiment import ExperimentFile, StudySpec
+    from bench.trials import TrialReader
+
+SYNC_OPERATION = "wait-for-followers-to-sync"
+CATCH_UP_METRIC = "100th percentile CCR catch-up time"
+# Per-cluster telemetry rows (bench/telemetry/summary.py names them) and how a cluster's nodes add up.
+CLUSTER_METRICS: tuple[tuple[str, str, str, bool], ...] = (
+    # (row label, telemetry metric, unit, summed over nodes: else averaged)
+    ("CPU (median, node-stats)", "Median CPU usage (node-stats)", "%", False),
+    ("Disk read", "Disk read", "MB", True),
+    ("Disk write", "Disk write", "MB", True),
+    ("Network in (rx)", "Network rx", "MB", True),
+    ("Network out (tx)", "Network tx", "MB", True),
+)
+
+Values = dict[str, tuple[float, str]]  # row label -> (value, unit) of one trial
+
+
+class StudyCell(BaseModel):
+    value: float | None = None  # mean over the variant's trials that have the row
+    values: list[float] = []
+    diff: float | None = None  # against the row's reference (the baseline, or the variant the row names)
+    diff_pct: float | None = None  # None also when the reference is 0 (then only ``diff`` says the change)
+    ci_pct: tuple[float, float] | None = None
+    verdict: Verdict = "n/a"
+
+
+class StudyRow(BaseModel):
+    label: str
+    unit: str
+    higher_is_better: bool | None
+    cells: list[StudyCell]  # one per variant, baseline first
+    reference: str  # the variant Δ % is taken against
+    key: bool = True  # a key row of the study (history follows these)
+
+
+class StudyTable(BaseModel):
+    experiment: str
+    run_id: str
+    variants: list[str]  # baseline first
+    trials: list[int]  # trials per variant
+    rows: list[StudyRow]
+    notes: list[str] = []
+
+    @property
+    def baseline(self) -> str:
+        return self.variants[0]
+
+
+def _task(summary: Summary, name: str | None, operation_type: str) -> TaskSummary | None:
+    tasks = summary.tasks
+    if name:
+        return next((t for t in tasks if t.task == name), None)
+    return next((t for t in tasks if t.operation_type == operation_type), None)
+
+
+def trial_study_values(summary: Summary | None, variant: str, spec: StudySpec,
+                       cluster_map: dict[str, str] | None = None) -> Values:
+    """The study rows of one trial of ``variant``. ``cluster_map`` renames the trial's clusters (the baseline's
+    ``default`` and a candidate's ``leader`` both to ``default vs leader``) so matched clusters share a row."""
+    out: Values = {}
+    if summary is None:
+        return out
+    task = _task(summary, spec.indexing_task.get(variant), "bulk")
+    if task is not None and task.throughput is not None:
+        tp = task.throughput
+        for what, v in (("Min", tp.min), ("Median", tp.median), ("Max", tp.max)):
+            out[f"{what} Throughput (indexing)"] = (v, tp.unit)
+    sync = _task(summary, spec.sync_task, SYNC_OPERATION)
+    if sync is not None:
+        rows = trial_values(summary)
+        if (CATCH_UP_METRIC, sync.task) in rows:
+            v, unit = rows[(CATCH_UP_METRIC, sync.task)]
+            out[f"{CATCH_UP_METRIC} (CCR catch-up)"] = (v, unit)
+    per_cluster: dict[tuple[str, str], list[float]] = {}
+    units: dict[str, str] = {}
+    for (metric, scope), (v, unit) in trial_values(summary).items():
+        cluster, sep, _node = scope.partition("/")
+        if not sep:
+            continue
+        for label, name, _u, _summed in CLUSTER_METRICS:
+            if metric == name:
+                cluster = (cluster_map or {}).get(cluster, cluster)
+                per_cluster.setdefault((label, cluster), []).append(v)
+                units[label] = unit
+    for label, _name, _u, summed in CLUSTER_METRICS:
+        for (lab, cluster), vs in per_cluster.items():
+            if lab == label:
+                out[f"{label} [{cluster}]"] = (sum(vs) if summed else sum(vs) / len(vs), units[label])
+    return out
+
+
+def _direction(label: str) -> bool | None:
+    """The better direction compare gives the underlying row (so both call the same change a regression)."""
+    if "Throughput" in label:
+        return True
+    if "catch-up" in label:
+        return higher_is_better(CATCH_UP_METRIC)
+    name = next((m for lab, m, _u, _s in CLUSTER_METRICS if label.startswith(lab)), label)
+    return higher_is_better(name)
+
+
+def _cell(ref: list[float], vals: list[float], higher: bool | None, ci_method: CiMethod) -> StudyCell:
+    cell = StudyCell(value=sum(vals) / len(vals) if vals else None, values=vals)
+    if not ref or not vals:
+        return cell
+    b = sum(ref) / len(ref)
+    assert cell.value is not None
+    diff = cell.value - b
+    cell.diff = diff
+    cell.diff_pct = 100.0 * diff / abs(b) if b else (0.0 if diff == 0 else None)
+    ci = None
+    if len(ref) >= MIN_GROUP and len(vals) >= MIN_GROUP:
+        ci = diff_ci(ref, vals, method=ci_method)
+        if b:
+            cell.ci_pct = (100.0 * ci.low / abs(b), 100.0 * ci.high / abs(b))
+    cell.verdict = judge(cell.diff_pct, ci, higher)
+    return cell
+
+
+def study_table(experiment: str, run_id: str, spec: StudySpec, sides: list[Side], *,
+                ci_method: CiMethod = "auto") -> StudyTable:
+    """The table of one run from its sides (baseline first, labelled by variant). Pure."""
+    # A matched pair of clusters shares one row, named after both.
+    base_map = {base: f"{base} vs {cand}" for base, cand in spec.clusters.items()}
+    cand_map = {cand: f"{base} vs {cand}" for base, cand in spec.clusters.items()}
+    per_variant: list[list[Values]] = []
+    for i, side in enumerate(sides):
+        cmap = base_map if i == 0 else cand_map
+        per_variant.append([trial_study_values(t.summary, side.label, spec, cmap) for t in side.trials])
+    labels: list[str] = []
+    units: dict[str, str] = {}
+    for trials in per_variant:
+        for vals in trials:
+            for label, (_v, unit) in vals.items():
+                if label not in units:
+                    labels.append(label)
+                    units[label] = unit
+    # Key rows first, then the clusters in order of appearance.
+    labels.sort(key=lambda lab: (0 if "Throughput" in lab else 1 if "catch-up" in lab else 2))
+    rows: list[StudyRow] = []
+    for label in labels:
+        series = [[v[label][0] for v in trials if label in v] for trials in per_variant]
+        ref_i = next((i for i, s in enumerate(series) if s), 0)
+        higher = _direction(label)
+        cells = [_cell(series[ref_i] if i != ref_i else [], s, higher, ci_method) for i, s in enumerate(series)]
+        rows.append(StudyRow(label=label, unit=units[label], higher_is_better=higher, cells=cells,
+                             reference=sides[ref_i].label, key="[" not in label))
+    notes = []
+    if spec.note:
+        notes.append(spec.note)
+    if spec.clusters:
+        notes.append("Cluster rows: the baseline's " + ", ".join(f"{b} is compared with the variants' {c}"
+                                                                  for b, c in spec.clusters.items())
+                     + "; a cluster the baseline lacks (the follower) is compared with the first variant having it.")
+    small = [s.label for s in sides if len(s.trials) < MIN_GROUP]
+    if small:
+        notes.append(f"{', '.join(small)}: fewer than {MIN_GROUP} trials, so no confidence verdict "
+                     "(\"not judged\").")
+    return StudyTable(experiment=experiment, run_id=run_id, variants=[s.label for s in sides],
+                      trials=[len(s.trials) for s in sides], rows=rows, notes=notes)
+
+
+def load_study_table(store: TrialReader, exp: ExperimentFile, run_id: str, track_index: int = 0, *,
+                     ci_method: CiMethod = "auto") -> StudyTable:
+    """The study table of a stored run of ``exp`` (its complete trials, by their experiment tags)."""
+    from bench.compare.select import resolve_sides
+    from bench.experiment import comparison_selectors
+
+    assert exp.study is not None and exp.baseline is not None
+    baseline, candidates = comparison_selectors(exp, run_id, track_index)
+    labels = [exp.baseline, *[v for v in exp.variants if v != exp.baseline]]
+    base, cands, _notes = resolve_sides(store, baseline, candidates, labels)
+    return study_table(exp.name, run_id, exp.study, [base, *cands], ci_method=ci_method)
+
+
+def _num(v: float | None) -> str:
+    if v is None:
+        return "–"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.2f}"
+
+
+def delta_text(cell: StudyCell, unit: str = "") -> str:
+    if cell.diff_pct is None:
+        if cell.diff is None:
+            return "–"
+        return f"{cell.diff:+,.2f} {unit} (from 0)".replace("  ", " ")
+    text = f"{cell.diff_pct:+.1f} % {cell.verdict}"
+    if cell.ci_pct is not None:
+        text += f" (95 % CI {cell.ci_pct[0]:+.1f} … {cell.ci_pct[1]:+.1f} %)"
+    return text
+
+
+class TableView(BaseModel):
+    """A titled table of strings with notes: what the report templates show of a study or a history."""
+
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    notes: list[str] = []
+
+
+def study_view(table: StudyTable) -> TableView:
+    headers = ["Metric", "Unit", f"Baseline: {table.baseline} (n={table.trials[0]})"]
+    for v, n in zip(table.variants[1:], table.trials[1:]):
+        headers += [f"{v} (n={n})", "Δ %"]
+    rows = []
+    for r in table.rows:
+        label = r.label if r.reference == table.baseline else f"{r.label} (Δ against {r.reference})"
+        cells = [label, r.unit, _num(r.cells[0].value)]
+        for c in r.cells[1:]:
+            cells += [_num(c.value), delta_text(c, r.unit)]
+        rows.append(cells)
+    return TableView(title=f"Study: {table.experiment}, run {table.run_id}", headers=headers, rows=rows,
+                     notes=table.notes)
+
+
+def markdown_table(view: TableView) -> str:
+    """GitHub-flavoured markdown of a table view (a gist renders it as it is)."""
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    out = [f"## {view.title}", "", line(view.headers), "|" + "---|" * len(view.headers)]
+    out += [line(r) for r in view.rows]
+    out.append("")
+    out += [f"- {n}" for n in view.notes]
+    return "\n".join(out) + "\n"
+
+
+def render_study_markdown(table: StudyTable) -> str:
+    return markdown_table(study_view(table))
