@@ -229,7 +229,7 @@ def resolve_study(exp: ExperimentFile) -> ExperimentFile:
     """Pick the study's baseline for the engine: the soft-deletes-off variant stays (and stays the baseline)
     where the engine creates indices without soft deletes; elsewhere it is dropped and ``baseline-if-refused``
     is the baseline. The choice is said in ``study.note`` (shown in the report)."""
-    from bench.ccr.soft_deletes import soft_deletes_off_problem
+    from bench.provision.soft_deletes import soft_deletes_off_problem
 
     study = exp.study
     if study is None or not study.soft_deletes_off:

@@ -90,6 +90,9 @@ def _t(df: int) -> float:
     return float(student_t.ppf(0.5 + CONFIDENCE / 2.0, df))
 
 
+MIN_RELATIVE_NOISE = 0.02  # no band is narrower than ±2 % of the previous nights' mean
+
+
 def noise_band(previous: list[float], tonight: list[float]) -> tuple[float, float, str] | None:
     """(low, high, what set the width) around the previous nights' mean; None when no spread is known."""
     if not previous:
@@ -105,6 +108,10 @@ def noise_band(previous: list[float], tonight: list[float]) -> tuple[float, floa
     if not widths:
         return None
     half, source = max(widths)
+    floor = MIN_RELATIVE_NOISE * abs(centre)
+    if half < floor:
+        # Identical repetitions (a paced schedule) give a zero-width band that would flag any change at all.
+        half, source = floor, f"the {MIN_RELATIVE_NOISE:.0%} floor"
     return centre - half, centre + half, source
 
 

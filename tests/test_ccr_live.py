@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from bench.ccr.engine import FollowerProgress, NoStats, OpenSearchReplication
-from bench.ccr.soft_deletes import soft_deletes_off_supported
 from bench.ccr.sync import leader_targets, wait_for_sync
 from bench.cli import main
 from bench.client import ClusterTarget, RawHttp, check_cluster
 from bench.driver.runners import RUNNERS, Context
 from bench.provision.model import ClusterInfo
+from bench.provision.soft_deletes import soft_deletes_off_supported
 from bench.store import TrialStore
 from bench.summary import status_label
 from bench.telemetry.ccr_stats import CcrStats

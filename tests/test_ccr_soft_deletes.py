@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.ccr.soft_deletes import soft_deletes_off_problem, soft_deletes_off_supported
+from bench.provision.soft_deletes import soft_deletes_off_problem, soft_deletes_off_supported
 
 
 @pytest.mark.parametrize("engine,version,supported", [

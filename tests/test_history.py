@@ -19,6 +19,9 @@ def test_noise_band_takes_the_wider_of_previous_nights_and_tonights_spread():
     low, high, source = noise_band([100.0], [80.0, 120.0, 100.0])
     assert source == "tonight's repetitions" and round(high - 100, 1) == 49.7  # t(2)=4.30 * 20 / sqrt(3)
     assert noise_band([100.0], [100.0]) is None and noise_band([], [1.0, 2.0]) is None
+    # paced runs: identical values on every night and repetition still leave a ±2 % band
+    low, high, source = noise_band([200.0, 200.0], [200.0, 200.0, 200.0])
+    assert (low, high) == (196.0, 204.0) and "floor" in source
 
 
 @pytest.mark.parametrize("value, higher, trend", [

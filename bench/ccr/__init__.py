@@ -10,5 +10,4 @@ replication plugin, the operations that use it, the race wiring and the CCR sect
   connection, licenses, CCR support, car variants) and after it (final doc counts)
 - ``report.py``   the CCR section of the summary
 - ``overrides.py`` ``--distribution=engine:version`` and ``--plugin`` applied to the race's clusters
-- ``soft_deletes.py`` which engine/version still creates indices with soft deletes off
 """

@@ -27,9 +27,9 @@ from rich.console import Console
 from bench.ccr.engine import CcrError, ccr_engine, detect_engine
 from bench.ccr.remote import ensure_remote, ensure_trial_license
 from bench.ccr.runners import CCR_OPERATION_TYPES, FOLLOWER, LEADER_ALIAS, follower_cluster
-from bench.ccr.soft_deletes import soft_deletes_off_problem
 from bench.client import DEFAULT_CLUSTER, ClusterTarget, RawHttp, check_cluster
 from bench.errors import ConfigError
+from bench.provision.soft_deletes import soft_deletes_off_problem
 from bench.track.model import Challenge, Task, Track
 
 if TYPE_CHECKING:

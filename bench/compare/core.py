@@ -10,30 +10,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from bench.compare.metrics import RowKey, higher_is_better, trial_values
+from bench.compare.model import Side, TrialData  # noqa: F401 - re-exported: compare callers build these
 from bench.compare.roles import RoleMapping, role_mapping
 from bench.compare.stats import MIN_GROUP, CiMethod, DiffCI, Verdict, diff_ci, judge
-from bench.summary import Summary, messages_text
-from bench.trials import TrialInfo
-
-
-class TrialData(BaseModel):
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    info: TrialInfo
-    summary: Summary | None = None
-
-
-class Side(BaseModel):
-    label: str
-    selector: str  # what the user asked for (an id, a prefix, tag:k=v)
-    trials: list[TrialData]
-
-    @property
-    def ids(self) -> list[str]:
-        return [t.info.id for t in self.trials]
+from bench.summary import messages_text
 
 
 class CandidateCell(BaseModel):

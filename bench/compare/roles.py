@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
-    from bench.compare.core import Side, TrialData
+    from bench.compare.model import Side, TrialData
 
 BASELINE_CLUSTER = "default"  # the name bench gives the one cluster of a race
 LEADER_CLUSTER = "leader"

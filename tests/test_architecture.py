@@ -1,0 +1,81 @@
+"""The shape of the code, checked from its own imports: no import cycles, and a core that knows no extension.
+
+Every ``import``/``from ... import`` in ``bench/`` counts, also the ones inside functions and under
+``TYPE_CHECKING``: a late import hides a cycle from Python, not from the reader.
+"""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+from pathlib import Path
+
+import pytest
+
+from bench.home import project_root
+
+# What plugs in: the core reaches these only through bench.extensions (entry points), never by import.
+EXTENSIONS = ("bench.ccr", "bench.cloud", "bench.loadgen", "bench.telemetry")
+# The command line is the composition root: it may name an extension's subcommand.
+COMPOSITION_ROOT = ("bench.cli",)
+
+
+def _modules() -> dict[str, Path]:
+    root = project_root()
+    mods = {}
+    for p in (root / "bench").rglob("*.py"):
+        parts = p.relative_to(root).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        mods[name] = p
+    return mods
+
+
+def _imports(mods: dict[str, Path]) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([node.module] if node.module else []))
+                # "from bench import redact" imports the module bench.redact; "from bench.x import f" imports bench.x
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+            else:
+                continue
+            found.update(t for t in targets if t in mods and t != name)
+        graph[name] = found
+    return graph
+
+
+GRAPH = _imports(_modules())
+
+
+def test_there_is_no_import_cycle() -> None:
+    try:
+        tuple(graphlib.TopologicalSorter(GRAPH).static_order())
+    except graphlib.CycleError as e:
+        pytest.fail(f"import cycle: {' -> '.join(e.args[1])}")
+
+
+def _is_in(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def test_the_core_imports_no_extension() -> None:
+    offending = sorted(f"{m} imports {t}" for m, targets in GRAPH.items()
+                       if not _is_in(m, EXTENSIONS + COMPOSITION_ROOT) for t in targets if _is_in(t, EXTENSIONS))
+    assert offending == []
+
+
+def test_the_checks_above_can_fail() -> None:
+    # The graph is real: the core is imported by the extensions, and a known edge is present.
+    assert "bench.driver.coordinator" in GRAPH and GRAPH["bench.race"]
+    assert any(_is_in(t, ("bench.driver",)) for m, ts in GRAPH.items() if _is_in(m, ("bench.ccr",)) for t in ts)
+    cyclic = {**GRAPH, "bench.errors": GRAPH["bench.errors"] | {"bench.race"}}
+    with pytest.raises(graphlib.CycleError):
+        tuple(graphlib.TopologicalSorter(cyclic).static_order())
