@@ -236,7 +236,7 @@ def generate_file(name: str, seed: int, count: int, path: Path) -> Path:
     return path
 
 
-# ---------------------------------------------------------------- issue 6: shakespeare, eventdata, geopoint, pmc
+# ---------------------------------------------------------------- shakespeare, eventdata, geopoint, pmc
 
 _PLAYS = ["Henry IV", "Hamlet", "Macbeth", "King Lear", "Othello", "Romeo and Juliet", "The Tempest", "Julius Caesar",
           "A Midsummer nights dream", "Twelfth Night", "Much Ado about nothing", "As you like it",
