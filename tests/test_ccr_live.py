@@ -18,7 +18,8 @@ from bench.ccr.engine import FollowerProgress, NoStats, OpenSearchReplication
 from bench.ccr.sync import leader_targets, wait_for_sync
 from bench.cli import main
 from bench.client import ClusterTarget, RawHttp, check_cluster
-from bench.driver.runners import RUNNERS, Context
+from bench.driver.registry import runner_for
+from bench.driver.runners import Context
 from bench.provision.model import ClusterInfo
 from bench.provision.soft_deletes import soft_deletes_off_supported
 from bench.store import TrialStore
@@ -282,7 +283,7 @@ def test_sync_of_every_follower_waits_for_a_paused_one(os_ccr_pair: CcrPairInfo)
             await engine.pause("every-b")
             bulk(pair.leader_url, "every-b", 200, 200)  # indexed while paused: it cannot catch up
             ctx = Context(http={"leader": lh, "follower": fh}, default_cluster="follower")
-            res = await RUNNERS["wait-for-followers-to-sync"](ctx, {"timeout": 5, "_engine": "opensearch"})
+            res = await runner_for("wait-for-followers-to-sync")(ctx, {"timeout": 5, "_engine": "opensearch"})
             return await engine.follower_indices(), res
 
     try:
