@@ -205,7 +205,7 @@ def load_experiment(path: Path | str, overrides: dict[str, Any] | None = None,
         opts = race_options(exp, PlannedRace(variant=v, repetition=1, track=exp.track_entries()[0], track_index=0),
                             run_id="check", where=f"experiment file {p}: variants.{v}")
         if opts.distribution or opts.plugins:  # as `bench race` checks them, before any race runs
-            from bench.ccr.overrides import parse_distribution, parse_plugins
+            from bench.provision.overrides import parse_distribution, parse_plugins
 
             try:
                 parse_distribution(opts.distribution, opts.distribution_version)
@@ -218,7 +218,7 @@ def load_experiment(path: Path | str, overrides: dict[str, Any] | None = None,
 def variant_engine(exp: ExperimentFile, variant: str) -> tuple[str, str]:
     """(engine, version) of the clusters a variant's races start (``distribution``, else
     ``distribution-version``, as ``bench race`` decides)."""
-    from bench.ccr.overrides import parse_distribution
+    from bench.provision.overrides import parse_distribution
 
     opts = race_options(exp, PlannedRace(variant=variant, repetition=1, track=exp.track_entries()[0],
                                          track_index=0), run_id="check")
