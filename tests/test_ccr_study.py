@@ -51,7 +51,8 @@ def test_ccr_overhead_study_on_opensearch_fills_every_row(tmp_path, capsys):
     catch_up = table.rows[labels.index("100th percentile CCR catch-up time (CCR catch-up)")]
     assert catch_up.cells[0].value is None and all(c.value is not None for c in catch_up.cells[1:])
     assert catch_up.reference == "ccr" and catch_up.cells[2].diff_pct is not None
-    for metric in ("CPU (median, node-stats)", "Disk read", "Disk write", "Network in (rx)", "Network out (tx)"):
+    for metric in ("CPU (median, node-stats)", "Disk read (node processes)", "Disk write (node processes)",
+                   "Network in (transport)", "Network out (transport)"):
         leader = table.rows[labels.index(f"{metric} [default vs leader]")]
         assert all(c.value is not None for c in leader.cells)
         assert all(delta_text(c) != "–" for c in leader.cells[1:])  # a % or, from a 0 baseline, the difference

@@ -1,4 +1,4 @@
-"""The race's seams, plugged in-process the way an extension does (``bench.extensions.register``): a cluster
+"""The race's seams, plugged in-process straight into their registries (``register_source``, ``register_race_hook``): a cluster
 source decides where a real race's clusters come from and stops what it handed out; race hooks run in their
 documented order around a real race, and a hook failing in any phase ends the race as the built-in steps'
 failures do (before provisioning: nothing stored or started; later: trial stored failed, clusters stopped,
@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from bench import extensions
 from bench.cli import main
 from bench.client import ClientOptions, ClusterTarget
 from bench.cluster_source import RaceClusters, register_source, unregister_source
@@ -69,7 +67,9 @@ def source(es_cluster: ClusterInfo) -> Iterator[list[str]]:
     def session_source(opts: RaceOptions) -> RaceClusters | None:
         return SessionCluster(es_cluster, events) if opts.user_tags.get("source") == "session" else None
 
-    extensions.register(f"test-source-{uuid.uuid4().hex}", lambda: register_source(session_source))
+    # Straight into the seam's registry: a source lives in the race's own process only, so this needs no
+    # extension that load-driver workers would have to import.
+    register_source(session_source)
     yield events
     unregister_source(session_source)
 
@@ -130,11 +130,8 @@ def hooks(source: list[str]) -> Iterator[tuple[list[str], list[type[RaceHook]]]]
 
 
 def add_hooks(registered: list[type[RaceHook]], *hooks: type[RaceHook]) -> None:
-    def setup() -> None:
-        for h in hooks:
-            register_race_hook(h)
-
-    extensions.register(f"test-hooks-{uuid.uuid4().hex}", setup)
+    for h in hooks:  # race hooks run in the race's own process only (see the source fixture)
+        register_race_hook(h)
     registered.extend(hooks)
 
 

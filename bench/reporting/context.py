@@ -139,6 +139,7 @@ def trial_context(info: TrialInfo, summary: Summary | None) -> dict[str, Any]:
     env = dict(environment(info, summary), rows=environment_rows(info, summary))
     sides = [dict(side_context(side), trials=[env])]
     ctx = {
+        "study_tables": [],  # an experiment's study tables, when the report has any
         "mode": "trial", "title": f"bench report: {info.track} / {info.challenge} ({info.id[:8]})",
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "bench_version": bench.__version__,
@@ -165,6 +166,7 @@ def compare_context(cmp: Comparison) -> dict[str, Any]:
     verdicts = [(r, c) for r in cmp.rows for c in r.candidates]
     sides = [side_context(cmp.baseline), *[side_context(c) for c in cmp.candidates]]
     return {
+        "study_tables": [],  # an experiment's study tables, when the report has any
         "mode": "compare",
         "title": f"bench comparison: {labels}" + (f" ({track.track} / {track.challenge})" if track else ""),
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),

@@ -29,6 +29,14 @@ CATCH_UP_METRIC = "100th percentile CCR catch-up time"
 CLUSTER_METRICS: tuple[tuple[str, str, str, bool], ...] = (
     # (row label, telemetry metric, unit, summed over nodes: else averaged)
     ("CPU (median, node-stats)", "Median CPU usage (node-stats)", "%", False),
+    # per node process: on one machine the device-wide figures are the same for every cluster
+    ("Disk read (node processes)", "Disk read (node processes)", "MB", True),
+    ("Disk write (node processes)", "Disk write (node processes)", "MB", True),
+    ("Network in (transport)", "Network rx (transport)", "MB", True),
+    ("Network out (transport)", "Network tx (transport)", "MB", True),
+    ("Network in (HTTP)", "Network rx (HTTP)", "MB", True),  # only engines that count HTTP bytes (not OpenSearch 2.x)
+    ("Network out (HTTP)", "Network tx (HTTP)", "MB", True),
+    # trials stored before disk and network rows were split
     ("Disk read", "Disk read", "MB", True),
     ("Disk write", "Disk write", "MB", True),
     ("Network in (rx)", "Network rx", "MB", True),
