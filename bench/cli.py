@@ -232,14 +232,12 @@ def _list(a: argparse.Namespace, console: Console) -> int:
 def _show(a: argparse.Namespace, console: Console) -> int:
     from bench.report import render_summary
     from bench.store import TrialStore
-    from bench.summary import status_label, summarize
+    from bench.summary import status_label
+    from bench.trial_summary import stored_summary
 
     with TrialStore() as store:
         trial = store.get_trial(a.trial)
-        summary = store.summary(trial.id)
-        if summary is None:
-            df = store.samples(trial.id)
-            summary = summarize(df) if not df.empty else None
+        summary = stored_summary(store, trial.id)
     console.print(f"Trial {trial.id}: {trial.track}/{trial.challenge}, {status_label(trial.status, summary)}, started "
                   f"{trial.start_time:%Y-%m-%d %H:%M:%S} UTC" + (f", error: {trial.error}" if trial.error else ""),
                   highlight=False, markup=False)
