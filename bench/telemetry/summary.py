@@ -314,6 +314,18 @@ def telemetry_rows(data: dict[str, Any]) -> list[MetricRow]:
     return rows
 
 
+# Per node: CPU, the node processes' disk IO and the transport network (the cluster's own traffic), rejected
+# writes, and the driver's CPU (is the client the limit?).
+HEADLINE_METRICS = frozenset({
+    "Median CPU usage (node-stats)", "Median process CPU (host, 100% = 1 core)", "Disk read (node processes)",
+    "Disk write (node processes)", "Network rx (transport)", "Network tx (transport)", "Write thread pool rejections",
+    "Median driver CPU (100% = 1 core)", "Max CCR lag", "99th percentile CCR lag time"})
+
+
+def is_headline_metric(metric: str) -> bool:
+    return metric in HEADLINE_METRICS
+
+
 def add_follower_lag_rows(add: Any, scope: str, f: Any, missing: int) -> None:
     """The CCR lag rows of one follower index; shared by the telemetry section and the CCR section
     (bench/ccr/report.py) so both name and order them alike. ``f`` has the lag_* and exception fields."""
