@@ -66,7 +66,8 @@ def headline_section_rows(summary: Summary) -> list[tuple[str, MetricRow]]:
     out = []
     for section, row in summary.labelled_rows():
         kind = kinds.get(section)
-        if kind is not None and kind.headline is not None and kind.headline(row.metric):
+        # A zero (no disk reads, no transport traffic on one node, no rejections) says nothing at a glance.
+        if kind is not None and kind.headline is not None and kind.headline(row.metric) and row.value:
             out.append((section_title(row.metric, section) or section, row))
     return out
 

@@ -306,7 +306,7 @@ def telemetry_rows(data: dict[str, Any]) -> list[MetricRow]:
         add("Median driver CPU (100% = 1 core)", "driver", s.driver.median, "%")
         add("Max driver CPU (100% = 1 core)", "driver", s.driver.max, "%")
         for w, v in sorted(s.driver.worker_median.items()):
-            add("Median driver CPU (100% = 1 core)", f"driver/{w}", v, "%")
+            add("Median driver CPU per worker (100% = 1 core)", f"driver/{w}", v, "%")
     for c in s.devices:
         scope = f"{c.device}@{c.cluster}"
         add("Telemetry samples", scope, c.samples, "")
