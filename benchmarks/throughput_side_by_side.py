@@ -19,6 +19,7 @@ never judges them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -28,11 +29,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import psutil
-from sidebyside.groundtruth import Poller, truth
+import requests
+from sidebyside.groundtruth import MARKER_ENV, Poller, ToolProcesses, truth
 from sidebyside.tools import (
     BENCH,
     OSB,
@@ -45,13 +48,25 @@ from sidebyside.tools import (
     parse_report,
     tool_log,
 )
-from sidebyside.workload import TASK, Corpus, LoadSettings, corpus_file, sidebyside_dir, write_track
+from sidebyside.workload import INDEX, TASK, Corpus, LoadSettings, corpus_file, sidebyside_dir, write_track
 from tabulate import tabulate
 
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterSpec
 
 STATS = ("min", "median", "max", "mean")
+
+
+def index_facts(url: str) -> dict[str, Any]:
+    """Shards, replicas and documents of the index the run left behind: proof every tool made the same index."""
+    try:
+        settings = requests.get(f"{url}/{INDEX}/_settings", timeout=10).json()[INDEX]["settings"]["index"]
+        requests.post(f"{url}/{INDEX}/_refresh", timeout=60)
+        docs = requests.get(f"{url}/{INDEX}/_count", timeout=10).json()["count"]
+    except (requests.RequestException, KeyError, ValueError) as e:
+        return {"error": str(e)}
+    return {"shards": int(settings["number_of_shards"]), "replicas": int(settings["number_of_replicas"]),
+            "documents": int(docs)}
 
 
 def one_run(spec: ToolSpec, run_no: int, track_dir: Path, target: str, url: str, warmup_s: int,
@@ -64,9 +79,11 @@ def one_run(spec: ToolSpec, run_no: int, track_dir: Path, target: str, url: str,
     row: dict[str, Any] = {"run": run_no, "tool": spec.name}
     t0 = time.monotonic()
     with open(out, "w") as log:
-        proc = subprocess.Popen(command(spec, track_dir, target, report), env=environment(spec, home),
+        marker = uuid.uuid4().hex
+        env = {**environment(spec, home), MARKER_ENV: marker}
+        proc = subprocess.Popen(command(spec, track_dir, target, report), env=env,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        poller = Poller(url, psutil.Process(proc.pid))
+        poller = Poller(url, ToolProcesses(psutil.Process(proc.pid), marker))
         poller.start()
         try:
             rc = proc.wait(timeout=timeout_s)
@@ -76,6 +93,11 @@ def one_run(spec: ToolSpec, run_no: int, track_dir: Path, target: str, url: str,
             row["error"] = f"timed out after {timeout_s:.0f} s"
         finally:
             poller.stop()
+            leftovers = [p for p in poller.processes.found.values() if p.pid != proc.pid and p.is_running()]
+            for p in leftovers:  # the tool's own detached processes (found by this run's marker), nothing else
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    p.terminate()
+            psutil.wait_procs(leftovers, timeout=10)
     row["wall_s"] = round(time.monotonic() - t0, 1)
     if rc != 0 or not report.is_file():
         text = out.read_text(errors="replace")
@@ -87,6 +109,7 @@ def one_run(spec: ToolSpec, run_no: int, track_dir: Path, target: str, url: str,
     except ValueError as e:
         row["error"] = f"{report}: {e}"
         return row
+    row["index"] = index_facts(url)
     gt = truth(poller.samples, warmup_s, poller.errors)
     row["truth"] = gt.model_dump() if gt else None
     row["polls"] = [[round(t, 3), n, round(c, 3)] for t, n, c in poller.samples]  # wall time, index_total, tool CPU s
@@ -130,20 +153,35 @@ def fmt(v: float | None, digits: int = 0) -> str:
     return f"{v:,.{digits}f}"
 
 
-def run_table(rows: list[dict[str, Any]]) -> str:
+def reported_table(rows: list[dict[str, Any]]) -> str:
+    """Per run: what the tool reports, its client CPU and the index it left."""
     headers = ["run", "pair", "tool", "cluster", "min", "median", "max", "mean", "p50 ms", "p99 ms", "client cores",
-               "true min/s", "true median/s", "true max/s", "true mean", "running-mean min/med/max", "measured s"]
+               "shards/replicas", "docs in index"]
     body = []
     for r in rows:
         if "error" in r:
             body.append([r["run"], r["pair"], r["tool"], r["cluster"], "FAILED"] + [""] * (len(headers) - 5))
             continue
-        rep, gt = r["reported"], r.get("truth") or {}
+        rep, gt, idx = r["reported"], r.get("truth") or {}, r.get("index", {})
         body.append([r["run"], r["pair"], r["tool"], r["cluster"], *(fmt(rep[s]) for s in STATS),
                      fmt(rep["latency_p50"], 1), fmt(rep["latency_p99"], 1), fmt(gt.get("client_cpu_cores"), 3),
-                     fmt(gt.get("min")), fmt(gt.get("median")), fmt(gt.get("max")), fmt(gt.get("mean")),
-                     "/".join(fmt(gt.get(k)) for k in ("running_min", "running_median", "running_max")) if gt else "-",
-                     fmt(gt.get("measured_s"), 1)])
+                     f"{idx['shards']}/{idx['replicas']}" if "shards" in idx else "-", fmt(idx.get("documents"))])
+    return tabulate(body, headers=headers, disable_numparse=True, colalign=("right",) * len(headers))
+
+
+def truth_table(rows: list[dict[str, Any]]) -> str:
+    """Per run: the cluster's own docs/s over the tool's measured period (sidebyside/groundtruth.py)."""
+    headers = ["run", "tool", "true min/s", "true median/s", "true max/s", "true mean", "reported mean / true mean",
+               "running mean min/median/max", "measured s", "poll s"]
+    body = []
+    for r in rows:
+        gt = r.get("truth")
+        if "error" in r or not gt:
+            continue
+        body.append([r["run"], r["tool"], fmt(gt["min"]), fmt(gt["median"]), fmt(gt["max"]), fmt(gt["mean"]),
+                     fmt(r["reported"]["mean"] / gt["mean"], 3) if gt["mean"] else "-",
+                     "/".join(fmt(gt[k]) for k in ("running_min", "running_median", "running_max")),
+                     fmt(gt["measured_s"], 1), fmt(gt["poll_interval_s"], 2)])
     return tabulate(body, headers=headers, disable_numparse=True, colalign=("right",) * len(headers))
 
 
@@ -238,12 +276,13 @@ def main() -> None:
     os.environ["BENCH_HOME"] = str(work / "provisioner-home")  # the provisioner's trial files, not the user's
     rows: list[dict[str, Any]] = []
     counter = [0]
+    requested = [t.name for t in tools]
     while tools:
         t = tools.pop(0)
         done = run_tool(t, a, corpus, load, work, counter)
         rows += done
         if done and done[-1].get("tool_unusable"):
-            fallback = "" if OSB in tools or t is OSB else "; continuing with osb only"
+            fallback = "" if OSB.name in requested else "; continuing with osb only"
             print(f"{t.name} cannot run against {t.engine} {t.engine_version} here: {done[-1]['error']}{fallback}",
                   flush=True)
             if fallback:
@@ -253,7 +292,9 @@ def main() -> None:
     print()
     print(f"index-append docs/s (bulk {a.bulk_size}, {a.clients} clients, warmup {a.warmup} s, "
           f"time-period {a.time_period} s, {corpus.documents:,} docs looped, {corpus.uncompressed_bytes / corpus.documents:.0f} B/doc)")
-    print(run_table(rows))
+    print(reported_table(rows))
+    print("\nground truth: the cluster's indices.indexing.index_total over the tool's measured period")
+    print(truth_table(rows))
     for r in rows:
         if "error" in r:
             print(f"run {r['run']} ({r['tool']}) failed: {r['error']}")

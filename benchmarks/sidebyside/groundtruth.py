@@ -2,7 +2,8 @@
 
 A thread polls ``GET _nodes/stats/indices/indexing`` every 0.25 s and sums ``indices.indexing.index_total``
 over the nodes (a node keeps the counts of deleted shards, so the sum only grows), and reads the CPU seconds
-of the tool's process tree (psutil). From the series:
+of the tool's processes (psutil; its tree and every process with the run's marker in its environment).
+From the series:
 
 - the task's start is the first poll that sees the counter move, its end the first poll that sees the final
   value (both within 0.25 s of the truth); the measured period is [start + warmup, end], like the tools';
@@ -12,7 +13,8 @@ of the tool's process tree (psutil). From the series:
 - running mean (what Rally's ThroughputCalculator reports at each 1 s edge): documents since the task's start
   / seconds since the task's start, at the same edges; its min/median/max show what the running-mean
   definition does to the same truth;
-- client CPU cores: CPU seconds of the tool's process tree over the measured period / its length.
+- client CPU cores: CPU seconds of the tool's processes over the measured period / its length;
+- poll interval: the median time between polls (longer than 0.25 s when the machine is busy).
 """
 
 from __future__ import annotations
@@ -29,20 +31,51 @@ from pydantic import BaseModel
 POLL_S = 0.25
 
 
-def tree_cpu(proc: psutil.Process) -> float:
-    """CPU seconds of a process and its live children (exited children count in children_* once reaped)."""
-    total = 0.0
-    try:
-        procs = [proc, *proc.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return float("nan")
-    for p in procs:
+MARKER_ENV = "BENCH_SIDEBYSIDE_RUN"
+
+
+@dataclass
+class ToolProcesses:
+    """The processes of one tool run: its own tree plus any process carrying the run's marker in its
+    environment. Rally's and OSB's actor systems detach their processes from the tool's tree, but they
+    inherit its environment, so the marker finds them."""
+
+    root: psutil.Process
+    marker: str
+    found: dict[int, psutil.Process] = field(default_factory=dict)
+    _seen: set[tuple[int, float]] = field(default_factory=set)
+    _last_scan: float = 0.0
+
+    def _scan(self) -> None:
+        for p in psutil.process_iter(["pid", "create_time"]):
+            key = (p.info["pid"], p.info["create_time"] or 0.0)
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            try:
+                if p.environ().get(MARKER_ENV) == self.marker:
+                    self.found[p.pid] = p
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                pass
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds of the live processes (exited children count in children_* once reaped)."""
+        if time.monotonic() - self._last_scan > 1.0:
+            self._scan()
+            self._last_scan = time.monotonic()
+        procs = {self.root.pid: self.root, **self.found}
         try:
-            t = p.cpu_times()
-            total += t.user + t.system + t.children_user + t.children_system
+            procs.update({c.pid: c for c in self.root.children(recursive=True)})
         except psutil.NoSuchProcess:
             pass
-    return total
+        total = 0.0
+        for p in procs.values():
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system + t.children_user + t.children_system
+            except (psutil.NoSuchProcess, psutil.ZombieProcess):
+                pass
+        return total
 
 
 @dataclass
@@ -50,7 +83,7 @@ class Poller:
     """Samples (wall time, index_total, tool CPU seconds) until stopped."""
 
     url: str
-    process: psutil.Process
+    processes: ToolProcesses
     samples: list[tuple[float, int, float]] = field(default_factory=list)
     errors: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -68,7 +101,7 @@ class Poller:
                 t0 = time.monotonic()
                 try:
                     total = self._total(s)
-                    self.samples.append((time.time(), total, tree_cpu(self.process)))
+                    self.samples.append((time.time(), total, self.processes.cpu_seconds()))
                 except (requests.RequestException, KeyError, ValueError):
                     self.errors += 1
                 self._stop.wait(max(0.0, POLL_S - (time.monotonic() - t0)))
@@ -94,6 +127,7 @@ class Truth(BaseModel):
     measured_s: float
     documents: int
     client_cpu_cores: float
+    poll_interval_s: float
     poll_errors: int
 
 
@@ -129,4 +163,4 @@ def truth(samples: list[tuple[float, int, float]], warmup_s: float, poll_errors:
                  max=float(per_second.max()), running_min=float(running.min()),
                  running_median=float(np.median(running)), running_max=float(running.max()),
                  measured_s=float(end - m0), documents=int(round(docs)), client_cpu_cores=cores,
-                 poll_errors=poll_errors)
+                 poll_interval_s=float(np.median(np.diff(t))), poll_errors=poll_errors)
