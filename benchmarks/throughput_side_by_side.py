@@ -25,6 +25,7 @@ import json
 import os
 import platform
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -125,7 +126,7 @@ def run_tool(tool: ToolSpec, args: argparse.Namespace, corpus: Corpus, load: Loa
     timeout_s = load.warmup_s + load.time_period_s + 600
     rows: list[dict[str, Any]] = []
     print(f"starting {tool.engine} {tool.engine_version} for {tool.name} ...", flush=True)
-    provisioner = LocalProvisioner(f"sidebyside-{tool.name}", work / f"cluster-{tool.name}")
+    provisioner = LocalProvisioner(f"sidebyside-{tool.name}-{work.name[-8:]}", work / f"cluster-{tool.name}")
     try:
         info = provisioner.start(ClusterSpec(nodes=1, car=["defaults", args.heap], engine=tool.engine,  # type: ignore[arg-type]
                                              version=tool.engine_version), timeout=240)
@@ -137,11 +138,12 @@ def run_tool(tool: ToolSpec, args: argparse.Namespace, corpus: Corpus, load: Loa
                 row = one_run(spec, run_counter[0], track, target, url, load.warmup_s, timeout_s, work)
                 row.update(pair=pair, cluster=f"{tool.engine} {tool.engine_version}", compared_with=tool.name)
                 rows.append(row)
+                if "error" in row and spec is tool:
+                    row["tool_unusable"] = True  # the reason is printed once, by the caller
+                    print(f"  run {row['run']} {spec.name}: FAILED", flush=True)
+                    return rows
                 print(f"  run {row['run']} {spec.name}: " + (f"FAILED {row['error']}" if "error" in row else
                       f"mean {row['reported']['mean']:.0f} docs/s ({row['wall_s']} s)"), flush=True)
-                if "error" in row and spec is tool:
-                    row["tool_unusable"] = True
-                    return rows
     finally:
         provisioner.stop_all()
     return rows
@@ -220,7 +222,7 @@ def spreads(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             vals = sorted(v for v in (_value(r, stat) for r in mine) if v is not None)
             if not vals:
                 continue
-            mid = vals[len(vals) // 2]
+            mid = statistics.median(vals)
             out.append({"tool": key[0], "cluster": key[1], "statistic": stat, "runs": len(vals), "min": vals[0],
                         "max": vals[-1], "range_pct_of_median": 100 * (vals[-1] - vals[0]) / mid if mid else None})
     return out
@@ -248,6 +250,23 @@ def hide_esrally_from_argv() -> None:
 
 
 TOOL_ENV = "SIDEBYSIDE_TOOL"
+
+
+def spread_table(spr: list[dict[str, Any]]) -> str:
+    """One row per statistic, one column per tool and cluster."""
+    columns = list(dict.fromkeys((s["tool"], s["cluster"]) for s in spr))
+    stats = list(dict.fromkeys(s["statistic"] for s in spr))
+    cell = {(s["tool"], s["cluster"], s["statistic"]): s for s in spr}
+    body = []
+    for stat in stats:
+        line = [stat]
+        for tool, cluster in columns:
+            c = cell.get((tool, cluster, stat))
+            line.append(f"{fmt(c['min'])} .. {fmt(c['max'])} ({fmt(c['range_pct_of_median'], 1)} %)" if c else "-")
+        body.append(line)
+    runs = {k: max(s["runs"] for s in spr if (s["tool"], s["cluster"]) == k) for k in columns}
+    headers = ["statistic", *(f"{t} @ {c} ({runs[(t, c)]} runs)" for t, c in columns)]
+    return tabulate(body, headers=headers, disable_numparse=True)
 
 
 def main() -> None:
@@ -307,10 +326,8 @@ def main() -> None:
                        disable_numparse=True))
     spr = spreads(rows)
     if spr:
-        print("\nrun-to-run spread per tool (min..max over runs; range as % of the median run)")
-        print(tabulate([[s["tool"], s["cluster"], s["statistic"], s["runs"], f"{fmt(s['min'], 1)} .. {fmt(s['max'], 1)}",
-                         fmt(s["range_pct_of_median"], 1)] for s in spr],
-                       headers=["tool", "cluster", "statistic", "runs", "min .. max", "range %"], disable_numparse=True))
+        print("\nrun-to-run spread per tool: min .. max over its runs (range as % of the median run)")
+        print(spread_table(spr))
     result = {
         "settings": {"pairs": a.pairs, "time_period_s": a.time_period, "warmup_s": a.warmup, "clients": a.clients,
                      "bulk_size": a.bulk_size, "documents": corpus.documents,
