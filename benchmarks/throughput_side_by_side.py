@@ -92,6 +92,11 @@ def one_run(spec: ToolSpec, run_no: int, track_dir: Path, target: str, url: str,
             os.killpg(proc.pid, signal.SIGTERM)  # the group of the child started above, nothing else
             rc = proc.wait(timeout=30)
             row["error"] = f"timed out after {timeout_s:.0f} s"
+        except BaseException:
+            # Ctrl-C does not reach the tool (its own session): stop it before leaving.
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+            raise
         finally:
             poller.stop()
             leftovers = [p for p in poller.processes.found.values() if p.pid != proc.pid and p.is_running()]
@@ -138,7 +143,7 @@ def run_tool(tool: ToolSpec, args: argparse.Namespace, corpus: Corpus, load: Loa
                 row = one_run(spec, run_counter[0], track, target, url, load.warmup_s, timeout_s, work)
                 row.update(pair=pair, cluster=f"{tool.engine} {tool.engine_version}", compared_with=tool.name)
                 rows.append(row)
-                if "error" in row and spec is tool:
+                if "error" in row and spec is tool and pair == 1:
                     row["tool_unusable"] = True  # the reason is printed once, by the caller
                     print(f"  run {row['run']} {spec.name}: FAILED", flush=True)
                     return rows

@@ -154,7 +154,12 @@ def parse_csv_report(text: str, task: str) -> ToolResult:
 
 def parse_bench_report(text: str, task: str) -> ToolResult:
     """bench's JSON report: {"rows": [{"metric", "task", "value", "unit"}, ...]} with Rally's metric names."""
-    return parse_rows([(r["metric"], r["task"], r["value"]) for r in json.loads(text)["rows"]], task)
+    report = json.loads(text)
+    try:
+        return parse_rows([(r["metric"], r["task"], r["value"]) for r in report["rows"]], task)
+    except ValueError as e:
+        notes = "; ".join(report.get("notes", []))
+        raise ValueError(f"{e}{': ' + notes if notes else ''}") from None
 
 
 def parse_report(spec: ToolSpec, report: Path, task: str) -> ToolResult:
