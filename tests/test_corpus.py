@@ -256,7 +256,7 @@ def test_bulk_referring_to_undefined_corpus_fails_at_load(tmp_path):
     track["schedule"][0]["operation"]["corpora"] = "nope"
     (folder / "track.json").write_text(json.dumps(track))
     with pytest.raises(TrackError, match="uses corpora nope that the track does not define"):
-        load_track(folder, {})
+        load_track(folder, {}, check_challenge=True)
 
 
 # ---------------------------------------------------------------- built-in tracks on a real Elasticsearch
