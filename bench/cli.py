@@ -93,6 +93,12 @@ def _parser() -> argparse.ArgumentParser:
     lg.add_argument("--worker-processes", type=int, default=1,
                     help="load-driver processes (default 1; sequences then count per process)")
 
+    inf = sub.add_parser("info", help="what a track holds: corpora, challenges, schedules, and what bench cannot run")
+    inf.add_argument("--track", help="built-in track name (see 'bench list tracks')")
+    inf.add_argument("--track-path", help="a folder containing track.json")
+    inf.add_argument("--track-params", help="k:v,k2:v2 or a JSON file")
+    inf.add_argument("--challenge", help="show only this challenge's schedule")
+
     ls = sub.add_parser("list", help="list trials, tracks, cars or telemetry devices")
     ls.add_argument("what", choices=["trials", "tracks", "cars", "telemetry"])
     ls.add_argument("--limit", type=int, default=30)
@@ -191,6 +197,19 @@ def _loadgen(a: argparse.Namespace, console: Console) -> int:
     console.print(result.loadgen_report, highlight=False, markup=False, soft_wrap=True)
     console.print(result.report, highlight=False, markup=False, soft_wrap=True)
     console.print(f"\nTrial [bold]{result.trial_id}[/bold] stored ({result.status}).", highlight=False)
+    return 0
+
+
+def _info(a: argparse.Namespace, console: Console) -> int:
+    """Exit 0 whenever the track can be read, runnable or not: each task bench cannot run says so and why."""
+    from bench.track.info import render_info
+    from bench.track.loader import find_track, load_track
+
+    if not a.track and not a.track_path:
+        raise ConfigError("bench info needs --track=NAME (see 'bench list tracks') or --track-path=DIR")
+    track = load_track(find_track(a.track, a.track_path), _params(a.track_params, "--track-params"),
+                       ignore_unused=True)
+    console.print(render_info(track, a.challenge), highlight=False, markup=False, soft_wrap=True)
     return 0
 
 
@@ -295,6 +314,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _loadgen(args, console)
         if args.command == "list":
             return _list(args, console)
+        if args.command == "info":
+            return _info(args, console)
         if args.command == "cloud":
             from bench.cloud.cli import run_cloud
 

@@ -109,6 +109,10 @@ MIGRATIONS: list[str] = [
     ALTER TABLE trials ADD COLUMN pid INTEGER;
     ALTER TABLE trials ADD COLUMN pid_started REAL;
     """,
+    # 5: per-sample meta data (a task's "meta", detailed results), as a JSON object.
+    """
+    ALTER TABLE samples ADD COLUMN meta TEXT;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -23,7 +23,8 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, ValidationError
 
-from bench.driver.param_types import as_bool
+from bench.driver.param_types import as_bool, as_float
+from bench.driver.request_options import check_assertions
 from bench.driver.runners import CORE_RUNNERS
 from bench.driver.schedule import OPS, has_scheduler, scheduler_names
 from bench.errors import TrackError
@@ -234,9 +235,6 @@ def _integral(params: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-# Operation parameters every runner accepts (Rally's generic ones), honoured by bench.driver.request_options.
-GENERIC_PARAMS = ("request-timeout", "headers", "opaque-id", "request-params", "detailed-results", "assertions",
-                  "include-in-reporting", "meta", "param-source")
 _INT_PARAMS = ("bulk-size", "batch-size", "ingest-doc-count", "max-num-segments")
 # Rally spells some operation types two ways; bench knows each under one name.
 OPERATION_TYPE_ALIASES = {"force-merge": "force-merge", "forcemerge": "force-merge"}
@@ -248,8 +246,16 @@ def _problem(file: Path, challenge: str, task: str, what: str) -> str:
 
 def _check(op: Operation, file: Path) -> str | None:
     """Why bench cannot run the operation (None: it can)."""
+    p = op.params
     try:
-        check_operation(op.name, op.operation_type, op.params, track_file=str(file))
+        check_operation(op.name, op.operation_type, p, track_file=str(file))
+        if p.get("assertions") is not None:
+            check_assertions(p["assertions"], f"operation '{op.name}'")
+        if p.get("request-timeout") is not None:
+            as_float(p["request-timeout"], "request-timeout")
+        for key in ("headers", "request-params"):
+            if p.get(key) is not None and not isinstance(p[key], dict):
+                raise TrackError(f"operation '{op.name}' has {key} {p[key]!r}: use an object")
     except TrackError as e:
         return str(e).removeprefix(f"{file}: ")
     return None
