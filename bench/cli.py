@@ -64,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
                                             "use_ssl, verify_certs, ca_certs, client_cert, client_key, timeout, "
                                             "http_compress")
     r.add_argument("--test-mode", action="store_true", help="a tiny, fast version of the track to check it works")
+    r.add_argument("--offline", action="store_true", help="never download corpora: use local copies only")
+    r.add_argument("--corpus-dir", help="a folder with local copies of corpus files (<dir>/<corpus>/<file> or "
+                                        "<dir>/<file>), looked at first (Rally's local.dataset.cache)")
     r.add_argument("--on-error", choices=["continue", "abort"], default="continue")
     r.add_argument("--user-tag", action="append", help="k:v (repeatable or comma-separated)")
     r.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
@@ -147,6 +150,7 @@ def _race(a: argparse.Namespace, console: Console) -> int:
             distribution_version=a.distribution_version, distribution_repository=a.distribution_repository,
             distribution_path=a.distribution_path, nodes=a.nodes, http_port=a.http_port,
             target_hosts=a.target_hosts, client_options=raw_client_options, test_mode=a.test_mode,
+            offline=a.offline, corpus_dir=a.corpus_dir,
             on_error=a.on_error, user_tags=_kv_list(a.user_tag, "--user-tag"), report_format=a.report_format,
             report_file=a.report_file, keep_cluster=a.keep_cluster, worker_processes=a.worker_processes,
             progress=not a.quiet,

@@ -82,7 +82,8 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     hidden = {t.name for t in challenge.tasks() if not t.include_in_reporting}
     with recorded_run(store, trial.id, "race", lambda: _summary_of_stored(store, trial.id, None, hidden)) as outcome:
         try:
-            prepare_corpora(track, challenge, test_mode=opts.test_mode)
+            prepare_corpora(track, challenge, test_mode=opts.test_mode, offline=opts.offline,
+                            corpus_dir=opts.corpus_dir)
             documents = _documents_per_task(track, challenge)
             targets = clusters.start(trial.id, client_options, console)
             for hook in hooks:
