@@ -49,10 +49,14 @@ def properties(op_type: str, res: Result, answer: Any) -> dict[str, Any]:
 
 
 def _lookup(props: Any, path: str) -> Any:
+    """``a.b.c``; a number indexes a list (``tasks.0.headers``), which Rally's dict-only lookup cannot."""
     for part in path.split("."):
-        if not isinstance(props, dict) or part not in props:
+        if isinstance(props, list) and part.isdigit() and int(part) < len(props):
+            props = props[int(part)]
+        elif isinstance(props, dict) and part in props:
+            props = props[part]
+        else:
             raise KeyError(path)
-        props = props[part]
     return props
 
 

@@ -79,7 +79,8 @@ def _reason(t: Task) -> str:
     """The loader's message without the file and task prefix the table already shows."""
     assert t.problem is not None
     marker = f"task '{t.name}': "
-    return t.problem.split(marker, 1)[1] if marker in t.problem else t.problem
+    why = t.problem.split(marker, 1)[1] if marker in t.problem else t.problem
+    return why.split(": use one of ", 1)[0]  # the list of every type bench has: 'bench info' of a runnable track
 
 
 def render_info(track: Track, challenge: str | None = None) -> str:
