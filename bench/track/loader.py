@@ -49,8 +49,9 @@ PARALLEL_DEFAULTS = (
     "target-throughput",
     "target-interval",
 )
+# run-on-serverless only filters tasks on serverless clusters, which bench never targets: every task runs, as in Rally.
 _TASK_KEYS = {"name", "operation", *PARALLEL_DEFAULTS, "schedule", "ignore-response-error-level", "tags", "meta",
-              "include-in-reporting"}
+              "include-in-reporting", "run-on-serverless"}
 
 
 class TrackListing(BaseModel):
@@ -236,8 +237,6 @@ def _integral(params: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
 
 
 _INT_PARAMS = ("bulk-size", "batch-size", "ingest-doc-count", "max-num-segments")
-# Rally spells some operation types two ways; bench knows each under one name.
-OPERATION_TYPE_ALIASES = {"force-merge": "force-merge", "forcemerge": "force-merge"}
 
 
 def _problem(file: Path, challenge: str, task: str, what: str) -> str:
@@ -277,7 +276,6 @@ def _operation(spec: Any, ops: dict[str, Operation], file: Path, where: str) -> 
 
 
 def _normalized(op: Operation) -> Operation:
-    op.operation_type = OPERATION_TYPE_ALIASES.get(op.operation_type, op.operation_type)
     op.params = _integral(op.params, _INT_PARAMS)
     return op
 
