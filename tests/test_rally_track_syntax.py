@@ -40,21 +40,21 @@ def test_unrunnable_challenges_and_unused_operations_do_not_block_the_selected_o
     track = load_track(LOOKALIKE, {})
     default = track.challenge(None)  # what a race does: no error
     assert default.name == "append-no-conflicts" and default.problems() == []
-    other = track.find_challenge("transforms")
-    assert [t.name for t in other.tasks() if t.problem] == ["create-transform", "start-transform"]
+    other = track.find_challenge("custom-runners")
+    assert [t.name for t in other.tasks() if t.problem] == ["percolate-warmup", "percolate-search"]
     with pytest.raises(TrackError) as e:
-        track.challenge("transforms")
+        track.challenge("custom-runners")
     msg = str(e.value)
-    assert msg.startswith(f"{LOOKALIKE / 'track.json'}: challenge 'transforms', task 'create-transform': ")
-    assert "unsupported operation-type 'create-transform'" in msg and "1 more task(s)" in msg and "\n" not in msg
+    assert msg.startswith(f"{LOOKALIKE / 'track.json'}: challenge 'custom-runners', task 'percolate-warmup': ")
+    assert "unsupported operation-type 'percolate-warmup'" in msg and "1 more task(s)" in msg and "\n" not in msg
 
 
 def test_race_of_an_unrunnable_challenge_is_one_line_before_any_trial(capsys):
-    rc = main(["--quiet", "race", f"--track-path={LOOKALIKE}", "--challenge=transforms",
+    rc = main(["--quiet", "race", f"--track-path={LOOKALIKE}", "--challenge=custom-runners",
                "--target-hosts=127.0.0.1:1"])
     err = capsys.readouterr().err
     assert rc != 0 and "Traceback" not in err and len(err.strip().splitlines()) == 1
-    assert "challenge 'transforms', task 'create-transform'" in err and "create-transform" in err
+    assert "challenge 'custom-runners', task 'percolate-warmup'" in err and "percolate-warmup" in err
     with TrialStore() as store:
         assert store.list_trials() == []
 
@@ -190,8 +190,8 @@ def test_info_lists_challenges_schedules_and_what_cannot_run(capsys):
     assert "append-no-conflicts (default)" in out and "no: 2 of 2 tasks" in out
     row = next(line for line in out.splitlines() if " index-append " in line)
     assert "bulk" in row and "50 docs/s" in row and row.rstrip().endswith("ok")
-    row = next(line for line in out.splitlines() if " start-transform " in line)
-    assert "CANNOT RUN: operation 'start-transform' has unsupported operation-type 'start-transform'" in row
+    row = next(line for line in out.splitlines() if " percolate-search " in line)
+    assert "CANNOT RUN: operation 'percolate-search' has unsupported operation-type 'percolate-search'" in row
     assert "not reported" in next(line for line in out.splitlines() if " check-cluster-health " in line)
 
 

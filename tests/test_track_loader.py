@@ -218,7 +218,7 @@ def test_unknown_operation_type_is_a_load_error():
     with pytest.raises(
         TrackError,
         match=r"unknown_op/track.json: challenge 'default', task 'stats': operation 'stats' has unsupported "
-        r"operation-type 'frobnicate-cluster'",
+        r"operation-type 'reindex'",
     ):
         load_track(DATA / "unknown_op", {}, check_challenge=True)
 

@@ -110,7 +110,8 @@ class Task(_RallyModel):
     target_throughput: float | None = Field(default=None, gt=0)
     throughput_unit: str = "ops/s"
     target_interval: float | None = Field(default=None, gt=0)
-    schedule: str | None = None  # a name of bench.driver.schedule's registry, checked by the loader
+    # deterministic, poisson, or a scheduler the track's track.py registers (checked when the track loads)
+    schedule: str | None = None
     ignore_response_error_level: Literal["non-fatal"] | None = None
     tags: list[str] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict)
