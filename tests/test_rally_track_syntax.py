@@ -202,3 +202,15 @@ def test_info_of_one_challenge_and_of_a_builtin_track(capsys):
     assert "append-no-conflicts (default)" in out  # the challenge list stays complete
     assert main(["info", "--track=nginx", "--challenge=nope"]) != 0
     assert "unknown challenge 'nope'" in capsys.readouterr().err
+
+
+def test_offline_race_names_where_it_looked_for_the_corpus(tmp_path, capsys):
+    folder = write_track(tmp_path / "t", {"version": 2, "indices": [{"name": "i"}], "corpora": [
+        {"name": "logs", "base-url": "http://127.0.0.1:9/never", "documents": [
+            {"source-file": "documents.json.bz2", "document-count": 10}]}],
+        "schedule": [{"operation": {"operation-type": "bulk", "bulk-size": 5}}]})
+    rc = main(["--quiet", "race", f"--track-path={folder}", "--offline", f"--corpus-dir={tmp_path / 'mine'}",
+               "--target-hosts=127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert rc != 0 and len(err.strip().splitlines()) == 1 and "(--offline: no download)" in err
+    assert str(tmp_path / "mine" / "logs" / "documents.json.bz2") in err and "--corpus-dir=DIR holding logs/" in err
