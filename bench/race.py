@@ -79,16 +79,18 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     console.print(f"[bold]Trial {trial.id}[/bold]: track [cyan]{track.name}[/cyan], challenge "
                   f"[cyan]{challenge.name}[/cyan]{' (test mode)' if opts.test_mode else ''}", highlight=False)
     facts: list[dict[str, Any]] = []
-    with recorded_run(store, trial.id, "race", lambda: _summary_of_stored(store, trial.id, None)) as outcome:
+    hidden = {t.name for t in challenge.tasks() if not t.include_in_reporting}
+    with recorded_run(store, trial.id, "race", lambda: _summary_of_stored(store, trial.id, None, hidden)) as outcome:
         try:
-            prepare_corpora(track, challenge, test_mode=opts.test_mode)
+            prepare_corpora(track, challenge, test_mode=opts.test_mode, offline=opts.offline,
+                            corpus_dir=opts.corpus_dir)
             documents = _documents_per_task(track, challenge)
             targets = clusters.start(trial.id, client_options, console)
             for hook in hooks:
                 opts = hook.prepare(RaceTargets(opts, track, challenge, targets, clusters.cars, console))
             facts, totals = asyncio.run(_drive_and_collect(
                 opts, store, trial.id, track, challenge, documents, targets, hooks, clusters, console))
-            outcome.summary = _summary_of_stored(store, trial.id, totals)
+            outcome.summary = _summary_of_stored(store, trial.id, totals, hidden)
             for hook in hooks:  # while the clusters still run
                 outcome.summary = hook.finish(RaceTargets(opts, track, challenge, targets, clusters.cars, console),
                                               outcome.summary)
@@ -110,9 +112,19 @@ def _documents_per_task(track: Track, challenge: Challenge) -> dict[str, list[Do
             if t.operation.operation_type == "bulk"}
 
 
-def _summary_of_stored(store: TrialStore, trial_id: str, totals: ClusterTotals | None) -> Summary | None:
+def _summary_of_stored(store: TrialStore, trial_id: str, totals: ClusterTotals | None,
+                       hidden: set[str] | None = None) -> Summary | None:
+    """The summary of the stored samples; tasks with include-in-reporting false are stored, not summarised."""
     df = store.samples(trial_id)
-    summary = summarize(df, totals) if not df.empty else None
+    shown = df[~df["task"].isin(hidden)] if hidden and not df.empty else df
+    summary = summarize(shown, totals) if not shown.empty else None
+    if summary is not None and hidden:
+        ran = sorted(set(df["task"]) & hidden)
+        if ran:
+            failed = int((~df[df["task"].isin(hidden)]["success"]).sum())
+            summary.notes.append(f"Not reported (include-in-reporting: false): {', '.join(ran)}; their samples "
+                                 f"are stored with the trial" + (f"; {failed} of their requests failed" if failed
+                                                                 else "") + ".")
     return enrich(summary, store, trial_id)
 
 

@@ -7,6 +7,7 @@ on a task's start); wall-clock timestamps are derived from it once per process.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ import aiohttp
 
 from bench.driver.param_types import ParamError
 from bench.driver.runners import Context, Result, Runner
-from bench.driver.schedule import due_offsets
+from bench.driver.schedule import Pacer
 from bench.samples import RequestSample
 from bench.track.model import Task
 
@@ -62,8 +63,8 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
     A request cancelled in flight (an interruption) is neither a success nor a failure: it is only
     counted through ``on_cancel``, never recorded."""
     b = Bounds.of(task, start_at)
-    rate = task.ops_per_second
-    offsets = due_offsets(rate / task.clients if rate else None, task.schedule, seed=client_id)
+    pacer = Pacer(task, seed=client_id)
+    task_meta = json.dumps(task.meta, default=str) if task.meta else None
     op = task.operation
     total_iterations = None if b.iterations is None else b.warmup_iterations + b.iterations
     # Ramp-up: this client's schedule starts later than the task's; the task's clock (warmup end,
@@ -86,7 +87,7 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
             params = next(source)
         except StopIteration:
             break
-        off = next(offsets)
+        off = pacer.next_offset(time.monotonic() - client_start)
         if off is None:
             due = time.monotonic()
         else:
@@ -112,11 +113,14 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
         except Exception as e:  # noqa: BLE001 - every failure of a request is data, not a crash
             res = result_from_exception(e)
         t1 = time.monotonic()
+        pacer.after_request(t1 - client_start, res.units if res.success else 0, res.unit)
         warmup = i < b.warmup_iterations if total_iterations is not None else due < b.warmup_end
+        meta = task_meta if res.meta is None else json.dumps({**task.meta, **res.meta}, default=str)
         record(RequestSample(task.name, op.name, op.operation_type, client_id, WALL_OFFSET + due, t1 - start_at,
                              t1 - due, t1 - t0, res.units, res.unit, res.bytes_sent, res.success, res.error_type,
                              warmup, res.failed_units, res.bytes_received, res.status,
-                             None if res.success else (res.detail or res.error_type)))
-        if not res.success and on_failure is not None:
+                             None if res.success else (res.detail or res.error_type), meta))
+        # Rally: a task with ignore-response-error-level non-fatal does not stop an --on-error=abort race.
+        if not res.success and on_failure is not None and task.ignore_response_error_level != "non-fatal":
             on_failure(f"task '{task.name}' ({op.operation_type}) failed: {res.detail or res.error_type}")
         i += 1

@@ -27,6 +27,7 @@ from bench.client import ClusterTarget, RawHttp
 from bench.driver.client_loop import run_client
 from bench.driver.params import SourceContext, param_source
 from bench.driver.registry import runner_for
+from bench.driver.request_options import with_request_options
 from bench.driver.runners import Context, with_retries
 from bench.driver.worker_extensions import load_extensions
 from bench.errors import BenchError
@@ -139,7 +140,8 @@ async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event,
     for task_idx, client_id in plan.clients:
         task = plan.tasks[task_idx]
         op = task.operation
-        runner = with_retries(runner_for(op.operation_type), op.params)
+        runner = with_retries(with_request_options(runner_for(op.operation_type), op.name, op.operation_type,
+                                                   op.params), op.params)
         source = param_source(task, SourceContext(client_id, plan.documents.get(task.name, []), gzip_for,
                                                   plan.default_cluster, default_index))
         jobs.append((task, client_id, runner, source))
