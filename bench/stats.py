@@ -60,8 +60,9 @@ def normalize_frame(df: pd.DataFrame) -> pd.DataFrame:
         if col in df:
             df[col] = df[col].fillna(0).astype("int64")
     df["error_type"] = df["error_type"].astype(object).where(df["error_type"].notna(), None)
-    if "error" in df:
-        df["error"] = df["error"].astype(object).where(df["error"].notna(), None)
+    for col in ("error", "meta"):
+        if col in df:
+            df[col] = df[col].astype(object).where(df[col].notna(), None)
     return df
 
 

@@ -7,6 +7,7 @@ on a task's start); wall-clock timestamps are derived from it once per process.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,12 +35,15 @@ class Bounds:
     deadline: float | None  # monotonic; None = not time-bounded
 
     @staticmethod
-    def of(task: Task, start_at: float) -> "Bounds":
+    def of(task: Task, start_at: float, *, finite_source: bool = False) -> "Bounds":
         warmup_end = start_at + (task.warmup_time_period or 0.0)
         deadline = warmup_end + task.time_period if task.time_period is not None else None
         iterations = task.iterations
-        if iterations is None and deadline is None and task.operation.operation_type != "bulk":
-            iterations = 1  # Rally's default for a task that names neither iterations nor a time period
+        if iterations is None and deadline is None and task.operation.operation_type != "bulk" \
+                and not finite_source:
+            # Rally's default for a task that names neither iterations nor a time period; a finite parameter
+            # source (a track's, see bench.driver.custom_sources) runs until it is exhausted instead.
+            iterations = 1
         return Bounds(task.warmup_iterations or 0, iterations, warmup_end, deadline)
 
 
@@ -56,14 +60,19 @@ def result_from_exception(e: BaseException) -> Result:
 async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, source: Iterator[dict[str, Any]],
                      start_at: float, record: Callable[[RequestSample], None], stop: asyncio.Event,
                      on_failure: Callable[[str], None] | None = None,
-                     on_cancel: Callable[[], None] | None = None) -> None:
+                     on_cancel: Callable[[], None] | None = None, offsets: Iterator[float | None] | None = None
+                     ) -> None:
     """Run one client of ``task`` until its bounds are reached, its source is exhausted, or ``stop``.
 
+    ``offsets`` replaces the task's own schedule (a track's scheduler); one with ``feedback`` hears about every
+    request (``before_request``/``after_request``, Rally's scheduler API).
     A request cancelled in flight (an interruption) is neither a success nor a failure: it is only
     counted through ``on_cancel``, never recorded."""
-    b = Bounds.of(task, start_at)
+    b = Bounds.of(task, start_at, finite_source=getattr(source, "finite", False))
     rate = task.ops_per_second
-    offsets = due_offsets(rate / task.clients if rate else None, task.schedule, seed=client_id)
+    if offsets is None:
+        offsets = due_offsets(rate / task.clients if rate else None, task.schedule, seed=client_id)
+    feedback = offsets if getattr(offsets, "feedback", False) else None
     op = task.operation
     total_iterations = None if b.iterations is None else b.warmup_iterations + b.iterations
     # Ramp-up: this client's schedule starts later than the task's; the task's clock (warmup end,
@@ -100,6 +109,8 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
                     break
                 except asyncio.TimeoutError:
                     pass
+        if feedback is not None:
+            feedback.before_request(time.perf_counter())
         t0 = time.monotonic()
         try:
             res = await runner(ctx, params)
@@ -112,11 +123,15 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
         except Exception as e:  # noqa: BLE001 - every failure of a request is data, not a crash
             res = result_from_exception(e)
         t1 = time.monotonic()
+        if feedback is not None:
+            feedback.after_request(time.perf_counter(), res.units if res.success else 0, res.unit,
+                                   {"success": res.success, **(res.meta or {})})
         warmup = i < b.warmup_iterations if total_iterations is not None else due < b.warmup_end
         record(RequestSample(task.name, op.name, op.operation_type, client_id, WALL_OFFSET + due, t1 - start_at,
                              t1 - due, t1 - t0, res.units, res.unit, res.bytes_sent, res.success, res.error_type,
                              warmup, res.failed_units, res.bytes_received, res.status,
-                             None if res.success else (res.detail or res.error_type)))
+                             None if res.success else (res.detail or res.error_type),
+                             None if not res.meta else json.dumps(res.meta, default=str, sort_keys=True)))
         if not res.success and on_failure is not None:
             on_failure(f"task '{task.name}' ({op.operation_type}) failed: {res.detail or res.error_type}")
         i += 1

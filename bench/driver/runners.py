@@ -30,6 +30,7 @@ class Result:
     detail: str | None = None  # why it failed, for --on-error=abort and logs
     bytes_received: int = 0  # response body bytes (k6's data_received, Loadgen's transfer)
     status: int = 0  # HTTP status of the (last) response, 0 when none
+    meta: dict[str, Any] | None = None  # what a track's runner returned besides weight/unit/success (sample meta)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from bench.errors import TrackError
 from bench.home import project_root
+from bench.track import plugins as track_plugins
 from bench.track import rally_helpers
 from bench.track.generators import GENERATORS, generator_names
 from bench.track.model import Challenge, Operation, Parallel, Task, Track
@@ -395,8 +396,11 @@ def load_track(
             f"it uses: {', '.join(sorted(used)) or '(none)'}"
         )
 
-    ops = _operations(raw, file)
-    challenges = _challenges(raw, ops, file)
+    # track.py (Rally's register(registry) API): its runners are operation types of this track only.
+    plugins = track_plugins.load_plugins(root)
+    with track_plugins.active(plugins):
+        ops = _operations(raw, file)
+        challenges = _challenges(raw, ops, file)
     data = {
         "name": root.name,
         "description": raw.get("description", ""),
@@ -411,6 +415,8 @@ def load_track(
     track = _validate(Track, data, file, "")
     _default_target_index(track, file)
     _check_corpora_refs(track, file)
+    track_plugins.check_constructs(track, plugins, file)
+    track_plugins.run_after_load(track, plugins)
     return apply_test_mode(track) if test_mode else track
 
 

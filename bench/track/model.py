@@ -107,7 +107,8 @@ class Task(_RallyModel):
     iterations: int | None = Field(default=None, ge=1)
     target_throughput: float | None = Field(default=None, gt=0)
     target_interval: float | None = Field(default=None, gt=0)
-    schedule: Literal["deterministic", "poisson"] | None = None
+    # deterministic, poisson, or a scheduler the track's track.py registers (checked when the track loads)
+    schedule: str | None = None
     ignore_response_error_level: Literal["non-fatal"] | None = None
     tags: list[str] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict)
