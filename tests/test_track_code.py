@@ -272,6 +272,27 @@ class Recorder:
         yield write_marker, {"path": os.path.join(HERE, "prepared.txt"), "text": data_root_dir}
 
 
+class TwoDocBulks:
+    """Rally's bulk parameters (lines with action-and-metadata) for bench's own bulk runner: three bulks."""
+
+    def __init__(self, track, params, **kwargs):
+        self.index = params["index"]
+        self.sent = 0
+        self.infinite = False
+
+    def partition(self, partition_index, total_partitions):
+        return self
+
+    def params(self):
+        if self.sent == 3:
+            raise StopIteration()
+        self.sent += 1
+        lines = []
+        for i in range(2):
+            lines += [json.dumps({"index": {"_index": self.index}}), json.dumps({"n": 1000 + self.sent * 10 + i})]
+        return {"body": lines, "bulk-size": 2, "unit": "docs", "action-metadata-present": True}
+
+
 def write_marker(path, text):
     with open(path, "w") as f:
         f.write(text)
@@ -285,6 +306,7 @@ def register(registry):
     registry.register_runner("cluster-name", ClusterName(), async_runner=True)
     registry.register_runner("every-cluster", EveryCluster(), async_runner=True)
     registry.register_param_source("countdown", Countdown)
+    registry.register_param_source("two-doc-bulks", TwoDocBulks)
     registry.register_scheduler("growing", Growing)
     registry.register_scheduler("fixed-gap", FixedGap)
     registry.register_track_processor(Recorder())
@@ -315,6 +337,10 @@ def runners_track(root: Path) -> Path:
                  "iterations": 5},
                 {"name": "fixed", "operation": {"operation-type": "as-tuple"}, "schedule": "fixed-gap",
                  "target-throughput": 20, "iterations": 6},
+                {"name": "bulk-from-source", "operation": {"operation-type": "bulk", "param-source": "two-doc-bulks",
+                                                           "index": "code-index"}},
+                {"operation": "refresh"},
+                {"name": "recount", "operation": {"operation-type": "count-docs", "index": "code-index"}},
             ]}],
         },
     })
@@ -366,6 +392,10 @@ def test_runners_schedulers_and_processors_of_track_py(tmp_path: Path, es_target
     fixed = task("fixed")
     # The first request goes out at once; the scheduler made from its weight spaces the rest at 1/20 s.
     assert fixed["absolute_time"].diff().dropna().round(4).tolist() == [0.05] * 5
+
+    bulks = task("bulk-from-source")
+    assert len(bulks) == 3 and bulks["success"].all() and set(bulks["units"]) == {2} and set(bulks["unit"]) == {"docs"}
+    assert json.loads(task("recount")["meta"].iloc[0])["hits"] == 56  # 50 from the corpus, 6 from the source
 
     seen = json.loads((track / "after-load.json").read_text())
     assert seen == {"name": "custom", "indices": ["code-index"], "challenge": "custom", "docs": [50]}
@@ -431,6 +461,11 @@ REGISTERS_A = "async def r(es, params):\n    pass\n\ndef register(registry):\n" 
               "    registry.register_param_source('a', lambda track, params, **kw: {})\n"
 
 
+SIMPLE_GAP = "class Gap:\n    def __init__(self, task, target_throughput):\n        pass\n\n" \
+             "    def next(self, current):\n        return current\n\n" \
+             "def register(registry):\n    registry.register_scheduler('gap', Gap)\n"
+
+
 @pytest.mark.parametrize("files,task,needles", [
     ({"track.py": REGISTERS_A}, {"name": "q", "operation": {"operation-type": "search", "param-source": "nope"}},
      ("track.json: challenge 'default', task 'q'", "param-source 'nope'", "track.py does not register",
@@ -439,6 +474,8 @@ REGISTERS_A = "async def r(es, params):\n    pass\n\ndef register(registry):\n" 
      ("challenge 'default', task 'q'", "param-source 'nope'", "it has no track.py")),
     ({"track.py": REGISTERS_A}, {"name": "s", "operation": "refresh", "schedule": "weekly-pattern"},
      ("challenge 'default', task 's'", "schedule 'weekly-pattern'", "neither a built-in schedule")),
+    ({"track.py": SIMPLE_GAP}, {"name": "s", "operation": "refresh", "schedule": "gap"},
+     ("challenge 'default', task 's'", "schedule 'gap' (Gap) paces a target throughput")),
 ])
 def test_an_unregistered_construct_is_a_load_time_error(files: dict[str, Any], task: dict[str, Any],
                                                         needles: tuple[str, ...], tmp_path: Path,

@@ -28,10 +28,10 @@ class RallySource:
     """One client's parameters from a track's source; ``finite`` tells the client loop whether the source, not a
     count, ends the task."""
 
-    def __init__(self, source: Any, finite: bool, task: Task) -> None:
+    def __init__(self, source: Any, finite: bool, task: Task, *, bench_bulk: bool) -> None:
         self.source = source  # what a scheduler with a ``parameter_source`` attribute gets
         self.finite = finite
-        self._bulk = task.operation.operation_type == "bulk"
+        self._bulk = bench_bulk  # the parameters go to bench's own bulk runner: convert Rally's bulk shape
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self
@@ -91,8 +91,8 @@ def _finite(source: Any, task: Task, name: str) -> bool:
     return False
 
 
-def client_source(source: Any, name: str, task: Task, client: int) -> RallySource:
-    """The client's partition of the task's source."""
+def client_source(source: Any, name: str, task: Task, client: int, *, bench_runner: bool) -> RallySource:
+    """The client's partition of the task's source (``bench_runner``: bench's own runner takes its parameters)."""
     partition = getattr(source, "partition", None)
     try:
         part = partition(client, task.clients) if callable(partition) else source
@@ -102,7 +102,8 @@ def client_source(source: Any, name: str, task: Task, client: int) -> RallySourc
     if not callable(getattr(part, "params", None)):
         raise TrackError(f"task '{task.name}': parameter source '{name}' ({type(part).__name__}) has no params() "
                          f"method")
-    return RallySource(part, _finite(part, task, name), task)
+    return RallySource(part, _finite(part, task, name), task,
+                       bench_bulk=bench_runner and task.operation.operation_type == "bulk")
 
 
 def bulk_params(p: dict[str, Any]) -> dict[str, Any]:

@@ -67,7 +67,7 @@ class TrackCode:
         if name is not None:
             if task.name not in self._sources:
                 self._sources[task.name] = make_source(self.plugins.param_sources[name], name, self.view, task)
-            out.source = client_source(self._sources[task.name], name, task, client)
+            out.source = client_source(self._sources[task.name], name, task, client, bench_runner=reg is None)
         elif reg is not None:
             # Rally's default source for a track's runner: the operation's specification, the same every time.
             out.source = itertools.repeat(operation_spec(task))

@@ -448,8 +448,8 @@ def _check_corpora_refs(track: Track, file: Path) -> None:
     names = {c.name for c in track.corpora}
     for ch in track.challenges:
         for t in ch.tasks():
-            if t.operation.operation_type != "bulk":
-                continue
+            if t.operation.operation_type != "bulk" or "param-source" in t.operation.params:
+                continue  # (a track's parameter source makes its own bodies)
             wanted = t.operation.params.get("corpora")
             wanted = [wanted] if isinstance(wanted, str) else (wanted or [])
             missing = [w for w in wanted if w not in names]

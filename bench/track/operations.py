@@ -32,6 +32,8 @@ def check_operation(name: str, op_type: str, params: dict[str, Any], *, track_fi
             f"{track_file}: operation '{name}' has unsupported operation-type '{op_type}': "
             f"use one of {', '.join(sorted(operation_types()))}"
         )
+    if "param-source" in params:
+        return  # the runner gets what the track's parameter source returns, not these parameters
     for key in spec.required:
         if key == "bulk-size" and ("bulk-size-mb" in params or "template" in params):
             continue  # a bulk sized in MB, or by a template's repetitions

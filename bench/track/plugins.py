@@ -257,6 +257,18 @@ def check_constructs(track: Track, plugins: TrackPlugins | None, file: Path,
                 have = f" (it registers: {', '.join(sorted(registered))})" if registered else ""
                 raise TrackError(f"{where}: operation '{t.operation.name}' uses param-source '{ps}', which "
                                  f"{source} does not register{have}")
+            if ps is None and plugins is not None and t.operation.operation_type == "bulk" and plugins.runs("bulk"):
+                # Rally would feed the track's bulk runner from its own corpus reader, whose parameters bench's
+                # corpus bodies do not reproduce.
+                raise TrackError(f"{where}: operation '{t.operation.name}' is a bulk run by the bulk runner "
+                                 f"{plugins.file} registers, without a param-source: bench sends its corpus bodies "
+                                 f"only through its own bulk runner; give the operation a param-source")
+            if t.schedule in schedulers and t.ops_per_second is None:
+                from bench.driver.custom_schedule import scheduler_kind
+
+                if scheduler_kind(schedulers[t.schedule]) == "simple":
+                    raise TrackError(f"{where}: schedule '{t.schedule}' ({schedulers[t.schedule].__qualname__}) "
+                                     f"paces a target throughput: give the task target-throughput")
             if t.schedule is not None and t.schedule not in schedulers and not _builtin_schedule(t.schedule):
                 have = f" (it registers: {', '.join(sorted(schedulers))})" if schedulers else ""
                 raise TrackError(f"{where}: schedule '{t.schedule}' is neither a built-in schedule (deterministic, "
