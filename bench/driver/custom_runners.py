@@ -102,6 +102,10 @@ def _failure(e: Exception) -> Result | None:
     """A failed request for what elasticsearch-py raises; None for anything else."""
     import elasticsearch
 
+    if isinstance(e, elasticsearch.UnsupportedProductError):
+        # Not a failed request: every request would fail the same way (elasticsearch-py checks the product).
+        raise TrackCodeError(f"the elasticsearch-py client of a track's runner refuses this cluster: {e.message} "
+                             f"(track runners need Elasticsearch)") from None
     if isinstance(e, elasticsearch.ApiError):
         status = e.meta.status if e.meta is not None else 0
         reason = e.message
