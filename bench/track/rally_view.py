@@ -9,6 +9,7 @@ attribute it knows from Rally, and bench's own model stays private to bench.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +120,7 @@ class RallyTask(_Named):
         # Rally's task.params: the task's own keys (schedulers read their settings there) over the operation's.
         self.params: dict[str, Any] = {**self.operation.params, **_task_keys(task)}
 
-    def __iter__(self):  # Rally iterates a schedule's elements; a single task is its own only element
+    def __iter__(self) -> Iterator["RallyTask"]:  # Rally iterates a schedule's elements; a task is its only one
         return iter([self])
 
 
@@ -132,7 +133,7 @@ class RallyParallel:
     def __init__(self, step: Parallel) -> None:
         self.tasks = [RallyTask(t) for t in step.tasks]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[RallyTask]:
         return iter(self.tasks)
 
 
