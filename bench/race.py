@@ -36,11 +36,13 @@ from bench.driver.coordinator import Coordinator
 from bench.driver.failure_log import FailureLog
 from bench.driver.progress import Progress
 from bench.errors import ClusterError
+from bench.home import data_dir
 from bench.options import RaceOptions
 from bench.pipeline import RaceHook, RacePlan, RaceResult, RaceSchedule, RaceTargets, race_hooks
 from bench.report import check_report_file, render_summary, write_report
 from bench.store import TrialInfo, TrialStore, machine_info, new_trial_id, utcnow
 from bench.summary import Summary, summarize
+from bench.track import plugins as track_plugins
 from bench.track.corpus import bulk_documents, prepare_corpora
 from bench.track.loader import find_track, load_track
 from bench.track.model import Challenge, DocumentsSpec, Track
@@ -82,6 +84,8 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     hidden = {t.name for t in challenge.tasks() if not t.include_in_reporting}
     with recorded_run(store, trial.id, "race", lambda: _summary_of_stored(store, trial.id, None, hidden)) as outcome:
         try:
+            # Rally's prepare phase of a track's processors (track.py), then bench's own corpus preparation.
+            track_plugins.run_prepare(track, track_plugins.plugins_of(track), data_dir(), challenge.name)
             prepare_corpora(track, challenge, test_mode=opts.test_mode, offline=opts.offline,
                             corpus_dir=opts.corpus_dir)
             documents = _documents_per_task(track, challenge)
@@ -155,7 +159,7 @@ async def _drive_and_collect(opts: RaceOptions, store: TrialStore, trial_id: str
             for hook in hooks:
                 await around.enter_async_context(hook.around_schedule(schedule))
             gc_before = await _gc_reading(targets[0]) if targets else None
-            await coord.run_challenge(track, challenge.schedule, documents)
+            await coord.run_challenge(track, challenge.schedule, documents, challenge.name)
     finally:
         coord.close()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -43,6 +43,8 @@ def bulk_documents(track: Track, op_params: dict[str, Any]) -> list[DocumentsSpe
     restricted to the target indices in param ``indices`` when given (Rally semantics)."""
     if "template" in op_params:
         return []  # documents rendered from a Loadgen template, not read from a corpus
+    if "param-source" in op_params:
+        return []  # bodies from the track's own parameter source (track.py)
     wanted = op_params.get("corpora")
     names = [wanted] if isinstance(wanted, str) else list(wanted or [c.name for c in track.corpora])
     indices = op_params.get("indices")

@@ -29,6 +29,7 @@ from bench.driver.runners import CORE_RUNNERS
 from bench.driver.schedule import OPS, has_scheduler, scheduler_names
 from bench.errors import TrackError
 from bench.home import project_root
+from bench.track import plugins as track_plugins
 from bench.track import rally_helpers
 from bench.track.generators import GENERATORS, generator_names
 from bench.track.model import Challenge, Operation, Parallel, Task, Track
@@ -284,7 +285,9 @@ def _task_problem(task: Task, challenge: str, file: Path) -> str | None:
     """Why bench cannot run ``task``: its operation, its schedule or its throughput unit."""
     op = task.operation
     why = _check(op, file)
-    if why is None and task.schedule is not None and not has_scheduler(task.schedule):
+    registered = track_plugins.active_plugins()
+    if why is None and task.schedule is not None and not has_scheduler(task.schedule) and not (
+            registered is not None and task.schedule in registered.schedulers):
         why = (f"unknown schedule '{task.schedule}' (known: {', '.join(scheduler_names())}; a track's track.py "
                f"registers more with register_scheduler)")
     if why is None and task.throughput_unit != OPS and task.target_throughput is not None:
@@ -464,8 +467,11 @@ def load_track(
             f"it uses: {', '.join(sorted(used)) or '(none)'}"
         )
 
-    ops = _operations(raw, file)
-    challenges = _challenges(raw, ops, file)
+    # track.py (Rally's register(registry) API): its runners are operation types of this track only.
+    plugins = track_plugins.load_plugins(root)
+    with track_plugins.active(plugins):
+        ops = _operations(raw, file)
+        challenges = _challenges(raw, ops, file)
     data = {
         "name": root.name,
         "description": raw.get("description", ""),
@@ -481,8 +487,10 @@ def load_track(
     track = _validate(Track, data, file, "")
     _default_target_index(track, file)
     _check_corpora_refs(track, file)
+    track_plugins.check_constructs(track, plugins, file)
     if check_challenge:
         track.challenge(challenge)
+    track_plugins.run_after_load(track, plugins)
     return apply_test_mode(track) if test_mode else track
 
 
@@ -544,8 +552,8 @@ def _check_corpora_refs(track: Track, file: Path) -> None:
     names = {c.name for c in track.corpora}
     for ch in track.challenges:
         for t in ch.tasks():
-            if t.operation.operation_type != "bulk" or t.problem:
-                continue
+            if t.operation.operation_type != "bulk" or t.problem or "param-source" in t.operation.params:
+                continue  # (a track's parameter source makes its own bodies)
             wanted = t.operation.params.get("corpora")
             wanted = [wanted] if isinstance(wanted, str) else (wanted or [])
             missing = [w for w in wanted if w not in names]
