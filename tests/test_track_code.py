@@ -417,9 +417,9 @@ def test_a_second_track_does_not_see_the_first_ones_registrations(tmp_path: Path
                                "track.json": {"schedule": [{"operation": {"operation-type": "only-a"}}]}})
     b = write(tmp_path / "b", {"helpers.py": helper.format("b"), "track.py": code.format("only-b"),
                                "track.json": {"schedule": [{"operation": {"operation-type": "only-a"}}]}})
-    load_track(a, {})
+    load_track(a, {}, check_challenge=True)
     with pytest.raises(TrackError, match="operation 'only-a' has unsupported operation-type 'only-a'"):
-        load_track(b, {})
+        load_track(b, {}, check_challenge=True)
     from bench.track.plugins import load_plugins
 
     pa, pb = load_plugins(a), load_plugins(b)
@@ -473,7 +473,7 @@ SIMPLE_GAP = "class Gap:\n    def __init__(self, task, target_throughput):\n    
     ({}, {"name": "q", "operation": {"operation-type": "search", "param-source": "nope"}},
      ("challenge 'default', task 'q'", "param-source 'nope'", "it has no track.py")),
     ({"track.py": REGISTERS_A}, {"name": "s", "operation": "refresh", "schedule": "weekly-pattern"},
-     ("challenge 'default', task 's'", "schedule 'weekly-pattern'", "neither a built-in schedule")),
+     ("challenge 'default', task 's'", "schedule 'weekly-pattern'", "unknown schedule")),
     ({"track.py": SIMPLE_GAP}, {"name": "s", "operation": "refresh", "schedule": "gap"},
      ("challenge 'default', task 's'", "schedule 'gap' (Gap) paces a target throughput")),
 ])
