@@ -17,6 +17,7 @@ from typing import Any
 from bench.client import RawHttp
 from bench.driver.bodies import BulkBody
 from bench.driver.param_types import as_float, as_int, param_bool, param_float, param_int
+from bench.driver.track_defs import TrackDefinitions
 
 
 @dataclass(slots=True)
@@ -34,13 +35,13 @@ class Result:
 
 @dataclass
 class Context:
-    """What a client's runners can reach: one RawHttp per cluster, and the track's index definitions."""
+    """What a client's runners can reach: one RawHttp per cluster, the track's index bodies, and its other
+    declarations (templates, data streams) for the admin operations that default to them."""
 
     http: dict[str, RawHttp]
     default_cluster: str
     indices: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # name -> body
-    templates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    composable_templates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    definitions: TrackDefinitions = field(default_factory=TrackDefinitions)
 
     def cluster(self, params: dict[str, Any]) -> RawHttp:
         return self.http[params.get("cluster", self.default_cluster)]

@@ -35,6 +35,10 @@ class TemplateSpec(_RallyModel):
     template_content: dict[str, Any] | None = Field(default=None, exclude=True)
 
 
+class DataStreamSpec(_RallyModel):
+    name: str
+
+
 class GeneratorSpec(_RallyModel):
     """bench extension: documents produced by a seeded generator instead of a download."""
 
@@ -176,6 +180,8 @@ class Track(_RallyModel):
     indices: list[IndexSpec] = Field(default_factory=list)
     templates: list[TemplateSpec] = Field(default_factory=list)
     composable_templates: list[TemplateSpec] = Field(default_factory=list)
+    component_templates: list[TemplateSpec] = Field(default_factory=list)
+    data_streams: list[DataStreamSpec] = Field(default_factory=list)
     corpora: list[CorpusSpec] = Field(default_factory=list)
     challenges: list[Challenge]
     # Track parameters actually applied (defaults of the track are not listed).
