@@ -205,16 +205,20 @@ def test_composite_operation_runs_streams_with_point_in_time_and_async_search(se
                          {"tag": {"terms": {"field": "tag"}}}]}}}}},
                     {"name": "pause", "operation-type": "sleep", "duration": 0.05}]},
         {"name": "close", "operation-type": "close-point-in-time", "with-point-in-time-from": "pit"},
+        {"name": "plain", "operation-type": "search", "index": "pages", "body": {"query": {"match_all": {}}}},
+    ]}
+    async_search = {"requests": [
         {"name": "async", "operation-type": "submit-async-search", "index": "pages",
          "body": {"query": {"term": {"tag": "t1"}}}},
         {"name": "poll", "operation-type": "get-async-search", "retrieve-results-for": "async"},
         {"name": "drop", "operation-type": "delete-async-search", "delete-results-for": ["async"]},
-        {"name": "plain", "operation-type": "search", "index": "pages", "body": {"query": {"match_all": {}}}},
     ]}
     track = search_track([
         {**_op("composite", "composite", **composite), "iterations": 3},
+        # async search is an x-pack module this integ-test zip lacks: the composite fails with the cluster's answer
+        _op("async", "composite", **async_search),
         # outside a composite operation there is nothing to hand the id to: Rally refuses it, so does bench
-        _op("lonely-pit", "open-point-in-time", name="lonely", index="pages"),
+        _op("lonely-pit", "open-point-in-time", index="pages"),
         # a failing request fails its composite with the cluster's message
         _op("broken", "composite", requests=[{"name": "bad", "operation-type": "search", "index": "no-such-index",
                                               "body": {}}]),
@@ -227,6 +231,10 @@ def test_composite_operation_runs_streams_with_point_in_time_and_async_search(se
     assert len(comp) == 3 and comp["success"].all() and (comp["units"] == 1).all()
     lonely = summary.task("lonely-pit")
     assert lonely.failed_requests == 1 and "only allowed inside a composite" in lonely.error_messages[0].message
+    failed_async = summary.task("async")
+    assert failed_async.failed_requests == 1
+    assert failed_async.error_messages[0].message.startswith("async: HTTP 400: ")
+    assert "no handler found for uri [/pages/_async_search" in failed_async.error_messages[0].message
     broken = summary.task("broken")
     assert broken.failed_requests == 1
     assert "bad: HTTP 404: index_not_found_exception" in broken.error_messages[0].message

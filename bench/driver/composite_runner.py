@@ -22,6 +22,8 @@ from bench.errors import TrackError
 ALLOWED = ("open-point-in-time", "close-point-in-time", "search", "paginated-search", "composite-agg",
            "raw-request", "sleep", "submit-async-search", "get-async-search", "delete-async-search", "field-caps")
 
+NAMED = ("open-point-in-time", "submit-async-search")  # requests whose id later ones refer to by name
+
 
 class _Failed(Exception):
     def __init__(self, result: Result) -> None:
@@ -112,6 +114,9 @@ def _check(runner_spec: SpecOf, name: str, params: dict[str, Any], track_file: s
                     raise TrackError(f"{track_file}: operation '{sub_name}' ({sub}) needs the parameter '{key}'")
             if spec is not None and spec.check is not None:
                 spec.check(sub_name, sub, item, track_file=track_file)
+            if sub in NAMED and "name" not in item:
+                raise TrackError(f"{track_file}: operation '{sub_name}' ({sub}) needs the parameter 'name': later "
+                                 f"requests find its id by it")
             if sub == "search" and "index" not in item:
                 # Rally sends a composite's requests as written, without the track's defaults.
                 raise TrackError(f"{track_file}: operation '{sub_name}' (search) needs the parameter 'index'")

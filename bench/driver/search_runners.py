@@ -194,7 +194,7 @@ async def composite_agg(ctx: Context, p: dict[str, Any]) -> Result:
 
 
 async def open_point_in_time(ctx: Context, p: dict[str, Any]) -> Result:
-    name = p["name"]
+    name = str(p.get("name"))
     composite_context.has(name)  # fail before sending when not inside a composite operation
     keep_alive = p.get("keep-alive") or PIT_KEEP_ALIVE
     status, resp = await Call(ctx, p)("POST", f"/{target(ctx, p)}/_pit", params={"keep_alive": keep_alive})
@@ -212,7 +212,7 @@ async def close_point_in_time(ctx: Context, p: dict[str, Any]) -> Result:
 
 
 async def submit_async_search(ctx: Context, p: dict[str, Any]) -> Result:
-    name = p["name"]
+    name = str(p.get("name"))
     composite_context.has(name)
     params = dict(p.get("request-params") or {})
     params.setdefault("wait_for_completion_timeout", 0)  # Rally's default: never answer synchronously
@@ -331,9 +331,10 @@ RUNNERS: dict[str, tuple[Any, tuple[str, ...]]] = {
     "paginated-search": (paginated_search, ("pages",)),
     "scroll-search": (scroll_search, ("pages",)),
     "composite-agg": (composite_agg, ("body",)),
-    "open-point-in-time": (open_point_in_time, ("name",)),
+    # "name" (the id's key) is written on the composite's request; a task's operation has no such parameter
+    "open-point-in-time": (open_point_in_time, ()),
     "close-point-in-time": (close_point_in_time, ("with-point-in-time-from",)),
-    "submit-async-search": (submit_async_search, ("name", "body")),
+    "submit-async-search": (submit_async_search, ("body",)),
     "get-async-search": (get_async_search, ("retrieve-results-for",)),
     "delete-async-search": (delete_async_search, ("delete-results-for",)),
     "field-caps": (field_caps, ()),
