@@ -247,12 +247,21 @@ def test_operations_this_cluster_lacks_fail_counted_with_its_message(tmp_path, e
         _op("pipeline", "put-pipeline", id="p1", body={"processors": [{"set": {"field": "x", "value": 1}}]}),
         _op("esql", "esql", query="FROM pages | LIMIT 1"),
         _op("ilm", "create-ilm-policy", **{"policy-name": "p", "body": {"policy": {"phases": {}}}}),
+        _op("ml", "create-ml-job", **{"job-id": "j", "body": {"analysis_config": {}}}),
+        _op("transform", "create-transform", **{"transform-id": "t", "body": {"source": {"index": "x"}}}),
+        # what the cluster has still runs: poll until a value of an answer meets the criterion
+        _op("until", "run-until", path="/_cluster/health", **{"json-path": "number_of_nodes",
+                                                              "criterion": {"operator": "gte", "value": 1}}),
     ]})
     trial, df, summary = _run(track, es_target)
-    for task in ("pipeline", "esql", "ilm"):
+    for task, answer in (("pipeline", "HTTP 400: parse_exception: No processor type exists with name [set]"),
+                         ("esql", "HTTP 405: {'error': 'Incorrect HTTP method for uri [/_query] and method [POST]"),
+                         ("ilm", "HTTP 400: {'error': 'no handler found for uri [/_ilm/policy/p] and method [PUT]'"),
+                         ("ml", "HTTP 400: {'error': 'no handler found for uri [/_ml/anomaly_detectors/j]"),
+                         ("transform", "HTTP 405: {'error': 'Incorrect HTTP method for uri [/_transform/t?defer_validation=false]")):
         t = summary.task(task)
-        assert t.failed_requests == 1, task
-        assert t.error_messages[0].message.startswith("HTTP "), t.error_messages
+        assert t.failed_requests == 1 and t.error_messages[0].message.startswith(answer), t.error_messages
+    assert summary.task("until").failed_requests == 0 and _task(df, "until")["success"]
     assert trial.status == "complete"
 
 
@@ -268,6 +277,9 @@ def test_operations_this_cluster_lacks_fail_counted_with_its_message(tmp_path, e
     ({"operation-type": "composite", "requests": [{"stream": [{"operation-type": "open-point-in-time"}]}]},
      "needs the parameter 'name'"),
     ({"operation-type": "composite", "requests": [{"name": "x"}]}, "needs 'stream' or 'operation-type'"),
+    ({"operation-type": "run-until", "path": "/", "json-path": "a", "criterion": {"operator": "gt"}},
+     "its operator must be one of"),
+    ({"operation-type": "wait-for-transform"}, "needs the parameter 'transform-id'"),
 ])
 def test_mandatory_parameters_are_checked_when_the_track_loads(tmp_path, op, needle):
     track = _track(tmp_path / "bad", {"schedule": [{"operation": {"name": "op", **op}}]})

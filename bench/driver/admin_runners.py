@@ -322,12 +322,55 @@ async def node_stats(ctx: Context, p: dict[str, Any]) -> Result:
     return failed(status, resp) if status >= 400 else Result()
 
 
+_OPERATORS = {
+    "exists": lambda v, _: v is not None, "not_exists": lambda v, _: v is None,
+    "gte": lambda v, t: int(v) >= int(t), "lte": lambda v, t: int(v) <= int(t),
+    "eq": lambda v, t: int(v) == int(t), "neq": lambda v, t: int(v) != int(t),
+}
+
+
+def _json_path(doc: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(part)
+    return doc
+
+
+async def run_until(ctx: Context, p: dict[str, Any]) -> Result:
+    """Rally's run-until: send the request every ``retry-wait-interval`` s (default 60) until the value at
+    ``json-path`` meets ``criterion`` ({operator, value})."""
+    call = Call(ctx, p)
+    crit = p["criterion"]
+    op = _OPERATORS[crit["operator"]]
+    wait = param_float(p, "retry-wait-interval", 60.0)
+    deadline = wait_deadline(p)
+    while True:
+        status, resp = await call(p.get("method", "GET"), p["path"], body=p.get("body"))
+        if status >= 400:
+            return failed(status, resp)
+        value = _json_path(resp, p["json-path"])
+        if value and op(value, crit.get("value")):
+            return Result()
+        if time.monotonic() > deadline:
+            return problem("run-until", f"{p['json-path']} is {value!r}: criterion {crit} not met in time")
+        await asyncio.sleep(wait)
+
+
 # ------------------------------------------------------------------ load-time checks
 
 
 def check_admin(name: str, op_type: str, params: dict[str, Any], *, track_file: str) -> None:
     for key in ("body", "target-body", "settings"):
         need_dict(name, op_type, params, key, track_file=track_file)
+    if op_type == "run-until":
+        crit = params["criterion"]
+        if not isinstance(crit, dict) or crit.get("operator") not in _OPERATORS:
+            raise TrackError(f"{track_file}: operation '{name}' (run-until) has criterion {crit!r}: its operator must "
+                             f"be one of {', '.join(_OPERATORS)}")
+        if crit["operator"] not in ("exists", "not_exists") and "value" not in crit:
+            raise TrackError(f"{track_file}: operation '{name}' (run-until): criterion operator "
+                             f"{crit['operator']} needs a 'value'")
     if op_type == "create-ilm-policy" and not isinstance(params["body"].get("policy"), dict):
         raise TrackError(f"{track_file}: operation '{name}' (create-ilm-policy) has a body without the top-level "
                          f"'policy' object the ILM API expects")
@@ -350,5 +393,6 @@ RUNNERS: dict[str, tuple[Any, tuple[str, ...]]] = {
     "downsample": (downsample, ()),
     "wait-for-recovery": (wait_for_recovery, ("index",)),
     "node-stats": (node_stats, ()),
+    "run-until": (run_until, ("path", "json-path", "criterion")),
 }
 

@@ -111,13 +111,19 @@ def raw_failure(status: int, raw: bytes, *, bytes_sent: int) -> Result:
 
 
 async def search(ctx: Context, p: dict[str, Any]) -> Result:
-    index = p.get("index") or ctx.default_index()
+    # Rally's targets: index, else data-stream, else the track's only index or data stream (bench: all indices)
+    index = p.get("index") or p.get("data-stream") or ctx.definitions.default_target() or ctx.default_index()
+    if isinstance(index, list):
+        index = ",".join(index)
     params = _req_params(p)
     if "cache" in p:
         params["request_cache"] = param_bool(p, "cache", False)
     body = p.get("_body_bytes")
     if body is None:
-        body = json.dumps(p.get("body") or {}).encode()
+        doc = p.get("body") or {}
+        if p.get("results-per-page"):
+            doc = {**doc, "size": as_int(p["results-per-page"], "results-per-page")}
+        body = json.dumps(doc).encode()
     status, raw = await ctx.cluster(p).send("POST", f"/{index}/_search", body, params=params)
     if status >= 400:
         return raw_failure(status, raw, bytes_sent=len(body))

@@ -273,8 +273,11 @@ async def field_caps(ctx: Context, p: dict[str, Any]) -> Result:
 
 
 async def esql(ctx: Context, p: dict[str, Any]) -> Result:
+    """ES|QL (``esql-profile``: with ``profile: true``); partial results are a failed request, as in Rally."""
     body = dict(p.get("body") or {})
     body["query"] = p["query"]
+    if p.get("_profile"):
+        body["profile"] = True
     if p.get("filter"):
         body["filter"] = p["filter"]
     status, resp = await Call(ctx, p)("POST", "/_query", body=body)
@@ -283,6 +286,10 @@ async def esql(ctx: Context, p: dict[str, Any]) -> Result:
     if isinstance(resp, dict) and resp.get("is_partial"):
         return problem("esql", "ES|QL query returned partial results", status=status)
     return Result()
+
+
+async def esql_profile(ctx: Context, p: dict[str, Any]) -> Result:
+    return await esql(ctx, {**p, "_profile": True})
 
 
 async def sql(ctx: Context, p: dict[str, Any]) -> Result:
@@ -339,5 +346,6 @@ RUNNERS: dict[str, tuple[Any, tuple[str, ...]]] = {
     "delete-async-search": (delete_async_search, ("delete-results-for",)),
     "field-caps": (field_caps, ()),
     "esql": (esql, ("query",)),
+    "esql-profile": (esql_profile, ("query",)),
     "sql": (sql, ("body",)),
 }
