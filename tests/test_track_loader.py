@@ -218,7 +218,7 @@ def test_unknown_operation_type_is_a_load_error():
     with pytest.raises(
         TrackError,
         match=r"unknown_op/track.json: operation 'stats' has unsupported operation-type "
-        r"'node-stats'",
+        r"'reindex'",
     ):
         load_track(DATA / "unknown_op", {})
 
