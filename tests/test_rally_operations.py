@@ -169,6 +169,8 @@ def test_paged_searches_weigh_their_pages(search_track, es_target, es_cluster):
         # 100 hits, 30 a page: 30, 30, 30, 10, then the empty page that ends the scroll (Rally counts it)
         _op("scroll", "scroll-search", pages="all", **{"results-per-page": 30}),
         # search_after stops once pages * 30 >= 100 hits: 4 pages
+        # Rally's older scroll: a search with pages
+        _op("old-scroll", "search", pages=2, **{"results-per-page": 30}),
         _op("paginated", "paginated-search", pages=10, body={"sort": [{"n": "asc"}]}, **{"results-per-page": 30}),
         _op("paginated-capped", "paginated-search", pages=2, body={"sort": [{"n": "asc"}]},
             **{"results-per-page": 30}),
@@ -182,7 +184,7 @@ def test_paged_searches_weigh_their_pages(search_track, es_target, es_cluster):
     ])
     trial, df, summary = _run(track, es_target)
     assert summary.failed_requests == 0, [t.error_messages for t in summary.tasks]
-    for task, pages in (("scroll", 5), ("paginated", 4), ("paginated-capped", 2), ("composite-agg", 4)):
+    for task, pages in (("scroll", 5), ("old-scroll", 2), ("paginated", 4), ("paginated-capped", 2), ("composite-agg", 4)):
         row = _task(df, task)
         assert (row["unit"], row["units"]) == ("pages", pages), task
     assert _task(df, "caps")["success"] and _task(df, "nodes")["success"]

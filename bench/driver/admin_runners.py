@@ -68,8 +68,11 @@ async def _put_all(call: Call, path: str, templates: list[tuple[str, dict[str, A
 
 
 async def create_index_template(ctx: Context, p: dict[str, Any]) -> Result:
+    declared = ctx.definitions.templates
+    if declared:  # Rally's legacy templates: the track's declared ones win over template + body
+        p = {k: v for k, v in p.items() if k != "body"}
     return await _put_all(Call(ctx, p), "/_template",
-                          _to_create(p, ctx.definitions.templates, "create-index-template", settings_path=("settings",)))
+                          _to_create(p, declared, "create-index-template", settings_path=("settings",)))
 
 
 async def create_composable_template(ctx: Context, p: dict[str, Any]) -> Result:

@@ -18,6 +18,7 @@ from bench.driver import composite_context
 from bench.driver.param_types import as_int, param_bool, param_float
 from bench.driver.runner_support import Call, failed, names, need_dict, problem
 from bench.driver.runners import Context, Result
+from bench.driver.runners import search as core_search
 from bench.errors import TrackError
 
 PIT_KEEP_ALIVE = "1m"
@@ -126,6 +127,13 @@ async def scroll_search(ctx: Context, p: dict[str, Any]) -> Result:
         if scroll_id:
             await call("DELETE", "/_search/scroll", body={"scroll_id": [scroll_id]}, own_params=False)
     return _pages_result(pages, timed_out)
+
+
+async def search(ctx: Context, p: dict[str, Any]) -> Result:
+    """``search`` with ``pages`` is Rally's older form of a scroll search; without, the core search."""
+    if "pages" in p:
+        return await scroll_search(ctx, p)
+    return await core_search(ctx, p)
 
 
 def _aggs(obj: Any) -> Any:
@@ -335,6 +343,7 @@ def check_search(name: str, op_type: str, params: dict[str, Any], *, track_file:
 
 
 RUNNERS: dict[str, tuple[Any, tuple[str, ...]]] = {
+    "search": (search, ()),
     "paginated-search": (paginated_search, ("pages",)),
     "scroll-search": (scroll_search, ("pages",)),
     "composite-agg": (composite_agg, ("body",)),
