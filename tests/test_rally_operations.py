@@ -221,6 +221,14 @@ def test_composite_operation_runs_streams_with_point_in_time_and_async_search(se
         _op("async", "composite", **async_search),
         # outside a composite operation there is nothing to hand the id to: Rally refuses it, so does bench
         _op("lonely-pit", "open-point-in-time", index="pages"),
+        # streams run side by side; a request after them waits for both; max-connections bounds what is in flight
+        _op("side-by-side", "composite", requests=[
+            {"stream": [{"name": "a", "operation-type": "sleep", "duration": 0.4}]},
+            {"stream": [{"name": "b", "operation-type": "sleep", "duration": 0.4}]},
+            {"name": "after", "operation-type": "sleep", "duration": 0.1}]),
+        _op("one-at-a-time", "composite", **{"max-connections": 1}, requests=[
+            {"stream": [{"name": "a", "operation-type": "sleep", "duration": 0.4}]},
+            {"stream": [{"name": "b", "operation-type": "sleep", "duration": 0.4}]}]),
         # a failing request fails its composite with the cluster's message
         _op("broken", "composite", requests=[{"name": "bad", "operation-type": "search", "index": "no-such-index",
                                               "body": {}}]),
@@ -231,6 +239,8 @@ def test_composite_operation_runs_streams_with_point_in_time_and_async_search(se
         df, summary = store.samples(trial.id), store.summary(trial.id)
     comp = df[df["task"] == "composite"]
     assert len(comp) == 3 and comp["success"].all() and (comp["units"] == 1).all()
+    assert 0.5 <= _task(df, "side-by-side")["service_time"] < 0.85
+    assert _task(df, "one-at-a-time")["service_time"] >= 0.8
     lonely = summary.task("lonely-pit")
     assert lonely.failed_requests == 1 and "only allowed inside a composite" in lonely.error_messages[0].message
     failed_async = summary.task("async")
