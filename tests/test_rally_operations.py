@@ -80,6 +80,8 @@ def test_templates_data_stream_and_bulk_into_it(tmp_path, es_target, es_cluster)
             _op("ds", "create-data-stream"),
             {**_op("load", "bulk", **{"bulk-size": 40}), "clients": 1},
             _op("refresh", "refresh", index="bench-logs-app"),
+            # search's data-stream names its target (a missing one answers 404, so the parameter was used)
+            _op("ds-search", "search", **{"data-stream": "no-such-stream"}, body={"query": {"match_all": {}}}),
             _op("legacy", "create-index-template", template="bench-legacy",
                 body={"index_patterns": ["bench-legacy-*"], "settings": {"number_of_shards": 1}}),
             _op("legacy-drop", "delete-index-template", template="bench-legacy"),
@@ -95,7 +97,10 @@ def test_templates_data_stream_and_bulk_into_it(tmp_path, es_target, es_cluster)
     ds = summary.task("ds")
     assert ds.failed_requests == 1 and ds.error_messages[0].message.startswith("HTTP 405: ")
     assert "/_data_stream/bench-logs-app" in ds.error_messages[0].message
-    assert summary.failed_requests == 1, [t.error_messages for t in summary.tasks]
+    ds_search = summary.task("ds-search")
+    assert ds_search.failed_requests == 1
+    assert ds_search.error_messages[0].message == "HTTP 404: index_not_found_exception: no such index [no-such-stream]"
+    assert summary.failed_requests == 2, [t.error_messages for t in summary.tasks]
     # each create/delete weighs the objects it touched
     assert _task(df, "ct")["units"] == 1 and _task(df, "it")["units"] == 1
     assert _task(df, "legacy-drop")["units"] == 1

@@ -237,7 +237,9 @@ async def get_async_search(ctx: Context, p: dict[str, Any]) -> Result:
     """Polls the named searches until none is running (Rally retries this operation until it succeeds); weight =
     the searches that completed."""
     call = Call(ctx, p)
-    wanted = [n for n in names(p["retrieve-results-for"]) if composite_context.has(n)]
+    wanted = names(p["retrieve-results-for"])
+    for n in wanted:
+        composite_context.get(n)  # a name no earlier request of the composite used is an error, as in Rally
     deadline = time.monotonic() + param_float(p, "retry-max-duration", 600.0)
     while True:
         completed = 0
@@ -258,8 +260,6 @@ async def get_async_search(ctx: Context, p: dict[str, Any]) -> Result:
 async def delete_async_search(ctx: Context, p: dict[str, Any]) -> Result:
     call = Call(ctx, p)
     for n in names(p["delete-results-for"]):
-        if not composite_context.has(n):
-            continue
         status, resp = await call("DELETE", f"/_async_search/{composite_context.get(n)}", own_params=False)
         composite_context.remove(n)
         if status >= 400:
