@@ -297,6 +297,8 @@ def test_operations_this_cluster_lacks_fail_counted_with_its_message(tmp_path, e
     ({"operation-type": "run-until", "path": "/", "json-path": "a", "criterion": {"operator": "gt"}},
      "its operator must be one of"),
     ({"operation-type": "wait-for-transform"}, "needs the parameter 'transform-id'"),
+    ({"operation-type": "search", "detailed-results": "maybe"}, "operation 'op' (search): operation parameter 'detailed-results' is 'maybe'"),
+    ({"operation-type": "sql", "body": {}}, "(sql) needs body.query"),
 ])
 def test_mandatory_parameters_are_checked_when_the_track_loads(tmp_path, op, needle):
     track = _track(tmp_path / "bad", {"schedule": [{"operation": {"name": "op", **op}}]})

@@ -339,7 +339,10 @@ def check_search(name: str, op_type: str, params: dict[str, Any], *, track_file:
     if op_type == "sql" and not (isinstance(params.get("body"), dict) and params["body"].get("query")):
         raise TrackError(f"{track_file}: operation '{name}' (sql) needs body.query")
     if "detailed-results" in params:
-        param_bool(params, "detailed-results", False)
+        try:
+            param_bool(params, "detailed-results", False)
+        except TrackError as e:
+            raise TrackError(f"{track_file}: operation '{name}' ({op_type}): {e}") from None
 
 
 RUNNERS: dict[str, tuple[Any, tuple[str, ...]]] = {
