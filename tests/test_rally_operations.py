@@ -65,7 +65,9 @@ def _task(df: Any, name: str) -> Any:
 def test_templates_data_stream_and_bulk_into_it(tmp_path, es_target, es_cluster):
     host = es_cluster.hosts[0]
     track = _track(tmp_path / "ds", {
-        "component-templates": [{"name": "bench-ct-mappings", "template": "ct.json"}],
+        # template-path: the body sits under that key of the file (as in k8s_metrics)
+        "component-templates": [{"name": "bench-ct-mappings", "template": "ct.json",
+                                 "template-path": "component_template"}],
         "composable-templates": [{"name": "bench-logs", "index-pattern": "bench-logs-*", "template": "it.json"}],
         "data-streams": [{"name": "bench-logs-app"}],
         # no target-data-stream: Rally sends the documents to the track's only data stream
@@ -86,8 +88,8 @@ def test_templates_data_stream_and_bulk_into_it(tmp_path, es_target, es_cluster)
                 body={"index_patterns": ["bench-legacy-*"], "settings": {"number_of_shards": 1}}),
             _op("legacy-drop", "delete-index-template", template="bench-legacy"),
         ]}, {
-        "ct.json": {"template": {"mappings": {"properties": {"@timestamp": {"type": "date"}, "n": {"type": "long"},
-                                                             "tag": {"type": "keyword"}}}}},
+        "ct.json": {"component_template": {"template": {"mappings": {"properties": {
+            "@timestamp": {"type": "date"}, "n": {"type": "long"}, "tag": {"type": "keyword"}}}}}},
         "it.json": {"index_patterns": ["bench-logs-*"], "data_stream": {}, "composed_of": ["bench-ct-mappings"],
                     "priority": 500, "template": {"settings": {"number_of_shards": 1}}},
     })
@@ -305,3 +307,12 @@ def test_mandatory_parameters_are_checked_when_the_track_loads(tmp_path, op, nee
     with pytest.raises(TrackError) as e:
         load_track(track, {})
     assert needle in str(e.value)
+
+
+def test_a_template_path_the_file_lacks_is_a_load_error(tmp_path):
+    track = _track(tmp_path / "tp", {
+        "composable-templates": [{"name": "t", "index-pattern": "x-*", "template": "t.json",
+                                  "template-path": "index_template"}],
+        "schedule": [_op("it", "create-composable-template")]}, {"t.json": {"template": {}}})
+    with pytest.raises(TrackError, match=r"composable-templates\[0\].*t.json has no 'index_template'"):
+        load_track(track, {})
