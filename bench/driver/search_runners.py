@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+import weakref
 from typing import Any
 
+from bench.client import RawHttp
 from bench.driver import composite_context
 from bench.driver.param_types import as_int, param_bool, param_float
 from bench.driver.runner_support import Call, failed, names, need_dict, problem
@@ -201,20 +203,45 @@ async def composite_agg(ctx: Context, p: dict[str, Any]) -> Result:
 # ------------------------------------------------------------------ point in time, async search
 
 
+# Which point-in-time API a cluster answers: Elasticsearch's /_pit, or OpenSearch's /_search/point_in_time (learnt
+# from the first open, so measured requests never probe).
+_OPENSEARCH_PIT: weakref.WeakKeyDictionary[RawHttp, bool] = weakref.WeakKeyDictionary()
+
+
+def _no_such_api(status: int, resp: Any) -> bool:
+    text = str(resp)
+    return status in (400, 405) and ("no handler found" in text or "Incorrect HTTP method" in text)
+
+
 async def open_point_in_time(ctx: Context, p: dict[str, Any]) -> Result:
     name = str(p.get("name"))
     composite_context.has(name)  # fail before sending when not inside a composite operation
-    keep_alive = p.get("keep-alive") or PIT_KEEP_ALIVE
-    status, resp = await Call(ctx, p)("POST", f"/{target(ctx, p)}/_pit", params={"keep_alive": keep_alive})
+    call = Call(ctx, p)
+    params = {"keep_alive": p.get("keep-alive") or PIT_KEEP_ALIVE}
+    index = target(ctx, p)
+    if not _OPENSEARCH_PIT.get(call.http):
+        status, resp = await call("POST", f"/{index}/_pit", params=params)
+        if status < 400:
+            composite_context.put(name, resp["id"])
+            return Result()
+        if not _no_such_api(status, resp):
+            return failed(status, resp)
+    status, resp = await call("POST", f"/{index}/_search/point_in_time", params=params)
     if status >= 400:
         return failed(status, resp)
-    composite_context.put(name, resp["id"])
+    _OPENSEARCH_PIT[call.http] = True
+    composite_context.put(name, resp["pit_id"])
     return Result()
 
 
 async def close_point_in_time(ctx: Context, p: dict[str, Any]) -> Result:
     pit_from = p["with-point-in-time-from"]
-    status, resp = await Call(ctx, p)("DELETE", "/_pit", body={"id": composite_context.get(pit_from)})
+    call = Call(ctx, p)
+    pit_id = composite_context.get(pit_from)
+    if _OPENSEARCH_PIT.get(call.http):
+        status, resp = await call("DELETE", "/_search/point_in_time", body={"pit_id": [pit_id]})
+    else:
+        status, resp = await call("DELETE", "/_pit", body={"id": pit_id})
     composite_context.remove(pit_from)
     return failed(status, resp) if status >= 400 else Result()
 
