@@ -316,3 +316,42 @@ def test_a_template_path_the_file_lacks_is_a_load_error(tmp_path):
         "schedule": [_op("it", "create-composable-template")]}, {"t.json": {"template": {}}})
     with pytest.raises(TrackError, match=r"composable-templates\[0\].*t.json has no 'index_template'"):
         load_track(track, {})
+
+
+def test_opensearch_creates_data_streams_and_serves_point_in_time(tmp_path):
+    # OpenSearch's zip has data streams in its core (the Elasticsearch integ-test zip has not) and its own point in
+    # time API: one OpenSearch node for what only it can show.
+    from tests.esnode import running_cluster
+
+    track = _track(tmp_path / "os", {
+        "component-templates": [{"name": "os-ct", "template": "ct.json"}],
+        "composable-templates": [{"name": "os-it", "index-pattern": "os-logs-*", "template": "it.json"}],
+        "data-streams": [{"name": "os-logs-app"}],
+        "corpora": [{"name": "c", "documents": [{"source-file": str(_docs(tmp_path / "d.json", 100)),
+                                                  "document-count": 100}]}],
+        "schedule": [
+            _op("ct", "create-component-template"), _op("it", "create-composable-template"),
+            _op("ds", "create-data-stream"),
+            {**_op("load", "bulk", **{"bulk-size": 50}), "clients": 1},
+            _op("refresh", "refresh", index="os-logs-app"),
+            _op("pit", "composite", requests=[
+                {"name": "pit", "operation-type": "open-point-in-time", "index": "os-logs-app"},
+                {"name": "after", "operation-type": "paginated-search", "with-point-in-time-from": "pit",
+                 "index": "os-logs-app", "pages": "all", "results-per-page": 40, "body": {"sort": [{"n": "asc"}]}},
+                {"name": "close", "operation-type": "close-point-in-time", "with-point-in-time-from": "pit"}]),
+            _op("drop-ds", "delete-data-stream"),
+        ]}, {
+        "ct.json": {"template": {"mappings": {"properties": {"n": {"type": "long"}, "tag": {"type": "keyword"}}}}},
+        "it.json": {"index_patterns": ["os-logs-*"], "data_stream": {}, "composed_of": ["os-ct"], "priority": 500},
+    })
+    with running_cluster(tmp_path / "cluster", engine="opensearch", version="2.19.1") as info:
+        host = info.hosts[0]
+        target = ",".join(h.removeprefix("http://") for h in info.hosts)
+        # seen before the data stream is deleted: a second race would find it gone
+        trial, df, summary = _run(track, target)
+        pits = _get(host, "/_search/point_in_time/_all").get("pits", [])
+        streams = _get(host, "/_data_stream").get("data_streams", [])
+    assert summary.failed_requests == 0, [t.error_messages for t in summary.tasks]
+    assert _task(df, "ds")["units"] == 1 and _task(df, "drop-ds")["units"] == 1
+    assert df[df["task"] == "load"]["units"].sum() == 100
+    assert _task(df, "pit")["success"] and pits == [] and streams == []
