@@ -20,6 +20,7 @@ from bench.client import ClusterTarget
 from bench.driver.mp_pool import MpWorkerPool
 from bench.driver.pool import Message, WorkerPool
 from bench.driver.track_code import TrackCodePlan, plan_for
+from bench.driver.track_defs import TrackDefinitions, track_definitions
 from bench.driver.worker import StepPlan
 from bench.driver.worker_extensions import extension_paths
 from bench.errors import RaceError, RaceInterrupted
@@ -60,6 +61,7 @@ class Coordinator:
         self._interrupt: str | None = None
         self.cancelled = 0  # in-flight requests cancelled by an interruption (neither successes nor failures)
         self._wake: asyncio.Event | None = None
+        self._definitions = TrackDefinitions()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -86,6 +88,7 @@ class Coordinator:
         if self._interrupt:
             self._wake.set()
         indices = {i.name: i.body_content for i in track.indices}
+        self._definitions = track_definitions(track)
         for no, step in enumerate(schedule):
             tasks = step.tasks if isinstance(step, Parallel) else [step]
             completed_by = step.completed_by if isinstance(step, Parallel) else None
@@ -95,7 +98,8 @@ class Coordinator:
                indices: dict[str, Any]) -> list[StepPlan]:
         plans = [StepPlan(no, tasks, [], self.targets, self.default_cluster,
                           {t.name: documents.get(t.name, []) for t in tasks}, indices,
-                          report_failures=self.on_error == "abort", track_code=self._track_code)
+                          report_failures=self.on_error == "abort", track_code=self._track_code,
+                          definitions=self._definitions)
                  for _ in range(self.n)]
         k = 0
         for ti, task in enumerate(tasks):

@@ -17,6 +17,7 @@ from typing import Any
 from bench.client import RawHttp
 from bench.driver.bodies import BulkBody
 from bench.driver.param_types import as_float, as_int, param_bool, param_float, param_int
+from bench.driver.track_defs import TrackDefinitions
 
 
 @dataclass(slots=True)
@@ -35,13 +36,13 @@ class Result:
 
 @dataclass
 class Context:
-    """What a client's runners can reach: one RawHttp per cluster, and the track's index definitions."""
+    """What a client's runners can reach: one RawHttp per cluster, the track's index bodies, and its other
+    declarations (templates, data streams) for the admin operations that default to them."""
 
     http: dict[str, RawHttp]
     default_cluster: str
     indices: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # name -> body
-    templates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    composable_templates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    definitions: TrackDefinitions = field(default_factory=TrackDefinitions)
 
     def cluster(self, params: dict[str, Any]) -> RawHttp:
         return self.http[params.get("cluster", self.default_cluster)]
@@ -111,13 +112,19 @@ def raw_failure(status: int, raw: bytes, *, bytes_sent: int) -> Result:
 
 
 async def search(ctx: Context, p: dict[str, Any]) -> Result:
-    index = p.get("index") or ctx.default_index()
+    # Rally's targets: index, else data-stream, else the track's only index or data stream (bench: all indices)
+    index = p.get("index") or p.get("data-stream") or ctx.definitions.default_target() or ctx.default_index()
+    if isinstance(index, list):
+        index = ",".join(index)
     params = _req_params(p)
     if "cache" in p:
         params["request_cache"] = param_bool(p, "cache", False)
     body = p.get("_body_bytes")
     if body is None:
-        body = json.dumps(p.get("body") or {}).encode()
+        doc = p.get("body") or {}
+        if p.get("results-per-page"):
+            doc = {**doc, "size": as_int(p["results-per-page"], "results-per-page")}
+        body = json.dumps(doc).encode()
     status, raw = await ctx.cluster(p).send("POST", f"/{index}/_search", body, params=params)
     if status >= 400:
         return raw_failure(status, raw, bytes_sent=len(body))

@@ -30,6 +30,7 @@ from bench.driver.registry import runner_for
 from bench.driver.request_options import with_request_options
 from bench.driver.runners import Context, with_retries
 from bench.driver.track_code import TrackCode, TrackCodePlan
+from bench.driver.track_defs import TrackDefinitions
 from bench.driver.worker_extensions import load_extensions
 from bench.errors import BenchError
 from bench.provision.osuser import pdeathsig_preexec
@@ -51,6 +52,7 @@ class StepPlan:
     default_cluster: str
     documents: dict[str, list[DocumentsSpec]] = field(default_factory=dict)  # task name -> corpus files
     indices: dict[str, Any] = field(default_factory=dict)
+    definitions: TrackDefinitions = field(default_factory=TrackDefinitions)
     report_failures: bool = False  # --on-error=abort: tell the coordinator about the first failure
     track_code: TrackCodePlan | None = None  # the track has a track.py: its runners, sources, schedulers
 
@@ -136,7 +138,8 @@ async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event,
     per_cluster = max(1, len(plan.clients))
     https = {t.name: RawHttp(t, connections=per_cluster) for t in plan.targets}
     gzip_for = {t.name: t.options.http_compress for t in plan.targets}
-    ctx = Context(http=https, default_cluster=plan.default_cluster, indices=plan.indices)
+    ctx = Context(http=https, default_cluster=plan.default_cluster, indices=plan.indices,
+                  definitions=plan.definitions)
     default_index = next(iter(plan.indices), None) if len(plan.indices) == 1 else None
     code = TrackCode(plan.track_code, plan.targets, plan.default_cluster, per_cluster) if plan.track_code else None
     jobs = []

@@ -40,7 +40,8 @@ _BUF = 1 << 20
 
 def bulk_documents(track: Track, op_params: dict[str, Any]) -> list[DocumentsSpec]:
     """The document sets a bulk operation uses: param ``corpora`` (a name or list; default all corpora),
-    restricted to the target indices in param ``indices`` when given (Rally semantics)."""
+    restricted to the target indices in param ``indices`` and data streams in ``data-streams`` when given (Rally
+    semantics)."""
     if "template" in op_params:
         return []  # documents rendered from a Loadgen template, not read from a corpus
     if "param-source" in op_params:
@@ -49,10 +50,14 @@ def bulk_documents(track: Track, op_params: dict[str, Any]) -> list[DocumentsSpe
     names = [wanted] if isinstance(wanted, str) else list(wanted or [c.name for c in track.corpora])
     indices = op_params.get("indices")
     indices = [indices] if isinstance(indices, str) else indices
+    streams = op_params.get("data-streams")
+    streams = [streams] if isinstance(streams, str) else streams
     out: list[DocumentsSpec] = []
     for name in names:
         for d in track.corpus(name).documents:
             if indices and d.target_index not in indices and d.target_data_stream not in indices:
+                continue
+            if streams and d.target_data_stream not in streams:
                 continue
             out.append(d)
     return out

@@ -448,7 +448,7 @@ def load_track(
             )
         indices.append(spec)
     templates: dict[str, list[Any]] = {}
-    for key in ("templates", "composable-templates"):
+    for key in ("templates", "composable-templates", "component-templates"):
         templates[key] = []
         for i, spec in enumerate(raw.get(key, []) or []):
             spec = dict(spec) if isinstance(spec, dict) else spec
@@ -479,6 +479,8 @@ def load_track(
         "indices": indices,
         "templates": templates["templates"],
         "composable-templates": templates["composable-templates"],
+        "component-templates": templates["component-templates"],
+        "data-streams": raw.get("data-streams", []) or [],
         "corpora": raw.get("corpora", []) or [],
         "challenges": challenges,
         "params": dict(params),
@@ -525,12 +527,14 @@ def _installed(requirement: str) -> bool:
 
 
 def _default_target_index(track: Track, file: Path) -> None:
-    """Rally: with exactly one index, documents without a target go there."""
+    """Rally: with exactly one index (or else one data stream), documents without a target go there."""
     for c in track.corpora:
         for d in c.documents:
             if d.target_index is None and d.target_data_stream is None:
                 if len(track.indices) == 1:
                     d.target_index = track.indices[0].name
+                elif len(track.data_streams) == 1:
+                    d.target_data_stream = track.data_streams[0].name
 
 
 def _check_corpora_refs(track: Track, file: Path) -> None:

@@ -31,8 +31,27 @@ class TemplateSpec(_RallyModel):
     name: str
     index_pattern: str | None = None
     template: str  # path relative to the track folder
+    # Rally: where in the file the template body sits (dotted keys), e.g. "index_template"
+    template_path: str | None = None
     delete_matching_indices: bool = True
     template_content: dict[str, Any] | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _body_at_template_path(self) -> "TemplateSpec":
+        if self.template_path and self.template_content is not None:
+            body: Any = self.template_content
+            for key in self.template_path.split("."):
+                if not isinstance(body, dict) or key not in body:
+                    raise ValueError(f"template '{self.name}': {self.template} has no '{self.template_path}' "
+                                     f"(its template-path)")
+                body = body[key]
+            self.template_content = body
+            self.template_path = None  # applied: validating again must not descend twice
+        return self
+
+
+class DataStreamSpec(_RallyModel):
+    name: str
 
 
 class GeneratorSpec(_RallyModel):
@@ -199,6 +218,8 @@ class Track(_RallyModel):
     indices: list[IndexSpec] = Field(default_factory=list)
     templates: list[TemplateSpec] = Field(default_factory=list)
     composable_templates: list[TemplateSpec] = Field(default_factory=list)
+    component_templates: list[TemplateSpec] = Field(default_factory=list)
+    data_streams: list[DataStreamSpec] = Field(default_factory=list)
     corpora: list[CorpusSpec] = Field(default_factory=list)
     challenges: list[Challenge]
     # Track parameters actually applied (defaults of the track are not listed).
