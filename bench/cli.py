@@ -94,7 +94,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="load-driver processes (default 1; sequences then count per process)")
 
     ls = sub.add_parser("list", help="list trials, tracks, cars or telemetry devices")
-    ls.add_argument("what", choices=["trials", "tracks", "cars", "telemetry"])
+    ls.add_argument("what", nargs="?", default="trials", choices=["trials", "tracks", "cars", "telemetry"],
+                    help="what to list (default: trials)")
     ls.add_argument("--limit", type=int, default=30)
 
     sh = sub.add_parser("show", help="print the summary of a stored trial")
