@@ -17,6 +17,7 @@ import signal
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from bench import extensions, redact
 from bench.client import DEFAULT_CLUSTER, ClusterTarget, RawHttp, check_cluster, parse_client_options
@@ -81,7 +82,7 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     console.print(f"[bold]Trial {trial.id}[/bold]: track [cyan]{track.name}[/cyan], challenge "
                   f"[cyan]{challenge.name}[/cyan]{' (test mode)' if opts.test_mode else ''}", highlight=False)
     for line in warmups:
-        console.print(f"[yellow]Warmup:[/yellow] {line}", highlight=False)
+        console.print(f"[yellow]Warmup:[/yellow] {escape(line)}", highlight=False)
     facts: list[dict[str, Any]] = []
     with recorded_run(store, trial.id, "race", lambda: _summary_of_stored(store, trial.id, None)) as outcome:
         try:
