@@ -68,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--user-tag", action="append", help="k:v (repeatable or comma-separated)")
     r.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
     r.add_argument("--report-file", help="also write the summary to this file")
+    r.add_argument("--all", action="store_true", help="print the full table after the headline (report files always have it)")
     r.add_argument("--keep-cluster", action="store_true", help="leave the local cluster running")
     r.add_argument("--worker-processes", type=int, default=1,
                    help="load driver processes (clients are dealt out to them; default 1)")
@@ -101,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     sh = sub.add_parser("show", help="print the summary of a stored trial")
     sh.add_argument("trial", help="trial id or unique prefix")
     sh.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
+    sh.add_argument("--all", action="store_true", help="the full table after the headline (files always have it)")
 
     st = sub.add_parser("stop", help="stop the nodes a --keep-cluster race left running, keep their logs, "
                                       "delete their folders")
@@ -163,7 +165,8 @@ def _race(a: argparse.Namespace, console: Console) -> int:
     from bench.summary import status_label
 
     console.print()
-    console.print(result.report, highlight=False, markup=False, soft_wrap=True)
+    console.print(_terminal_report(result.summary, result.report, a, console), highlight=False, markup=False,
+                  soft_wrap=True)
     console.print(f"\nTrial [bold]{result.trial_id}[/bold] stored ({status_label(result.status, result.summary)}).",
                   highlight=False)
     return 0
@@ -229,6 +232,15 @@ def _list(a: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _terminal_report(summary: Any, report: str, a: argparse.Namespace, console: Console) -> str:
+    """What the terminal gets: the headline and notes, the full table with --all (files always get it)."""
+    if summary is None or a.report_format != "table":
+        return report
+    from bench.report import render_summary
+
+    return render_summary(summary, "table", full=a.all, width=max(60, console.width))
+
+
 def _show(a: argparse.Namespace, console: Console) -> int:
     from bench.report import render_summary
     from bench.store import TrialStore
@@ -244,7 +256,8 @@ def _show(a: argparse.Namespace, console: Console) -> int:
     if summary is None:
         console.print("No samples were stored for this trial.")
         return 0
-    console.print(render_summary(summary, a.report_format), highlight=False, markup=False, soft_wrap=True)
+    console.print(_terminal_report(summary, render_summary(summary, a.report_format), a, console), highlight=False,
+                  markup=False, soft_wrap=True)
     return 0
 
 

@@ -30,6 +30,8 @@ def add_report_parsers(sub: Any) -> None:
     c.add_argument("--candidate", action="append", default=[], help="candidate selector (repeatable)")
     c.add_argument("--format", choices=["table", "markdown", "csv", "json"], default="table")
     c.add_argument("--output", help="write to this file instead of the terminal")
+    c.add_argument("--all", action="store_true",
+                   help="the full table after the headline in the terminal (files and other formats always have it)")
     _noise_options(c)
 
     r = sub.add_parser("report", help="render a markdown or HTML report of a trial or a comparison")
@@ -96,7 +98,7 @@ def _compare(a: argparse.Namespace, console: Console) -> int:
         path = write_report(render_comparison(cmp, a.format), a.output, option="--output")
         console.print(f"Comparison written to {path}", highlight=False, markup=False)
     elif a.format == "table" and console.is_terminal:
-        console.print(comparison_renderable(cmp))
+        console.print(comparison_renderable(cmp, width=console.width, full=a.all))
     else:
         console.print(render_comparison(cmp, a.format), highlight=False, markup=False, soft_wrap=True, end="")
     return 0
