@@ -64,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
                                             "use_ssl, verify_certs, ca_certs, client_cert, client_key, timeout, "
                                             "http_compress")
     r.add_argument("--test-mode", action="store_true", help="a tiny, fast version of the track to check it works")
+    r.add_argument("--offline", action="store_true", help="never download corpora: use local copies only")
+    r.add_argument("--corpus-dir", help="a folder with local copies of corpus files (<dir>/<corpus>/<file> or "
+                                        "<dir>/<file>), looked at first (Rally's local.dataset.cache)")
     r.add_argument("--on-error", choices=["continue", "abort"], default="continue")
     r.add_argument("--user-tag", action="append", help="k:v (repeatable or comma-separated)")
     r.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
@@ -93,6 +96,12 @@ def _parser() -> argparse.ArgumentParser:
     lg.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
     lg.add_argument("--worker-processes", type=int, default=1,
                     help="load-driver processes (default 1; sequences then count per process)")
+
+    inf = sub.add_parser("info", help="what a track holds: corpora, challenges, schedules, and what bench cannot run")
+    inf.add_argument("--track", help="built-in track name (see 'bench list tracks')")
+    inf.add_argument("--track-path", help="a folder containing track.json")
+    inf.add_argument("--track-params", help="k:v,k2:v2 or a JSON file")
+    inf.add_argument("--challenge", help="show only this challenge's schedule")
 
     ls = sub.add_parser("list", help="list trials, tracks, cars or telemetry devices")
     ls.add_argument("what", nargs="?", default="trials", choices=["trials", "tracks", "cars", "telemetry"],
@@ -144,6 +153,7 @@ def _race(a: argparse.Namespace, console: Console) -> int:
             distribution_version=a.distribution_version, distribution_repository=a.distribution_repository,
             distribution_path=a.distribution_path, nodes=a.nodes, http_port=a.http_port,
             target_hosts=a.target_hosts, client_options=raw_client_options, test_mode=a.test_mode,
+            offline=a.offline, corpus_dir=a.corpus_dir,
             on_error=a.on_error, user_tags=_kv_list(a.user_tag, "--user-tag"), report_format=a.report_format,
             report_file=a.report_file, keep_cluster=a.keep_cluster, worker_processes=a.worker_processes,
             progress=not a.quiet,
@@ -195,6 +205,19 @@ def _loadgen(a: argparse.Namespace, console: Console) -> int:
     console.print(result.loadgen_report, highlight=False, markup=False, soft_wrap=True)
     console.print(result.report, highlight=False, markup=False, soft_wrap=True)
     console.print(f"\nTrial [bold]{result.trial_id}[/bold] stored ({result.status}).", highlight=False)
+    return 0
+
+
+def _info(a: argparse.Namespace, console: Console) -> int:
+    """Exit 0 whenever the track can be read, runnable or not: each task bench cannot run says so and why."""
+    from bench.track.info import render_info
+    from bench.track.loader import find_track, load_track
+
+    if not a.track and not a.track_path:
+        raise ConfigError("bench info needs --track=NAME (see 'bench list tracks') or --track-path=DIR")
+    track = load_track(find_track(a.track, a.track_path), _params(a.track_params, "--track-params"),
+                       ignore_unused=True)
+    console.print(render_info(track, a.challenge), highlight=False, markup=False, soft_wrap=True)
     return 0
 
 
@@ -306,6 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _loadgen(args, console)
         if args.command == "list":
             return _list(args, console)
+        if args.command == "info":
+            return _info(args, console)
         if args.command == "cloud":
             from bench.cloud.cli import run_cloud
 

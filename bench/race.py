@@ -38,11 +38,13 @@ from bench.driver.failure_log import FailureLog
 from bench.driver.progress import Progress
 from bench.driver.warmup import warmup_notes
 from bench.errors import ClusterError
+from bench.home import data_dir
 from bench.options import RaceOptions
 from bench.pipeline import RaceHook, RacePlan, RaceResult, RaceSchedule, RaceTargets, race_hooks
 from bench.report import check_report_file, render_summary, write_report
 from bench.store import TrialInfo, TrialStore, machine_info, new_trial_id, utcnow
 from bench.summary import Summary, summarize
+from bench.track import plugins as track_plugins
 from bench.track.corpus import bulk_documents, prepare_corpora
 from bench.track.loader import find_track, load_track
 from bench.track.model import Challenge, DocumentsSpec, Track
@@ -84,16 +86,20 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     for line in warmups:
         console.print(f"[yellow]Warmup:[/yellow] {escape(line)}", highlight=False)
     facts: list[dict[str, Any]] = []
-    with recorded_run(store, trial.id, "race", lambda: _summary_of_stored(store, trial.id, None)) as outcome:
+    hidden = {t.name for t in challenge.tasks() if not t.include_in_reporting}
+    with recorded_run(store, trial.id, "race", lambda: _summary_of_stored(store, trial.id, None, hidden)) as outcome:
         try:
-            prepare_corpora(track, challenge, test_mode=opts.test_mode)
+            # Rally's prepare phase of a track's processors (track.py), then bench's own corpus preparation.
+            track_plugins.run_prepare(track, track_plugins.plugins_of(track), data_dir(), challenge.name)
+            prepare_corpora(track, challenge, test_mode=opts.test_mode, offline=opts.offline,
+                            corpus_dir=opts.corpus_dir)
             documents = _documents_per_task(track, challenge)
             targets = clusters.start(trial.id, client_options, console)
             for hook in hooks:
                 opts = hook.prepare(RaceTargets(opts, track, challenge, targets, clusters.cars, console))
             facts, totals = asyncio.run(_drive_and_collect(
                 opts, store, trial.id, track, challenge, documents, targets, hooks, clusters, console))
-            outcome.summary = _summary_of_stored(store, trial.id, totals)
+            outcome.summary = _summary_of_stored(store, trial.id, totals, hidden)
             for hook in hooks:  # while the clusters still run
                 outcome.summary = hook.finish(RaceTargets(opts, track, challenge, targets, clusters.cars, console),
                                               outcome.summary)
@@ -115,9 +121,19 @@ def _documents_per_task(track: Track, challenge: Challenge) -> dict[str, list[Do
             if t.operation.operation_type == "bulk"}
 
 
-def _summary_of_stored(store: TrialStore, trial_id: str, totals: ClusterTotals | None) -> Summary | None:
+def _summary_of_stored(store: TrialStore, trial_id: str, totals: ClusterTotals | None,
+                       hidden: set[str] | None = None) -> Summary | None:
+    """The summary of the stored samples; tasks with include-in-reporting false are stored, not summarised."""
     df = store.samples(trial_id)
-    summary = summarize(df, totals) if not df.empty else None
+    shown = df[~df["task"].isin(hidden)] if hidden and not df.empty else df
+    summary = summarize(shown, totals) if not shown.empty else None
+    if summary is not None and hidden:
+        ran = sorted(set(df["task"]) & hidden)
+        if ran:
+            failed = int((~df[df["task"].isin(hidden)]["success"]).sum())
+            summary.notes.append(f"Not reported (include-in-reporting: false): {', '.join(ran)}; their samples "
+                                 f"are stored with the trial" + (f"; {failed} of their requests failed" if failed
+                                                                 else "") + ".")
     return enrich(summary, store, trial_id)
 
 
@@ -148,7 +164,7 @@ async def _drive_and_collect(opts: RaceOptions, store: TrialStore, trial_id: str
             for hook in hooks:
                 await around.enter_async_context(hook.around_schedule(schedule))
             gc_before = await _gc_reading(targets[0]) if targets else None
-            await coord.run_challenge(track, challenge.schedule, documents)
+            await coord.run_challenge(track, challenge.schedule, documents, challenge.name)
     finally:
         coord.close()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -2,8 +2,8 @@
 
 The terminal shows the headline and the notes, the full table with ``--all``; report files (table and
 markdown) carry headline and full table. table and markdown show rounded, human-readable values (2 decimals,
-thousands separators, sizes in the unit their magnitude calls for, no scientific notation), leave out
-Rally's min/median/max-across-primary-shards rows where they only repeat the total (one shard), and end with
+thousands separators, sizes in the unit their magnitude calls for, no scientific notation); the table leaves
+out Rally's min/median/max-across-primary-shards rows where they only repeat the total (one shard); both end with
 the summary's notes; csv and json carry the raw values (machine-readable, full precision). Every format
 carries the distinct error messages of failed requests with their counts: in the notes (table, markdown,
 json), as ``errors`` (json) and as ``error: <message>`` rows counting requests (csv, which has no notes).
@@ -41,14 +41,15 @@ def format_value(v: float | int) -> str:
     return plain(v)
 
 
-def shown_rows(summary: Summary) -> list[MetricRow]:
-    """The rows a reader gets in table/markdown: sizes rescaled, per-shard rows that repeat the total left out."""
+def shown_rows(summary: Summary, *, collapse: bool = True) -> list[MetricRow]:
+    """The rows a reader gets in table/markdown: sizes rescaled; with ``collapse`` (the terminal table) Rally's
+    per-shard rows that only repeat the total left out."""
     rows = summary.rows()
     totals = {r.metric: r.value for r in rows if not r.task}
     out = []
     for r in rows:
         m = _ACROSS.match(r.metric)
-        if m and not r.task and totals.get(f"Cumulative {m.group(1)} of primary shards") == r.value and all(
+        if collapse and m and not r.task and totals.get(f"Cumulative {m.group(1)} of primary shards") == r.value and all(
                 totals.get(f"{k} cumulative {m.group(1)} across primary shards") == r.value
                 for k in ("Min", "Median", "Max")):
             continue
@@ -80,7 +81,7 @@ def render_summary(summary: Summary, fmt: ReportFormat = "table", *, full: bool 
         for e in errors:
             w.writerow([f"error: {e['message']}", redact_text(e["task"]), e["count"], "requests"])
         return buf.getvalue()
-    shown = shown_rows(summary)
+    shown = shown_rows(summary, collapse=fmt == "table")
     text = render_headline(race_headline(summary), fmt, width=width)
     if full:
         table = [[r.metric, r.task, format_value(r.value), r.unit] for r in shown]

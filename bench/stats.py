@@ -35,9 +35,11 @@ Choices (documented because they change numbers):
   early values by the work in flight (8 clients x 5,000 docs over 11 s: +3.6 k docs/s); bench counts it as
   it is done. Per-second rates on a real cluster vary far more than this (refreshes, merges, GC), which is
   what the series shows; a Min of per-second rates is one bad second, not what Rally users compare.
-- Mean throughput is total measured units / measured duration (phase start to last completion), warmup
-  excluded; Rally's mean is the mean of its running means. The two differ when the warmup ran at another
-  rate than the measured part.
+- Mean throughput is the work done during the measured part (its first scheduled start to its last
+  completion) divided by that time, from F: the tail of a bulk started in the warmup counts, the part it
+  did before the measured part does not. Counting the measured requests' units instead undercounts when
+  requests are long against the phase (bulks of 25 s in a 20 s period read a third of the index's rate).
+  Rally's mean is the mean of its running means; the two differ when the warmup ran at another rate.
 """
 
 from __future__ import annotations
@@ -73,8 +75,9 @@ def normalize_frame(df: pd.DataFrame) -> pd.DataFrame:
         if col in df:
             df[col] = df[col].fillna(0).astype("int64")
     df["error_type"] = df["error_type"].astype(object).where(df["error_type"].notna(), None)
-    if "error" in df:
-        df["error"] = df["error"].astype(object).where(df["error"].notna(), None)
+    for col in ("error", "meta"):
+        if col in df:
+            df[col] = df[col].astype(object).where(df[col].notna(), None)
     return df
 
 
@@ -113,7 +116,7 @@ def cumulative_work(units: np.ndarray, served_from: np.ndarray, done: np.ndarray
                     at: np.ndarray) -> np.ndarray:
     """The work completed by each time in ``at``: F(t) = sum over requests of the share of their units done by t,
     each request's units spread uniformly over its service interval [served_from, done] (an instantaneous
-    request counts wholly at its completion, a completion exactly at t included).
+    request counts wholly at its completion, from just after it: a completion exactly at t is not in F(t)).
 
     F is piecewise linear with slope changes +r_i at served_from_i and -r_i at done_i (r_i = units_i / width_i),
     so F(t) = t*S(t) - T(t) with S, T prefix sums over the sorted breakpoints: O(N log N), no loop over requests.
@@ -126,7 +129,8 @@ def cumulative_work(units: np.ndarray, served_from: np.ndarray, done: np.ndarray
     if (~spread).any():
         steps_t = np.sort(done[~spread])
         steps_u = np.concatenate([[0.0], np.cumsum(units[~spread][np.argsort(done[~spread], kind="stable")])])
-        out += steps_u[np.searchsorted(steps_t, at, side="right")]
+        # A completion exactly at t is not yet done at t: it belongs to the bucket [t, t + 1).
+        out += steps_u[np.searchsorted(steps_t, at, side="left")]
     if spread.any():
         rate = units[spread] / width[spread]
         times = np.concatenate([served_from[spread], done[spread]])
@@ -179,7 +183,8 @@ def _phase_series(work: _Work, phase_df: pd.DataFrame, phase: str) -> pd.DataFra
         edges = start + np.arange(full + 1, dtype=float)
         durations = np.ones(full)
     else:
-        edges = np.array([start, end])  # a phase shorter than a second is one bucket over its whole span
+        # A phase shorter than a second is one bucket over its whole span, its last completion included.
+        edges = np.array([start, end + 1e-9])
         durations = np.array([span])
     cum = work.at(edges)
     units = np.diff(cum)
@@ -216,7 +221,10 @@ def throughput_series(samples_df: pd.DataFrame, task: str) -> pd.DataFrame:
     df = samples_df[samples_df["task"] == task]
     if df.empty:
         return pd.DataFrame(columns=SERIES_COLUMNS)
-    work = _Work(df)
+    return _series(_Work(df), df)
+
+
+def _series(work: _Work, df: pd.DataFrame) -> pd.DataFrame:
     warm = df["warmup"].astype(bool)
     parts = [_phase_series(work, df[warm], "warmup"), _phase_series(work, df[~warm], "measurement")]
     parts = [p for p in parts if not p.empty]
@@ -250,7 +258,7 @@ def measured_duration(samples_df: pd.DataFrame) -> float:
 
 def throughput_stats(samples_df: pd.DataFrame, task: str) -> ThroughputStats | None:
     """min/median/max of the task's running mean at each whole second of its measurement phase (see module
-    doc); mean = total measured units / measured duration. Pass the task's warmup samples too: the running
+    doc); mean = the work done in the measured part (first scheduled start to last completion) / its duration. Pass the task's warmup samples too: the running
     mean starts at the task's first request, as Rally's does. None when the task has no measurement samples
     or no successful work."""
     df = samples_df[samples_df["task"] == task]
@@ -264,13 +272,16 @@ def throughput_stats(samples_df: pd.DataFrame, task: str) -> ThroughputStats | N
     duration = measured_duration(measured)
     if duration <= 0:
         return None  # every request completed the instant it was scheduled: no time base
-    series = throughput_series(df, task)
+    work = _Work(df)
+    series = _series(work, df)
     values = series.loc[series["phase"] == "measurement", "running_mean"].to_numpy(dtype=float)
     values = values[~np.isnan(values)]
     if values.size == 0:
         return None
-    return ThroughputStats(min=float(values.min()), mean=total_units / duration, median=float(np.median(values)),
-                           max=float(values.max()), unit=unit, rule=THROUGHPUT_RULE)
+    start = float(measured["absolute_time"].min())
+    done = work.at(np.array([start, start + duration + 1e-9]))
+    return ThroughputStats(min=float(values.min()), mean=float(done[1] - done[0]) / duration,
+                           median=float(np.median(values)), max=float(values.max()), unit=unit, rule=THROUGHPUT_RULE)
 
 
 class ErrorStats(BaseModel):

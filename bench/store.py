@@ -109,6 +109,10 @@ MIGRATIONS: list[str] = [
     ALTER TABLE trials ADD COLUMN pid INTEGER;
     ALTER TABLE trials ADD COLUMN pid_started REAL;
     """,
+    # 5: what a track's own runner returned besides weight/unit/success (Rally's request meta data), as JSON.
+    """
+    ALTER TABLE samples ADD COLUMN meta TEXT;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -382,6 +386,8 @@ class TrialStore:
                     s = s._replace(error_type=redact_text(s.error_type))
                 if s.error is not None:
                     s = s._replace(error=redact_text(s.error))
+                if s.meta is not None:
+                    s = s._replace(meta=redact_text(s.meta))
                 yield (trial_id, *s)
 
         placeholders = ", ".join("?" for _ in range(len(SAMPLE_COLUMNS) + 1))

@@ -65,6 +65,7 @@ def test_terminal_headline_fits_and_shows_whole_numbers(width):
 def test_full_table_rescales_sizes_and_drops_per_shard_rows_that_repeat_the_total():
     s = _summary()
     rows = {(r.metric, r.task): (r.value, r.unit) for r in shown_rows(s)}
+    assert len(shown_rows(s, collapse=False)) == len(s.rows())  # markdown keeps them
     assert rows[("Store size", "")] == (134.0, "B")  # not 1.25e-07 GB
     assert ("Cumulative indexing time of primary shards", "") in rows
     # One shard: Rally's min/median/max across primary shards are the total again.

@@ -11,7 +11,7 @@ import pytest
 from bench.cluster_stats import ClusterTotals, ShardTotals
 from bench.errors import BenchError, ConfigError
 from bench.redact import register_secret
-from bench.report import format_value, render_summary, shown_rows, write_report
+from bench.report import format_value, render_summary, write_report
 from bench.stats import ThroughputStats
 from bench.summary import Summary, TaskSummary
 
@@ -66,7 +66,7 @@ def test_markdown_is_a_github_pipe_table_with_notes():
     assert lines[1].startswith("|--")
     body = [line for line in lines[2:] if line.startswith("|")]
     assert all(line.count("|") == 5 for line in body)
-    assert len(body) == len(shown_rows(make_summary()))
+    assert len(body) == len(make_summary().rows())
     assert "Error rate is 1.25%" in text.split("## All metrics", 1)[1]
 
 

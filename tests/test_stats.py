@@ -145,6 +145,9 @@ def test_requests_in_flight_at_the_warmup_boundary_count_in_the_seconds_they_wer
     # in the first).
     assert list(m["throughput"]) == pytest.approx([2000, 2000, 2000, 2000])
     assert list(m["second"]) == [0, 1, 2, 3]
+    # The mean is the work done from 2.0 to 6.5 s: client 1's warmup bulk did 500 docs of it, the rest came
+    # from the measured bulks (8,000 docs; the measured bulks' units alone would read 1,778).
+    assert throughput_stats(samples_frame(s), "b").mean == pytest.approx(8500 / 4.5)
 
 
 def test_throughput_stats_short_phase_is_one_bucket_over_its_span():

@@ -201,11 +201,12 @@ def _extension_factory(task: Task) -> SourceFactory | None:
 
 
 def sends_corpus_once(task: Task) -> bool:
-    """Whether the task's clients each send their slice of a corpus once (a core, not looped bulk): then the
-    corpus, not a time or an iteration count, ends the task."""
+    """Whether the task's clients each send their slice of a corpus once (a core, not looped bulk, no track's or
+    extension's source): then the corpus, not a time or an iteration count, ends the task."""
     extensions.load()
-    return (task.operation.operation_type == "bulk" and _extension_factory(task) is None
-            and not param_bool(task.operation.params, "looped", False))
+    p = task.operation.params
+    return (task.operation.operation_type == "bulk" and "param-source" not in p  # a track.py's source
+            and _extension_factory(task) is None and not param_bool(p, "looped", False))
 
 
 def param_source(task: Task, sc: SourceContext) -> Iterator[dict[str, Any]]:
