@@ -104,7 +104,8 @@ def _parser() -> argparse.ArgumentParser:
     inf.add_argument("--challenge", help="show only this challenge's schedule")
 
     ls = sub.add_parser("list", help="list trials, tracks, cars or telemetry devices")
-    ls.add_argument("what", choices=["trials", "tracks", "cars", "telemetry"])
+    ls.add_argument("what", nargs="?", default="trials", choices=["trials", "tracks", "cars", "telemetry"],
+                    help="what to list (default: trials)")
     ls.add_argument("--limit", type=int, default=30)
 
     sh = sub.add_parser("show", help="print the summary of a stored trial")
@@ -244,14 +245,13 @@ def _list(a: argparse.Namespace, console: Console) -> int:
     else:
         from bench.store import TrialStore
         from bench.summary import status_label
+        from bench.trial_list import render_trial_list
 
         with TrialStore() as store:
             trials = store.list_trials(a.limit)
             statuses = {t.id: status_label(t.status, store.summary(t.id)) for t in trials}
-        rows = [(t.id[:12], t.start_time.strftime("%Y-%m-%d %H:%M:%S"), t.track, t.challenge, "+".join(t.car) or "-",
-                 statuses[t.id], ",".join(f"{k}={v}" for k, v in t.user_tags.items())) for t in trials]
-        console.print(tabulate(rows, headers=["Trial", "Started (UTC)", "Track", "Challenge", "Car", "Status",
-                                              "Tags"]), markup=False)
+        console.print(render_trial_list(trials, statuses, console.width if console.is_terminal else None),
+                      markup=False, highlight=False, soft_wrap=True)
     return 0
 
 

@@ -17,6 +17,7 @@ import signal
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from bench import extensions, redact
 from bench.client import DEFAULT_CLUSTER, ClusterTarget, RawHttp, check_cluster, parse_client_options
@@ -35,6 +36,7 @@ from bench.cluster_stats import (
 from bench.driver.coordinator import Coordinator
 from bench.driver.failure_log import FailureLog
 from bench.driver.progress import Progress
+from bench.driver.warmup import warmup_notes
 from bench.errors import ClusterError
 from bench.home import data_dir
 from bench.options import RaceOptions
@@ -60,6 +62,7 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     track = load_track(find_track(opts.track, opts.track_path), opts.track_params,
                        ignore_unused=opts.ignore_unused_track_params, test_mode=opts.test_mode)
     challenge = track.challenge(opts.challenge)
+    warmups = warmup_notes(track, challenge)  # a warmup that would hold a whole task fails before any machine exists
     client_options = parse_client_options(opts.client_options)
     if opts.report_file:
         check_report_file(opts.report_file)
@@ -80,6 +83,8 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     store.create_trial(trial)
     console.print(f"[bold]Trial {trial.id}[/bold]: track [cyan]{track.name}[/cyan], challenge "
                   f"[cyan]{challenge.name}[/cyan]{' (test mode)' if opts.test_mode else ''}", highlight=False)
+    for line in warmups:
+        console.print(f"[yellow]Warmup:[/yellow] {escape(line)}", highlight=False)
     facts: list[dict[str, Any]] = []
     hidden = {t.name for t in challenge.tasks() if not t.include_in_reporting}
     with recorded_run(store, trial.id, "race", lambda: _summary_of_stored(store, trial.id, None, hidden)) as outcome:

@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 
 from bench.driver.param_types import ParamError
+from bench.driver.params import CorpusSource
 from bench.driver.runners import Context, Result, Runner
 from bench.driver.schedule import Pacer
 from bench.samples import RequestSample
@@ -27,15 +28,22 @@ WALL_OFFSET = time.time() - time.monotonic()
 
 @dataclass
 class Bounds:
-    """When a client stops: by iterations, by time, or when its parameter source is exhausted."""
+    """When a client stops (by iterations, by time, or when its parameter source is exhausted) and which of its
+    requests are warmup: by time when the task names a time period or a warmup time period (Rally's
+    time-period schedule), else its first ``warmup_iterations``."""
 
     warmup_iterations: int
     iterations: int | None  # measured iterations; None = not iteration-bounded
     warmup_end: float  # monotonic
     deadline: float | None  # monotonic; None = not time-bounded
+    by_time: bool = False
+    # A client sending its corpus slice once keeps at least half of its requests out of a warmup time period:
+    # at most this many of its requests are warmup (``bench.driver.warmup``).
+    warmup_cap: int | None = None
 
     @staticmethod
-    def of(task: Task, start_at: float, *, finite_source: bool = False) -> "Bounds":
+    def of(task: Task, start_at: float, corpus_requests: int | None = None, *,
+           finite_source: bool = False) -> "Bounds":
         warmup_end = start_at + (task.warmup_time_period or 0.0)
         deadline = warmup_end + task.time_period if task.time_period is not None else None
         iterations = task.iterations
@@ -44,7 +52,15 @@ class Bounds:
             # Rally's default for a task that names neither iterations nor a time period; a finite parameter
             # source (a track's, see bench.driver.custom_sources) runs until it is exhausted instead.
             iterations = 1
-        return Bounds(task.warmup_iterations or 0, iterations, warmup_end, deadline)
+        by_time = task.warmup_time_period is not None or task.time_period is not None
+        cap = corpus_requests // 2 if corpus_requests is not None and by_time and task.warmup_time_period else None
+        return Bounds(task.warmup_iterations or 0, iterations, warmup_end, deadline, by_time, cap)
+
+    def is_warmup(self, i: int, due: float) -> bool:
+        """Whether the client's ``i``-th request (0-based), due at ``due``, is warmup."""
+        if not self.by_time:
+            return i < self.warmup_iterations
+        return due < self.warmup_end and (self.warmup_cap is None or i < self.warmup_cap)
 
 
 def result_from_exception(e: BaseException) -> Result:
@@ -68,7 +84,8 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
     request (``before_request``/``after_request``, Rally's scheduler API).
     A request cancelled in flight (an interruption) is neither a success nor a failure: it is only
     counted through ``on_cancel``, never recorded."""
-    b = Bounds.of(task, start_at, finite_source=getattr(source, "finite", False))
+    b = Bounds.of(task, start_at, source.count if isinstance(source, CorpusSource) else None,
+                  finite_source=getattr(source, "finite", False))
     # The task's own schedule unless a track's scheduler replaces it.
     pacer = Pacer(task, seed=client_id) if offsets is None else None
     feedback = offsets if getattr(offsets, "feedback", False) else None
@@ -128,7 +145,7 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
         if feedback is not None:
             feedback.after_request(time.perf_counter(), res.units if res.success else 0, res.unit,
                                    {"success": res.success, **(res.meta or {})})
-        warmup = i < b.warmup_iterations if total_iterations is not None else due < b.warmup_end
+        warmup = b.is_warmup(i, due)
         meta = task_meta if not res.meta else json.dumps({**task.meta, **res.meta}, default=str, sort_keys=True)
         record(RequestSample(task.name, op.name, op.operation_type, client_id, WALL_OFFSET + due, t1 - start_at,
                              t1 - due, t1 - t0, res.units, res.unit, res.bytes_sent, res.success, res.error_type,

@@ -34,6 +34,7 @@ from bench.track import rally_helpers
 from bench.track.generators import GENERATORS, generator_names
 from bench.track.model import Challenge, Operation, Parallel, Task, Track
 from bench.track.operations import check_operation
+from bench.track.params import blame_param
 from bench.track.testmode import apply_test_mode
 
 log = logging.getLogger(__name__)
@@ -151,11 +152,14 @@ def _render(env: jinja2.Environment, root: Path, rel: str, source: str) -> str:
         raise TrackError(f"{root / rel}: cannot render the template: {type(e).__name__}: {e}") from None
 
 
-def _parse_json(text: str, file: Path, *, rendered: bool) -> Any:
+def _parse_json(text: str, file: Path, *, rendered: bool, params: dict[str, Any] | None = None) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         lines = text.splitlines()
+        blamed = blame_param(lines[e.lineno - 1], e.colno, params) if params and 0 < e.lineno <= len(lines) else None
+        if blamed:  # a bad track parameter: name it, not a line the user never wrote
+            raise TrackError(f"{blamed} ({file})") from None
         bad = lines[e.lineno - 1].strip() if 0 < e.lineno <= len(lines) else ""
         what = f"{file} (rendered track)" if rendered else str(file)
         raise TrackError(
@@ -174,7 +178,8 @@ def _load_template_file(
         used.extend(rally_helpers.template_files(env, root, rel))
     except jinja2.TemplateSyntaxError as e:
         raise _syntax_error(e, root) from None
-    data = _parse_json(_render(env, root, rel, path.read_text(encoding="utf-8")), path, rendered=True)
+    data = _parse_json(_render(env, root, rel, path.read_text(encoding="utf-8")), path, rendered=True,
+                       params=env.globals)
     if not isinstance(data, dict):
         raise TrackError(f"{path}: must hold a JSON object")
     return data
@@ -435,7 +440,7 @@ def load_track(
     except jinja2.TemplateSyntaxError as e:
         raise _syntax_error(e, root) from None
     source = rally_helpers.assemble(root, file.read_text(encoding="utf-8"))
-    raw = _parse_json(_render(env, root, TRACK_FILE, source), file, rendered=True)
+    raw = _parse_json(_render(env, root, TRACK_FILE, source), file, rendered=True, params=params)
     if not isinstance(raw, dict):
         raise TrackError(f"{file}: the rendered track must be a JSON object")
 
