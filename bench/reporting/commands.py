@@ -146,7 +146,7 @@ def _experiment_overrides(a: argparse.Namespace) -> dict[str, Any]:
 
 
 def _experiment(a: argparse.Namespace, console: Console) -> int:
-    from bench.experiment import comparison_selectors, load_experiment, plan, run_experiment
+    from bench.experiment import comparison_selectors, load_experiment, run_experiment
     from bench.reporting.render import compare_report
     from bench.store import TrialStore
 
@@ -159,9 +159,10 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
     if a.history is not None and exp.study is None:
         raise ConfigError(f"--history: experiment file {a.file} has no 'study:' block naming the key rows to follow")
     if a.dry_run:
-        for i, r in enumerate(plan(exp, a.run_id or "dry-run"), 1):
-            console.print(f"{i:3}. {r.variant} #{r.repetition} on {r.track.label or 'the track'}", highlight=False,
-                          markup=False)
+        from bench.experiment import dry_run_lines
+
+        for line in dry_run_lines(exp, a.run_id or "dry-run"):
+            console.print(line, highlight=False, markup=False)
         return 0
     say = lambda text: console.print(text, highlight=False, markup=False)
     if exp.study is not None and exp.study.note:
