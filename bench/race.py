@@ -18,7 +18,7 @@ from typing import Any
 
 from rich.console import Console
 
-from bench import extensions, redact
+from bench import activity, extensions, redact
 from bench.client import DEFAULT_CLUSTER, ClusterTarget, RawHttp, check_cluster, parse_client_options
 from bench.cluster_source import RaceClusters, resolve_clusters
 from bench.cluster_stats import (
@@ -81,9 +81,11 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     facts: list[dict[str, Any]] = []
     with recorded_run(store, trial.id, "race", lambda: _summary_of_stored(store, trial.id, None)) as outcome:
         try:
-            prepare_corpora(track, challenge, test_mode=opts.test_mode)
+            with activity.step("Preparing corpora", enabled=opts.progress):
+                prepare_corpora(track, challenge, test_mode=opts.test_mode)
             documents = _documents_per_task(track, challenge)
-            targets = clusters.start(trial.id, client_options, console)
+            with activity.step("Starting clusters", enabled=opts.progress):
+                targets = clusters.start(trial.id, client_options, console)
             for hook in hooks:
                 opts = hook.prepare(RaceTargets(opts, track, challenge, targets, clusters.cars, console))
             facts, totals = asyncio.run(_drive_and_collect(

@@ -21,6 +21,7 @@ from typing import IO, Any
 
 import zstandard
 
+from bench.activity import say
 from bench.download import fetch
 from bench.errors import TrackError
 from bench.home import data_dir
@@ -212,6 +213,7 @@ def _generated(corpus: str, d: DocumentsSpec, docs: int) -> Path:
     path = data_dir() / corpus / f"{g.name}-seed{g.seed}-n{docs}{extra}.json"
     if not path.is_file():
         log.info("generating %d %s documents into %s", docs, g.name, path)
+        say(f"corpus {corpus}: generating {docs:,} {g.name} documents")
         generate_file(g.name, g.seed, docs, path)
     _check_lines(path, d, docs)
     return path
@@ -246,6 +248,7 @@ def _prepare_file(corpus: str, d: DocumentsSpec, track_root: Path, test_mode: bo
                     src = download(_url(d.base_url, d.source_file), cache / d.source_file)
             if src is None:
                 raise _missing(corpus, d, track_root)
+            say(f"corpus {corpus}: taking the first {docs:,} documents of {src.name} (test mode)")
             _write_atomically(target, _head_lines(src, _expected_lines(d, docs)))
         d.document_count = docs
         _check_lines(target, d, docs)
@@ -258,7 +261,10 @@ def _prepare_file(corpus: str, d: DocumentsSpec, track_root: Path, test_mode: bo
             if not d.base_url:
                 raise _missing(corpus, d, track_root)
             packed = [download(_url(d.base_url, d.source_file), cache / d.source_file)]
+        if compressed:
+            say(f"corpus {corpus}: decompressing {packed[0].name}")
         target = decompress(packed[0], cache / plain_name) if compressed else packed[0]
+    say(f"corpus {corpus}: counting the documents of {target.name}")
     _check_lines(target, d, d.document_count)
     return target
 
