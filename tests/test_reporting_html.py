@@ -98,8 +98,11 @@ _PROBE = """<script>window.addEventListener("load", function () { setTimeout(fun
   var plots = {};
   document.querySelectorAll("[data-plot]").forEach(function (d) {
     var el = d.querySelector(".js-plotly-plot");
-    plots[d.getAttribute("data-plot")] = el ? {points: el.data.map(function (t) { return (t.y || []).length; }),
-                                               y0: el._fullLayout.yaxis.range[0]} : null;
+    // Points plotly computed for each trace (calcdata: what it drew, whatever encoding the data came in).
+    plots[d.getAttribute("data-plot")] = el ? {
+      points: (el.calcdata || []).map(function (cd) {
+        return cd.filter(function (p) { return typeof p.y === "number" && isFinite(p.y); }).length; }),
+      y0: el._fullLayout.yaxis.range[0]} : null;
   });
   b.setAttribute("data-plots", JSON.stringify(plots));
   var env = [];
@@ -160,6 +163,14 @@ def test_compare_report_at_1400_px_starts_with_the_headline_and_fits_the_page(co
     width, height, raw = _png_pixels(shot)
     assert (width, height) == (1400, 2400)
     assert len(set(raw[: len(raw) // 4])) > 50  # the top quarter (the headline) is drawn, not blank
+    # One trial's report starts with its race headline too.
+    one = tmp_path / "one.html"
+    assert main(["report", compare_trials.groups["g1"][0], "--format=html", f"--output={one}"]) == 0
+    dom, probe = _measured(tmp_path, one, 1400)
+    assert int(probe["data-scroll-width"]) <= 1400, probe
+    head = dom.find('<section id="headline">')
+    assert 0 < head < dom.find("<h2>Environment</h2>") < dom.find('data-plot="')
+    assert "min / median / max" in dom[head:dom.find("</section>", head)]
 
 
 @needs_chromium

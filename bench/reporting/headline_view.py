@@ -43,10 +43,9 @@ def trial_headline(summary: Summary | None) -> dict[str, Any]:
 def _cell_classes(cmp: Comparison, headers: list[str]) -> list[list[str]]:
     """One class per cell: numbers right-aligned; the cells that say a candidate's change coloured by its verdict
     (with one candidate: Δ, Δ %, CI and Result; with several: each candidate's Δ % cell)."""
-    plain = {0: "", 1: ""}
     out = []
     for r in cmp.rows:
-        cls = ["" if i in plain else "num" for i in range(len(headers))]
+        cls = ["" if i < 2 else "num" for i in range(len(headers))]  # Metric and Task are text
         if len(cmp.candidates) == 1:
             colour = VERDICT_CLASS.get(r.candidates[0].verdict, "")
             for i, h in enumerate(headers):

@@ -10,6 +10,7 @@ is not drawn: the ``notes`` list passed in gets one line saying which and why.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,11 +76,13 @@ def _safe(text: str) -> str:
 
 
 def _tasks(trials: list[PlotTrial]) -> list[str]:
+    """Tasks with a course to plot: a throughput, and more than one request in some trial (a one-off step such
+    as create-index has neither a course over time nor percentiles)."""
     seen: dict[str, None] = {}
     for t in trials:
         if t.summary is not None:
             for ts in t.summary.tasks:
-                if ts.throughput is not None:
+                if ts.throughput is not None and ts.requests > 1:
                     seen.setdefault(ts.task)
     return list(seen)
 
@@ -186,9 +189,12 @@ def telemetry_plots(trials: list[PlotTrial], notes: list[str] | None = None) -> 
                     continue  # this trial has not sampled the metric this way: try the next source
                 for node in empty:
                     reasons.setdefault("with no data points", []).append(f"{t.name} · {node}")
+                per_cluster = Counter(name.split("/")[0] for name in [*(n for n, _ in series), *empty])
                 for node, s in series:
                     if not s["y"].abs().gt(0).any():
-                        reasons.setdefault(_ZERO.get(key, "all zero"), []).append(f"{t.name} · {node}")
+                        alone = per_cluster[node.split("/")[0]] == 1
+                        why = _ZERO[key] if alone and key in _ZERO else "all zero"
+                        reasons.setdefault(why, []).append(f"{t.name} · {node}")
                         continue
                     style = _line(t)
                     style["name"] = f"{t.name} · {node}"
@@ -200,9 +206,9 @@ def telemetry_plots(trials: list[PlotTrial], notes: list[str] | None = None) -> 
     return plots
 
 
-# Why a series of zeros is no news, where the reason is known.
-_ZERO = {"net-rx": "all zero (a node alone in its cluster sends nothing over transport)",
-         "net-tx": "all zero (a node alone in its cluster sends nothing over transport)"}
+# Why a series of zeros is no news, where the reason is known: the node is alone in its cluster.
+_ZERO = {"net-rx": "all zero: a node alone in its cluster sends nothing over transport",
+         "net-tx": "all zero: a node alone in its cluster sends nothing over transport"}
 
 
 def all_plots(trials: list[PlotTrial], notes: list[str] | None = None) -> list[Plot]:
