@@ -105,11 +105,15 @@ _PROBE = """<script>window.addEventListener("load", function () { setTimeout(fun
       y0: el._fullLayout.yaxis.range[0]} : null;
   });
   b.setAttribute("data-plots", JSON.stringify(plots));
-  var env = [];
+  var env = [], head = [];
   document.querySelectorAll("table.env, table.per-trial").forEach(function (t) {
     env.push([t.parentNode.scrollWidth, t.parentNode.clientWidth]);
   });
+  document.querySelectorAll("#headline .box").forEach(function (box) {
+    head.push([box.scrollWidth, box.clientWidth]);
+  });
   b.setAttribute("data-env-boxes", JSON.stringify(env));
+  b.setAttribute("data-headline-boxes", JSON.stringify(head));
 }, 500); });</script>"""
 
 
@@ -134,8 +138,10 @@ def test_compare_report_at_1400_px_starts_with_the_headline_and_fits_the_page(co
     html = tmp_path / "report.html"
     assert main(["report", "--compare", "tag:group=g1", "tag:group=g2", "--format=html", f"--output={html}"]) == 0
     dom, probe = _measured(tmp_path, html, 1400)
-    # No horizontal overflow of the page at 1400 px.
+    # No horizontal overflow of the page at 1400 px, and the headline needs no scroll bar of its own.
     assert int(probe["data-scroll-width"]) <= 1400, probe
+    boxes = json.loads(probe["data-headline-boxes"])
+    assert boxes and all(scroll <= client for scroll, client in boxes), boxes
     # The headline comes first: its title, its rows and one sentence per candidate, all before the first plot.
     first_plot = dom.find('data-plot="')
     assert first_plot > 0
