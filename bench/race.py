@@ -19,7 +19,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from bench import extensions, redact
+from bench import activity, extensions, redact
 from bench.client import DEFAULT_CLUSTER, ClusterTarget, RawHttp, check_cluster, parse_client_options
 from bench.cluster_source import RaceClusters, resolve_clusters
 from bench.cluster_stats import (
@@ -91,10 +91,12 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
         try:
             # Rally's prepare phase of a track's processors (track.py), then bench's own corpus preparation.
             track_plugins.run_prepare(track, track_plugins.plugins_of(track), data_dir(), challenge.name)
-            prepare_corpora(track, challenge, test_mode=opts.test_mode, offline=opts.offline,
-                            corpus_dir=opts.corpus_dir)
+            with activity.step("Preparing corpora", enabled=opts.progress):
+                prepare_corpora(track, challenge, test_mode=opts.test_mode, offline=opts.offline,
+                                corpus_dir=opts.corpus_dir)
             documents = _documents_per_task(track, challenge)
-            targets = clusters.start(trial.id, client_options, console)
+            with activity.step("Starting clusters", enabled=opts.progress):
+                targets = clusters.start(trial.id, client_options, console)
             for hook in hooks:
                 opts = hook.prepare(RaceTargets(opts, track, challenge, targets, clusters.cars, console))
             facts, totals = asyncio.run(_drive_and_collect(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,9 @@ def test_trial_report_has_environment_summary_and_telemetry(compare_trials, monk
     md = capsys.readouterr().out
     for heading in ("## Environment", "## Cluster totals", "## Task index", "## Telemetry"):
         assert heading in md
+    # The headline first: a line per working task, before the environment and the full tables.
+    assert md.index("## Headline") < md.index("## Environment") < md.index("## Cluster totals")
+    assert re.search(r"^\| index +\|", md[md.index("## Headline"):md.index("## Environment")], re.MULTILINE)
     assert "| Track params |" in md and "| User tags | group=g1 |" in md
     assert "elasticsearch 8.19.21" in md
     assert "| Mean Throughput | index |" in md
@@ -49,6 +53,12 @@ def test_compare_report_markdown_and_png_plots(compare_trials, monkeypatch, tmp_
     assert main(args) == 0
     md = (tmp_path / "r.md").read_text()
     assert "## Comparison" in md and "**regression**" in md
+    # The comparison's headline first: its rows with the result, one sentence per candidate.
+    head = md.index("## Headline: slow (3 trials) vs baseline fast (3 trials)")
+    assert head < md.index("## Environment") < md.index("## Comparison")
+    headline = md[head:md.index("## Environment")]
+    assert re.search(r"^\| median throughput +\| index .*\*\*regression\*\*", headline, re.MULTILINE), headline
+    assert "slow vs fast: median throughput of index −" in headline
     assert "| Mean Throughput | index |" in md
     if shutil.which("chromium"):
         pngs = sorted(p.name for p in plots.glob("*.png"))

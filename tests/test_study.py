@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from bench.compare import Side, TrialData
 from bench.experiment import StudySpec
-from bench.reporting.study import render_study_markdown, study_table
+from bench.reporting.study import render_study_markdown, study_table, study_view
 from bench.stats import ThroughputStats
 from bench.summary import Summary, TaskSummary
 from bench.telemetry.summary import SECTION, NodeTelemetry, TelemetrySummary
@@ -52,6 +52,12 @@ def test_differently_named_tasks_and_clusters_line_up_with_verdicts():
     assert "| Metric | Unit | Baseline: baseline (n=3) | ccr (n=3) | Δ % |" in md
     assert "| Median Throughput (indexing) | docs/s | 1,010 | 710 | -29.7 % regression (95 % CI" in md
     assert "Disk write [follower] (Δ against ccr)" in md
+    # The HTML report colours each Δ % cell by its verdict (the label and unit cells stay plain).
+    view = study_view(table)
+    i = [r[0] for r in view.rows].index("Median Throughput (indexing)")
+    assert view.classes[i] == ["", "", "num", "num", "num regression"]
+    disk_read = [r[0] for r in view.rows].index("Disk read [default vs leader]")
+    assert view.classes[disk_read][-1] == "num noise"  # zero on both sides: no change, grey
 
 
 def test_the_named_indexing_task_wins_over_the_first_bulk():

@@ -31,6 +31,7 @@ import yaml
 from pydantic import SecretStr
 
 import bench.provision.ports as portalloc
+from bench.activity import say
 from bench.errors import ConfigError, ProvisionError
 from bench.provision.car import CarConfig, load_car
 from bench.provision.distribution import obtain_distribution
@@ -149,6 +150,7 @@ class LocalProvisioner:
         java_home = resolve_java_home(spec.java_home, layout)
         pairs = portalloc.node_ports(spec.nodes, spec.http_port)  # fails before anything is started
         try:
+            say(f"cluster {spec.name}: getting {spec.engine} {spec.version or ''}".rstrip())
             source = obtain_distribution(spec.engine, spec.version, spec.repository or car.repository,
                                          spec.distribution_path, checksum=spec.checksum or car.checksum or "auto")
             user = node_user()
@@ -161,23 +163,27 @@ class LocalProvisioner:
                 register_secret(password)
             names = [f"{spec.name}-{i}" for i in range(spec.nodes)]
             for i, (http, transport) in enumerate(pairs):
+                say(f"cluster {spec.name}: installing node {names[i]} ({i + 1} of {spec.nodes})")
                 node = self._prepare_node(spec, layout, car, source, java_home, user, names, pairs, i)
                 cluster.nodes.append(node)
                 cluster.info.nodes.append(node.info)
                 if car.security:
                     self._add_user(node, layout, java_home, user, car.security.role, username, password)
             for node in cluster.nodes:
+                say(f"cluster {spec.name}: launching node {node.info.name}")
                 self._launch(node, layout, car, java_home, user)
         finally:
             portalloc.release([p for pair in pairs for p in pair])
         cluster.info.username = username
         cluster.info.password = SecretStr(password) if password else None
         auth = (username, password) if password else None
+        say(f"cluster {spec.name}: waiting for {spec.nodes} node(s) to form a healthy cluster")
         self._wait_healthy(cluster, spec.nodes, auth, timeout)
         cluster.info.version = self._version(cluster, auth)
         for node in cluster.nodes:
             node.info.pid = _server_pid(node)
         if car.trial_license:
+            say(f"cluster {spec.name}: starting the trial license")
             self._start_trial(cluster, auth)
         log.info("cluster %s (%s %s) is up: %s", spec.name, spec.engine, cluster.info.version,
                  ", ".join(cluster.info.hosts))
@@ -336,6 +342,9 @@ class LocalProvisioner:
             if time.monotonic() > deadline:
                 raise self._node_failure(cluster.nodes[0], f"did not become healthy within {timeout:.0f} s "
                                                            f"(last answer: {last})")
+            waited = timeout - (deadline - time.monotonic())
+            say(f"cluster {cluster.info.name}: waiting for {expected_nodes} node(s) to form a healthy cluster "
+                f"({waited:.0f} s)")
             time.sleep(0.5)
 
     def _node_failure(self, node: _Node, what: str) -> ProvisionError:

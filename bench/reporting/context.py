@@ -2,13 +2,16 @@
 plain dicts and lists so users can write their own Jinja2 templates against them.
 
 Context keys (both modes): ``title``, ``mode`` ("trial" | "compare"), ``generated``, ``bench_version``,
+``headline`` (``bench/reporting/headline_view.py``: the race or comparison headline, what reports show first),
 ``sides`` (label, selector, trials: list of ``environment()`` dicts), ``environment_table`` (headers, rows: one
-column per trial), ``notes``; trial mode adds ``trial``,
+column per trial), ``environment_summary`` (common: what every trial shares; per_trial: one row per trial with
+only the facts that differ, ``changed`` flags), ``notes``; trial mode adds ``trial``,
 ``sections`` (name, headers, rows -- rows as lists of strings), ``summary_markdown`` and ``errors`` (task, message,
 count per distinct error message of failed requests); compare mode adds
 ``comparison`` (the JSON form), ``sections`` (compare rows split as below), ``comparison_markdown``; html adds
-``plots`` (key, title, div) and ``plotly_js``. ``study_tables`` (title, headers, rows, notes: an experiment's
-study table and its history, ``bench/reporting/study.py`` / ``bench/history.py``; empty otherwise) comes first.
+``plots`` (key, title, div) and ``plotly_js``; both add ``plot_notes`` (series and plots left out, and why).
+``study_tables`` (title, headers, rows, notes, classes: an experiment's study table and its history,
+``bench/reporting/study.py`` / ``bench/history.py``; empty otherwise) comes right after the headline.
 Sections: "Cluster totals", one per task, then one per registered summary section (``register_section``:
 "Telemetry", "CCR"), each holding its rows and the rows of others it hides (CCR: rows whose metric names CCR).
 """
@@ -23,6 +26,7 @@ from bench.compare.core import Comparison, Side
 from bench.compare.render import side_lines, table_headers, table_rows, to_json
 from bench.redact import redact, redact_text
 from bench.report import format_value
+from bench.reporting.headline_view import compare_headline_view, trial_headline
 from bench.sections import section_kinds, section_title
 from bench.summary import Summary, status_label
 from bench.trials import TrialInfo
@@ -77,17 +81,50 @@ def environment_rows(info: TrialInfo, summary: Summary | None = None) -> list[tu
 
 
 def environment_table(sides: list[dict[str, Any]], compare: bool) -> dict[str, Any]:
-    """One table, one column per trial: rows are the union of the trials' environment labels."""
-    def col(i: int, label: str, short_id: str) -> str:
-        if not compare:
-            return short_id
-        role = "Baseline" if i == 0 else "Candidate"
-        return f"{role} {label}" if label == short_id else f"{role} {label} · {short_id}"
-
-    cols = [col(i, s["label"], t["short_id"]) for i, s in enumerate(sides) for t in s["trials"]]
+    """One table, one column per trial: rows are the union of the trials' environment labels. ``common`` and
+    ``per_trial`` (``environment_summary``) are what the default templates show."""
+    cols = [_column(i, s["label"], t["short_id"], compare) for i, s in enumerate(sides) for t in s["trials"]]
     per_trial = [dict(t["rows"]) for s in sides for t in s["trials"]]
     labels = list(dict.fromkeys(label for s in sides for t in s["trials"] for label, _ in t["rows"]))
     return {"headers": ["", *cols], "rows": [[label, *[d.get(label, "") for d in per_trial]] for label in labels]}
+
+
+def _column(i: int, label: str, short_id: str, compare: bool) -> str:
+    if not compare:
+        return short_id
+    role = "Baseline" if i == 0 else "Candidate"
+    return f"{role} {label}" if label == short_id else f"{role} {label} · {short_id}"
+
+
+# Rows every trial has its own value of: shown as columns of the per-trial table, never highlighted.
+_IDENTITY = ("Trial", "Started")
+
+
+def environment_summary(sides: list[dict[str, Any]], compare: bool) -> dict[str, Any]:
+    """The environment readable with many trials: ``common`` (label, value) holds what every trial shares,
+    shown once; ``per_trial`` (headers, rows, changed: one flag per cell) has one row per trial with its side,
+    id, start and only the facts that differ between trials -- a cell is flagged where it differs from the
+    baseline's first trial. With one trial everything is common."""
+    trials = [(i, s["label"], t) for i, s in enumerate(sides) for t in s["trials"]]
+    if len(trials) == 1:
+        return {"common": [list(r) for r in trials[0][2]["rows"]], "per_trial": None}
+    facts = []
+    for _, _, t in trials:
+        d = {label: value for label, value in t["rows"] if label not in _IDENTITY}
+        d["Status"] = t["status"]
+        facts.append(d)
+    labels = list(dict.fromkeys(label for d in facts for label in d))
+    common = [[label, facts[0][label]] for label in labels
+              if label in facts[0] and all(d.get(label) == facts[0][label] for d in facts)]
+    shared = {label for label, _ in common}
+    varying = [label for label in labels if label not in shared]
+    headers = (["Side"] if compare else []) + ["Trial", "Started", *varying]
+    rows, changed = [], []
+    for (i, label, t), d in zip(trials, facts):
+        side = [_column(i, label, t["short_id"], True).removesuffix(f" · {t['short_id']}")] if compare else []
+        rows.append([*side, t["short_id"], t["start_time"], *[d.get(v, "–") for v in varying]])
+        changed.append([False] * (len(side) + 2) + [d.get(v) != facts[0].get(v) for v in varying])
+    return {"common": common, "per_trial": {"headers": headers, "rows": rows, "changed": changed}}
 
 
 def side_context(side: Side) -> dict[str, Any]:
@@ -146,6 +183,8 @@ def trial_context(info: TrialInfo, summary: Summary | None) -> dict[str, Any]:
         "trial": env,
         "sides": sides,
         "environment_table": environment_table(sides, compare=False),
+        "environment_summary": environment_summary(sides, compare=False),
+        "headline": trial_headline(summary),
         "sections": _sections(rows, ["Metric", "Task", "Value", "Unit"], of, tasks),
         "summary_markdown": render_summary(summary, "markdown") if summary is not None else "",
         "notes": [redact_text(n) for n in (summary.notes if summary else [])],
@@ -173,6 +212,8 @@ def compare_context(cmp: Comparison) -> dict[str, Any]:
         "bench_version": bench.__version__,
         "sides": sides,
         "environment_table": environment_table(sides, compare=True),
+        "environment_summary": environment_summary(sides, compare=True),
+        "headline": compare_headline_view(cmp),
         "comparison": to_json(cmp),
         "headers": table_headers(cmp),
         "sections": _sections(keyed, table_headers(cmp), of, tasks),

@@ -2,11 +2,15 @@
 CPU, disk IO, network and CCR lag over time -- every trial of every side overlaid, one colour per side.
 
 Figures are built from the stored samples and telemetry (DataFrames in ``PlotTrial``); a metric absent
-from every trial gives no figure. Counters (disk, network bytes) are shown as rates between samples.
+from every trial gives no figure. Counters (disk, network bytes) are shown as rates between samples. Every
+y axis starts at zero, so a change of a fraction of a percent cannot look like a jump. A series with no points
+or only zeros (the transport network of a single-node cluster) is left out, and a figure with no series left
+is not drawn: the ``notes`` list passed in gets one line saying which and why.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,7 +50,19 @@ class Plot:
 def _layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
     fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, template="plotly_white", height=380,
                       margin={"l": 60, "r": 20, "t": 50, "b": 50}, legend={"orientation": "h", "y": -0.25})
+    fig.update_yaxes(rangemode="tozero")
     return fig
+
+
+def _note(notes: list[str] | None, title: str, reasons: dict[str, list[str]], drawn: bool) -> None:
+    """One line per figure: the series left out, grouped by reason; or that the figure was not drawn."""
+    if notes is None or not reasons:
+        return
+    if drawn:
+        notes.append(f"{title}: left out " + "; ".join(f"{', '.join(names)} ({why})" for why, names in reasons.items()))
+    else:
+        notes.append(f"{title}: not drawn, every series left out: "
+                     + "; ".join(f"{len(names)} {why}" for why, names in reasons.items()))
 
 
 def _line(t: PlotTrial) -> dict[str, object]:
@@ -60,41 +76,48 @@ def _safe(text: str) -> str:
 
 
 def _tasks(trials: list[PlotTrial]) -> list[str]:
+    """Tasks with a course to plot: a throughput, and more than one request in some trial (a one-off step such
+    as create-index has neither a course over time nor percentiles)."""
     seen: dict[str, None] = {}
     for t in trials:
         if t.summary is not None:
             for ts in t.summary.tasks:
-                if ts.throughput is not None:
+                if ts.throughput is not None and ts.requests > 1:
                     seen.setdefault(ts.task)
     return list(seen)
 
 
-def throughput_plots(trials: list[PlotTrial]) -> list[Plot]:
+def throughput_plots(trials: list[PlotTrial], notes: list[str] | None = None) -> list[Plot]:
     plots = []
     for task in _tasks(trials):
         fig, unit, longest = go.Figure(), "", 0
+        reasons: dict[str, list[str]] = {}
         for t in trials:
             if t.samples.empty or not (t.samples["task"] == task).any():
                 continue
             ts = t.summary.task(task) if t.summary is not None else None
             if ts is not None and ts.throughput is None:
-                continue  # every request of the task failed in this trial: no course of zeros to draw
+                # every request of the task failed in this trial: no course of zeros to draw
+                reasons.setdefault("every request failed", []).append(t.name)
+                continue
             s = throughput_series(t.samples, task)
             # The seconds after the first client finished show the load ending, not the cluster (see bench.stats).
             s = s[(s["phase"] == "measurement") & s["full_load"].astype(bool)]
             if s.empty:
+                reasons.setdefault("no whole second of measured work with every client busy", []).append(t.name)
                 continue
             longest = max(longest, len(s))
             unit = f"{t.samples.loc[t.samples['task'] == task, 'unit'].iloc[0]}/s"
             fig.add_trace(go.Scatter(x=s["second"], y=s["throughput"], mode="lines+markers", **_line(t)))
         if fig.data and longest >= 2:  # a one-request task (create-index) has no course over time
+            _note(notes, f"Throughput over time: {task}", reasons, drawn=True)
             plots.append(Plot(f"throughput-{_safe(task)}", f"Throughput over time: {task}",
                               _layout(fig, f"Throughput over time: {task} (per second, while every client "
                                       "was working)", "seconds since the measured part started", unit)))
     return plots
 
 
-def latency_plots(trials: list[PlotTrial]) -> list[Plot]:
+def latency_plots(trials: list[PlotTrial], notes: list[str] | None = None) -> list[Plot]:
     plots = []
     for task in _tasks(trials):
         fig = go.Figure()
@@ -128,11 +151,14 @@ _TELEMETRY: list[tuple[str, str, str, list[tuple[str, str, float, bool]]]] = [
 ]
 
 
-def _series(df: pd.DataFrame, device: str, metric: str, scale: float, as_rate: bool) -> list[tuple[str, pd.DataFrame]]:
+def _series(df: pd.DataFrame, device: str, metric: str, scale: float,
+            as_rate: bool) -> tuple[list[tuple[str, pd.DataFrame]], list[str]]:
+    """(cluster/node, t/y frame) per node, and the nodes with samples but no point to draw (a counter sampled
+    once has no rate)."""
     sel = df[(df["device"] == device) & (df["metric"] == metric) & (df["node"] != "")]
     if device == "host":
         sel = sel[~sel["cluster"].isin(["host", "driver"])]
-    out = []
+    out, empty = [], []
     for (cluster, node), g in sel.groupby(["cluster", "node"], sort=True):
         g = g.sort_values("timestamp")
         x, y = g["timestamp"].to_numpy(float), g["value"].to_numpy(float) * scale
@@ -143,32 +169,51 @@ def _series(df: pd.DataFrame, device: str, metric: str, scale: float, as_rate: b
             x = x[1:][ok]
         if len(x):
             out.append((f"{cluster}/{node}", pd.DataFrame({"t": x, "y": y})))
-    return out
+        else:
+            empty.append(f"{cluster}/{node}")
+    return out, empty
 
 
-def telemetry_plots(trials: list[PlotTrial]) -> list[Plot]:
+def telemetry_plots(trials: list[PlotTrial], notes: list[str] | None = None) -> list[Plot]:
     plots = []
     for key, title, ylabel, candidates in _TELEMETRY:
         fig = go.Figure()
+        reasons: dict[str, list[str]] = {}
         for t in trials:
             if t.telemetry.empty:
                 continue
             start = float(t.telemetry["timestamp"].min())
             for device, metric, scale, rate in candidates:
-                series = _series(t.telemetry, device, metric, scale, rate)
-                if series:
-                    for node, s in series:
-                        style = _line(t)
-                        style["name"] = f"{t.name} · {node}"
-                        fig.add_trace(go.Scatter(x=s["t"] - start, y=s["y"], mode="lines", **style))
-                    break
+                series, empty = _series(t.telemetry, device, metric, scale, rate)
+                if not series and not empty:
+                    continue  # this trial has not sampled the metric this way: try the next source
+                for node in empty:
+                    reasons.setdefault("with no data points", []).append(f"{t.name} · {node}")
+                per_cluster = Counter(name.split("/")[0] for name in [*(n for n, _ in series), *empty])
+                for node, s in series:
+                    if not s["y"].abs().gt(0).any():
+                        alone = per_cluster[node.split("/")[0]] == 1
+                        why = _ZERO[key] if alone and key in _ZERO else "all zero"
+                        reasons.setdefault(why, []).append(f"{t.name} · {node}")
+                        continue
+                    style = _line(t)
+                    style["name"] = f"{t.name} · {node}"
+                    fig.add_trace(go.Scatter(x=s["t"] - start, y=s["y"], mode="lines", **style))
+                break
+        _note(notes, title, reasons, drawn=bool(fig.data))
         if fig.data:
             plots.append(Plot(key, title, _layout(fig, title, "seconds since race start", ylabel)))
     return plots
 
 
-def all_plots(trials: list[PlotTrial]) -> list[Plot]:
-    return [*throughput_plots(trials), *latency_plots(trials), *telemetry_plots(trials)]
+# Why a series of zeros is no news, where the reason is known: the node is alone in its cluster.
+_ZERO = {"net-rx": "all zero: a node alone in its cluster sends nothing over transport",
+         "net-tx": "all zero: a node alone in its cluster sends nothing over transport"}
+
+
+def all_plots(trials: list[PlotTrial], notes: list[str] | None = None) -> list[Plot]:
+    """Every figure the trials have data for; ``notes`` gets a line per figure that left series out."""
+    return [*throughput_plots(trials, notes), *latency_plots(trials, notes), *telemetry_plots(trials, notes)]
 
 
 def plotly_js() -> str:

@@ -5,6 +5,7 @@ template with ``--template``; it gets the context described in ``bench.reporting
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -54,6 +55,7 @@ def render_template(context: dict[str, Any], fmt: ReportKind, template: Path | s
                              keep_trailing_newline=True)
     env.filters["mark"] = markdown_result  # bold improvement / regression in markdown cells
     env.filters["kv"] = lambda d: ", ".join(f"{k}={v}" for k, v in (d or {}).items()) or "-"
+    env.filters["verdict_class"] = verdict_class
     try:
         return env.get_template(path.name).render(**context)
     except jinja2.TemplateSyntaxError as e:
@@ -61,6 +63,18 @@ def render_template(context: dict[str, Any], fmt: ReportKind, template: Path | s
     except jinja2.UndefinedError as e:
         raise ConfigError(f"report template {path}: {e.message} (see bench/reporting/context.py for the "
                           "variables a template gets)") from e
+
+
+_VERDICT_WORDS = (("regression", "regression"), ("improvement", "improvement"), ("within noise", "noise"),
+                  ("no change", "noise"))
+
+
+def verdict_class(text: str) -> str:
+    """The CSS class of a cell that states a verdict ('' for any other cell)."""
+    for word, cls in _VERDICT_WORDS:
+        if re.search(rf"\b{word}\b", str(text)):
+            return cls
+    return ""
 
 
 def plot_trials(store: TrialReader, sides: list[Side]) -> list[PlotTrial]:
@@ -77,8 +91,10 @@ def _finish(store: TrialReader, context: dict[str, Any], sides: list[Side], fmt:
     if fmt not in KINDS:
         raise ConfigError(f"unknown report format {fmt!r}: use one of {', '.join(KINDS)}")
     plots: list[Plot] = []
+    plot_notes: list[str] = []
     if fmt == "html" or plots_dir:
-        plots = all_plots(plot_trials(store, sides))
+        plots = all_plots(plot_trials(store, sides), plot_notes)
+    context = dict(context, plot_notes=plot_notes)
     if fmt == "html":
         context = dict(context, plots=[{"key": p.key, "title": p.title, "div": figure_div(p)} for p in plots],
                        plotly_js=plotly_js())

@@ -228,21 +228,27 @@ class TableView(BaseModel):
     headers: list[str]
     rows: list[list[str]]
     notes: list[str] = []
+    # One CSS class per cell ("num", and a verdict's "improvement" / "regression" / "noise"); empty: none given.
+    classes: list[list[str]] = []
 
 
 def study_view(table: StudyTable) -> TableView:
     headers = ["Metric", "Unit", f"Baseline: {table.baseline} (n={table.trials[0]})"]
     for v, n in zip(table.variants[1:], table.trials[1:]):
         headers += [f"{v} (n={n})", "Δ %"]
-    rows = []
+    rows, classes = [], []
+    colour = {"improvement": "improvement", "regression": "regression", "within noise": "noise",
+              "no change": "noise"}
     for r in table.rows:
         label = r.label if r.reference == table.baseline else f"{r.label} (Δ against {r.reference})"
-        cells = [label, r.unit, _num(r.cells[0].value)]
+        cells, cls = [label, r.unit, _num(r.cells[0].value)], ["", "", "num"]
         for c in r.cells[1:]:
             cells += [_num(c.value), delta_text(c, r.unit)]
+            cls += ["num", f"num {colour.get(c.verdict, '')}".strip()]
         rows.append(cells)
+        classes.append(cls)
     return TableView(title=f"Study: {table.experiment}, run {table.run_id}", headers=headers, rows=rows,
-                     notes=table.notes)
+                     notes=table.notes, classes=classes)
 
 
 def markdown_table(view: TableView) -> str:

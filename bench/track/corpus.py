@@ -22,6 +22,7 @@ from typing import IO, Any
 
 import zstandard
 
+from bench.activity import say
 from bench.download import fetch
 from bench.errors import TrackError
 from bench.home import data_dir
@@ -220,6 +221,7 @@ def _generated(corpus: str, d: DocumentsSpec, docs: int) -> Path:
     path = data_dir() / corpus / f"{g.name}-seed{g.seed}-n{docs}{extra}.json"
     if not path.is_file():
         log.info("generating %d %s documents into %s", docs, g.name, path)
+        say(f"corpus {corpus}: generating {docs:,} {g.name} documents")
         generate_file(g.name, g.seed, docs, path)
     _check_lines(path, d, docs)
     return path
@@ -282,6 +284,7 @@ def _prepare_file(corpus: str, d: DocumentsSpec, src: Sources, test_mode: bool) 
                 except TrackError as e:
                     log.info("no 1k variant (%s); downloading the full corpus file", e)
                     found = src.download(corpus, d, d.source_file, cache / d.source_file)
+            say(f"corpus {corpus}: taking the first {docs:,} documents of {found.name} (test mode)")
             _write_atomically(target, _head_lines(found, _expected_lines(d, docs)))
         d.document_count = docs
         _check_lines(target, d, docs)
@@ -292,7 +295,10 @@ def _prepare_file(corpus: str, d: DocumentsSpec, src: Sources, test_mode: bool) 
     else:
         if not packed:
             packed = [src.download(corpus, d, d.source_file, cache / d.source_file)]
+        if compressed:
+            say(f"corpus {corpus}: decompressing {packed[0].name}")
         target = decompress(packed[0], cache / plain_name) if compressed else packed[0]
+    say(f"corpus {corpus}: counting the documents of {target.name}")
     _check_lines(target, d, d.document_count)
     return target
 
