@@ -47,17 +47,26 @@ from bench.track.model import Challenge, DocumentsSpec, Track
 from bench.trial_run import INTERRUPTIONS, SampleBuffer, recorded_run
 from bench.trial_summary import enrich
 
-__all__ = ["RaceResult", "run_race"]
+__all__ = ["RaceResult", "load_race_track", "run_race"]
 
 log = logging.getLogger(__name__)
 
 
-def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult:
-    console = console or Console()
+def load_race_track(opts: RaceOptions) -> tuple[Track, Challenge]:
+    """The track and challenge a race with these options runs, loaded and checked as the race does.
+
+    Needs neither a cluster nor the corpus files (those are fetched later), so a load-only check
+    (benchmarks/rally_tracks_compat.py) sees exactly the errors a race would report before it starts.
+    """
     extensions.load()
     track = load_track(find_track(opts.track, opts.track_path), opts.track_params,
                        ignore_unused=opts.ignore_unused_track_params, test_mode=opts.test_mode)
-    challenge = track.challenge(opts.challenge)
+    return track, track.challenge(opts.challenge)
+
+
+def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult:
+    console = console or Console()
+    track, challenge = load_race_track(opts)
     client_options = parse_client_options(opts.client_options)
     if opts.report_file:
         check_report_file(opts.report_file)
