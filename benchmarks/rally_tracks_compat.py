@@ -128,6 +128,24 @@ def reason_group(reason: str) -> str:
     return re.sub(r"'[^']*'", "'…'", text).strip()[:120] or "unknown"
 
 
+def registered_by_track_py(track_dir: str, op_type: str) -> bool:
+    """Whether the track's own Python code registers a runner for this operation type (Rally's track.py API)."""
+    pattern = re.compile(r"register_runner\(\s*['\"]" + re.escape(op_type) + r"['\"]")
+    return any(pattern.search(f.read_text(errors="replace")) for f in Path(track_dir).rglob("*.py") if f.is_file())
+
+
+def failure_kind(reason: str, track_dir: str) -> str:
+    """A coarse kind, for the summary line that says where the work is."""
+    m = re.search(r"unsupported operation-type '([^']+)'", reason)
+    if m:
+        if registered_by_track_py(track_dir, m.group(1)):
+            return "operation type the track registers in its track.py"
+        return "built-in Rally operation type missing"
+    if "undefined template variable" in reason:
+        return "template variable undefined (Rally renders it as empty/false or injects it)"
+    return "other track-format differences"
+
+
 def short_reason(reason: str, track_dir: str) -> str:
     """The reason as a table cell: paths relative to the track folder, without the list of alternatives."""
     reason = reason.replace(track_dir.rstrip("/") + "/", "")
@@ -145,9 +163,18 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     n_ok = sum(1 for r in rows if r["loads"])
     lines += ["", f"**{n_ok} of {len(rows)} tracks load with their default challenge.**", ""]
     groups: dict[str, list[str]] = defaultdict(list)
+    kinds: dict[str, int] = defaultdict(int)
     for r in rows:
         if not r["loads"]:
-            groups[reason_group(r["reason"])].append(r["track"])
+            label = reason_group(r["reason"])
+            if label.startswith("operation-type") and failure_kind(r["reason"], r["path"]).startswith("operation type the"):
+                label += " (the track's track.py registers it)"
+            groups[label].append(r["track"])
+            kinds[failure_kind(r["reason"], r["path"])] += 1
+    if kinds:
+        lines += ["Failures by kind:", ""]
+        lines += [f"- {k}: {n}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))]
+        lines.append("")
     if groups:
         lines += ["Failure reasons by construct:", ""]
         for label, tracks in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):

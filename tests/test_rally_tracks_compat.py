@@ -101,3 +101,15 @@ def test_not_a_checkout_is_one_clear_line(compat, tmp_path, capsys):
     assert compat.main([str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no track.json below it" in err[0]
+
+
+def test_operation_types_a_track_py_registers_are_told_apart(compat, tmp_path):
+    (tmp_path / "track.py").write_text(
+        "def register(registry):\n    registry.register_runner('knn-recall', object(), async_runner=True)\n")
+    registered = "track.json: operation 'r' has unsupported operation-type 'knn-recall'"
+    builtin = "track.json: operation 'n' has unsupported operation-type 'node-stats'"
+    assert compat.failure_kind(registered, str(tmp_path)) == "operation type the track registers in its track.py"
+    assert compat.failure_kind(builtin, str(tmp_path)) == "built-in Rally operation type missing"
+    rows = [{"track": "t", "path": str(tmp_path), "challenge": "c", "loads": False, "reason": registered}]
+    assert "operation-type 'knn-recall' not supported (the track's track.py registers it): 1 track (t)" \
+        in compat.markdown(rows)
