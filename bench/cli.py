@@ -64,10 +64,14 @@ def _parser() -> argparse.ArgumentParser:
                                             "use_ssl, verify_certs, ca_certs, client_cert, client_key, timeout, "
                                             "http_compress")
     r.add_argument("--test-mode", action="store_true", help="a tiny, fast version of the track to check it works")
+    r.add_argument("--offline", action="store_true", help="never download corpora: use local copies only")
+    r.add_argument("--corpus-dir", help="a folder with local copies of corpus files (<dir>/<corpus>/<file> or "
+                                        "<dir>/<file>), looked at first (Rally's local.dataset.cache)")
     r.add_argument("--on-error", choices=["continue", "abort"], default="continue")
     r.add_argument("--user-tag", action="append", help="k:v (repeatable or comma-separated)")
     r.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
     r.add_argument("--report-file", help="also write the summary to this file")
+    r.add_argument("--all", action="store_true", help="print the full table after the headline (report files always have it)")
     r.add_argument("--keep-cluster", action="store_true", help="leave the local cluster running")
     r.add_argument("--worker-processes", type=int, default=1,
                    help="load driver processes (clients are dealt out to them; default 1)")
@@ -93,13 +97,21 @@ def _parser() -> argparse.ArgumentParser:
     lg.add_argument("--worker-processes", type=int, default=1,
                     help="load-driver processes (default 1; sequences then count per process)")
 
+    inf = sub.add_parser("info", help="what a track holds: corpora, challenges, schedules, and what bench cannot run")
+    inf.add_argument("--track", help="built-in track name (see 'bench list tracks')")
+    inf.add_argument("--track-path", help="a folder containing track.json")
+    inf.add_argument("--track-params", help="k:v,k2:v2 or a JSON file")
+    inf.add_argument("--challenge", help="show only this challenge's schedule")
+
     ls = sub.add_parser("list", help="list trials, tracks, cars or telemetry devices")
-    ls.add_argument("what", choices=["trials", "tracks", "cars", "telemetry"])
+    ls.add_argument("what", nargs="?", default="trials", choices=["trials", "tracks", "cars", "telemetry"],
+                    help="what to list (default: trials)")
     ls.add_argument("--limit", type=int, default=30)
 
     sh = sub.add_parser("show", help="print the summary of a stored trial")
     sh.add_argument("trial", help="trial id or unique prefix")
     sh.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
+    sh.add_argument("--all", action="store_true", help="the full table after the headline (files always have it)")
 
     st = sub.add_parser("stop", help="stop the nodes a --keep-cluster race left running, keep their logs, "
                                       "delete their folders")
@@ -141,6 +153,7 @@ def _race(a: argparse.Namespace, console: Console) -> int:
             distribution_version=a.distribution_version, distribution_repository=a.distribution_repository,
             distribution_path=a.distribution_path, nodes=a.nodes, http_port=a.http_port,
             target_hosts=a.target_hosts, client_options=raw_client_options, test_mode=a.test_mode,
+            offline=a.offline, corpus_dir=a.corpus_dir,
             on_error=a.on_error, user_tags=_kv_list(a.user_tag, "--user-tag"), report_format=a.report_format,
             report_file=a.report_file, keep_cluster=a.keep_cluster, worker_processes=a.worker_processes,
             progress=not a.quiet,
@@ -162,7 +175,8 @@ def _race(a: argparse.Namespace, console: Console) -> int:
     from bench.summary import status_label
 
     console.print()
-    console.print(result.report, highlight=False, markup=False, soft_wrap=True)
+    console.print(_terminal_report(result.summary, result.report, a, console), highlight=False, markup=False,
+                  soft_wrap=True)
     console.print(f"\nTrial [bold]{result.trial_id}[/bold] stored ({status_label(result.status, result.summary)}).",
                   highlight=False)
     return 0
@@ -194,6 +208,19 @@ def _loadgen(a: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _info(a: argparse.Namespace, console: Console) -> int:
+    """Exit 0 whenever the track can be read, runnable or not: each task bench cannot run says so and why."""
+    from bench.track.info import render_info
+    from bench.track.loader import find_track, load_track
+
+    if not a.track and not a.track_path:
+        raise ConfigError("bench info needs --track=NAME (see 'bench list tracks') or --track-path=DIR")
+    track = load_track(find_track(a.track, a.track_path), _params(a.track_params, "--track-params"),
+                       ignore_unused=True)
+    console.print(render_info(track, a.challenge), highlight=False, markup=False, soft_wrap=True)
+    return 0
+
+
 def _list(a: argparse.Namespace, console: Console) -> int:
     from tabulate import tabulate
 
@@ -218,35 +245,42 @@ def _list(a: argparse.Namespace, console: Console) -> int:
     else:
         from bench.store import TrialStore
         from bench.summary import status_label
+        from bench.trial_list import render_trial_list
 
         with TrialStore() as store:
             trials = store.list_trials(a.limit)
             statuses = {t.id: status_label(t.status, store.summary(t.id)) for t in trials}
-        rows = [(t.id[:12], t.start_time.strftime("%Y-%m-%d %H:%M:%S"), t.track, t.challenge, "+".join(t.car) or "-",
-                 statuses[t.id], ",".join(f"{k}={v}" for k, v in t.user_tags.items())) for t in trials]
-        console.print(tabulate(rows, headers=["Trial", "Started (UTC)", "Track", "Challenge", "Car", "Status",
-                                              "Tags"]), markup=False)
+        console.print(render_trial_list(trials, statuses, console.width if console.is_terminal else None),
+                      markup=False, highlight=False, soft_wrap=True)
     return 0
+
+
+def _terminal_report(summary: Any, report: str, a: argparse.Namespace, console: Console) -> str:
+    """What the terminal gets: the headline and notes, the full table with --all (files always get it)."""
+    if summary is None or a.report_format != "table":
+        return report
+    from bench.report import render_summary
+
+    return render_summary(summary, "table", full=a.all, width=max(60, console.width))
 
 
 def _show(a: argparse.Namespace, console: Console) -> int:
     from bench.report import render_summary
     from bench.store import TrialStore
-    from bench.summary import status_label, summarize
+    from bench.summary import status_label
+    from bench.trial_summary import stored_summary
 
     with TrialStore() as store:
         trial = store.get_trial(a.trial)
-        summary = store.summary(trial.id)
-        if summary is None:
-            df = store.samples(trial.id)
-            summary = summarize(df) if not df.empty else None
+        summary = stored_summary(store, trial.id)
     console.print(f"Trial {trial.id}: {trial.track}/{trial.challenge}, {status_label(trial.status, summary)}, started "
                   f"{trial.start_time:%Y-%m-%d %H:%M:%S} UTC" + (f", error: {trial.error}" if trial.error else ""),
                   highlight=False, markup=False)
     if summary is None:
         console.print("No samples were stored for this trial.")
         return 0
-    console.print(render_summary(summary, a.report_format), highlight=False, markup=False, soft_wrap=True)
+    console.print(_terminal_report(summary, render_summary(summary, a.report_format), a, console), highlight=False,
+                  markup=False, soft_wrap=True)
     return 0
 
 
@@ -295,6 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _loadgen(args, console)
         if args.command == "list":
             return _list(args, console)
+        if args.command == "info":
+            return _info(args, console)
         if args.command == "cloud":
             from bench.cloud.cli import run_cloud
 

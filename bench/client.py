@@ -8,6 +8,7 @@ bytes (optionally pre-gzipped) and the response is only parsed when it reports e
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -20,6 +21,7 @@ import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from bench import redact
+from bench.driver import request_scope
 from bench.errors import ClusterError, ConfigError
 
 DEFAULT_CLUSTER = "default"
@@ -230,7 +232,18 @@ class RawHttp:
         pools = self._bulk_pools()
         pool = pools[self._p]
         self._p = (self._p + 1) % len(pools)
-        return await pool.post(path, body, b"Content-Encoding: gzip\r\n" if gzipped else b"")
+        extra = b"Content-Encoding: gzip\r\n" if gzipped else b""
+        opts = request_scope.current()
+        if opts is None:
+            return await pool.post(path, body, extra)
+        extra += b"".join(f"{k}: {v}\r\n".encode() for k, v in opts.headers.items())
+        if opts.timeout is not None:
+            result = await asyncio.wait_for(pool.post(path, body, extra), opts.timeout)
+        else:
+            result = await pool.post(path, body, extra)
+        if opts.responses is not None:
+            opts.responses.append(result)
+        return result
 
     async def send(self, method: str, path: str, body: bytes | None = None, *,
                    params: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
@@ -239,6 +252,11 @@ class RawHttp:
         only need a flag from the first bytes, or the answer's size, never parse it)."""
         assert self._session is not None
         h = {"Content-Type": "application/json", "Accept": "application/json"}
+        opts = request_scope.current()  # the operation's headers, opaque id and timeout
+        if opts is not None:
+            h.update(opts.headers)
+            if timeout is None:
+                timeout = opts.timeout
         if headers:
             h.update(headers)
         if gzipped:
@@ -249,7 +267,10 @@ class RawHttp:
         if timeout is not None:
             kw["timeout"] = aiohttp.ClientTimeout(total=timeout)
         async with self._session.request(method, self._next_url() + path, data=body, headers=h, **kw) as resp:
-            return resp.status, await resp.read()
+            answer = resp.status, await resp.read()
+        if opts is not None and opts.responses is not None:
+            opts.responses.append(answer)
+        return answer
 
     async def request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
                       body: Any = None, headers: dict[str, str] | None = None,

@@ -33,6 +33,7 @@ on resume.
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -80,8 +81,9 @@ class TrackEntry(BaseModel):
 
     @property
     def label(self) -> str:
-        name = self.track or Path(self.track_path or "?").name
-        return f"{name}/{self.challenge}" if self.challenge else name
+        """track[/challenge], or "" when the track comes from the ``race:`` options or a variant."""
+        name = self.track or (Path(self.track_path).name if self.track_path else "")
+        return f"{name}/{self.challenge}" if self.challenge and name else name
 
 
 class StudySpec(BaseModel):
@@ -409,3 +411,53 @@ def comparison_selectors(exp: ExperimentFile, run_id: str, track_index: int = 0)
 
     assert exp.baseline is not None
     return sel(exp.baseline), [sel(v) for v in exp.variants if v != exp.baseline]
+
+
+def _flag(key: str, value: Any) -> str:
+    """An experiment option as the ``bench race`` flag it stands for."""
+    if isinstance(value, dict):
+        value = ",".join(f"{k}:{v if isinstance(v, str) else json.dumps(v)}" for k, v in value.items())
+    elif isinstance(value, list):
+        value = ",".join(str(v) for v in value)
+    return f"--{key.replace('_', '-')}={value}"
+
+
+def _flags(options: dict[str, Any]) -> str:
+    return " ".join(_flag(k, v) for k, v in options.items()) or "(nothing: the options every race has)"
+
+
+def dry_run_lines(exp: ExperimentFile, run_id: str) -> list[str]:
+    """What ``bench experiment --dry-run`` prints: the matrix, every race in run order, and a legend for each
+    field. Each race's options are resolved as the real run resolves them, so a bad combination fails here."""
+    races = plan(exp, run_id)
+    tracks = exp.track_entries()
+    order = ("interleaved: each repetition runs every variant once, their order rotated by one per repetition"
+             if exp.order == "interleaved" else "random: the whole matrix shuffled, seeded by the run id")
+    lines = [f"Experiment {exp.name}: {len(races)} races = {len(exp.variants)} variant(s) × {exp.repetitions} "
+             f"repetition(s) × {len(tracks)} track(s); order {order}. Nothing runs with --dry-run.",
+             f"Options of every race (bench race flags): {_flags(_norm_keys(exp.race, 'race'))}"]
+    if exp.study is not None and exp.study.note:
+        lines.append(exp.study.note)
+    lines.append("Variants (what each adds to those options; the baseline is what the others are compared with):")
+    for name, options in exp.variants.items():
+        mark = " (baseline)" if name == exp.baseline else ""
+        lines.append(f"  {name}{mark}: {_flags(_norm_keys(options, name))}")
+    rows = []
+    for i, r in enumerate(races, 1):
+        opts = race_options(exp, r, run_id=run_id)
+        track = opts.track or Path(opts.track_path or "?").name
+        rows.append((str(i), r.variant, f"{r.repetition} of {exp.repetitions}",
+                     f"{track}/{opts.challenge or '(default challenge)'}"))
+    head = ("#", "variant", "repetition", "track/challenge")
+    widths = [max(len(x[c]) for x in [head, *rows]) for c in range(len(head))]
+    for row in [head, *rows]:
+        lines.append("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    lines += [
+        "  # ............... the race's place in the run order",
+        "  variant ......... the variant whose options (above) the race adds to every race's",
+        "  repetition ...... which run of that variant on that track: k of N",
+        "  track/challenge . what the race runs (the track's default challenge when none is set)",
+        f"Each race is a trial tagged {TAG_EXPERIMENT}={exp.name}, {TAG_RUN}=<run id>, {TAG_VARIANT}, "
+        f"{TAG_REPETITION}, {TAG_TRACK}; afterwards every variant is compared with the baseline.",
+    ]
+    return lines

@@ -23,13 +23,20 @@ def _response(body: bytes) -> bytes:
             b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
 
 
+# What GET / answers on Elasticsearch: clients that ask for the version first (esrally, elasticsearch-py's
+# info()) then start.
+_ROOT = (b'{"name":"null-sink-0","cluster_name":"null-sink","version":{"number":"8.19.21","build_flavor":"default",'
+         b'"lucene_version":"9.12.2","minimum_wire_compatibility_version":"7.17.0",'
+         b'"minimum_index_compatibility_version":"7.0.0"},"tagline":"You Know, for Search"}')
 _RESP_BULK = _response(_BULK_OK)
+_RESP_ROOT = _response(_ROOT)
 _RESP_NODES = _response(_NODES)
 _RESP_EMPTY = _response(b"{}")
 
 
 class _Conn(asyncio.BufferedProtocol):
-    def __init__(self, stats: list[int]) -> None:
+    def __init__(self, stats: list[int], delay: float = 0.0) -> None:
+        self._delay = delay  # seconds before each answer: a server of known service time
         self._buf = bytearray(4 << 20)
         self._view = memoryview(self._buf)
         self._head = bytearray()  # a request head split across reads (rare)
@@ -91,14 +98,25 @@ class _Conn(asyncio.BufferedProtocol):
         self._stats[0] += 1
         p = self._path
         if b"_bulk" in p:
-            self.transport.write(_RESP_BULK)  # type: ignore[attr-defined]
+            resp = _RESP_BULK
         elif b"_nodes" in p:
-            self.transport.write(_RESP_NODES)  # type: ignore[attr-defined]
+            resp = _RESP_NODES
+        elif p in (b"/", b"/?"):
+            resp = _RESP_ROOT
         else:
-            self.transport.write(_RESP_EMPTY)  # type: ignore[attr-defined]
+            resp = _RESP_EMPTY
+        if self._delay > 0:
+            # A constant delay keeps answers in request order on a connection.
+            asyncio.get_running_loop().call_later(self._delay, self._write, resp)
+        else:
+            self.transport.write(resp)  # type: ignore[attr-defined]
+
+    def _write(self, resp: bytes) -> None:
+        if not self.transport.is_closing():  # type: ignore[attr-defined]
+            self.transport.write(resp)  # type: ignore[attr-defined]
 
 
-async def serve(port: int, *, reuse_port: bool = False, ready: object | None = None) -> None:
+async def serve(port: int, *, reuse_port: bool = False, ready: object | None = None, delay: float = 0.0) -> None:
     stats = [0]
     loop = asyncio.get_running_loop()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -106,24 +124,25 @@ async def serve(port: int, *, reuse_port: bool = False, ready: object | None = N
     if reuse_port:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind(("127.0.0.1", port))
-    server = await loop.create_server(lambda: _Conn(stats), sock=sock)
+    server = await loop.create_server(lambda: _Conn(stats, delay), sock=sock)
     if ready is not None:
         ready.set()  # type: ignore[attr-defined]
     async with server:
         await server.serve_forever()
 
 
-def _run(port: int, reuse_port: bool, ready: object | None) -> None:
-    asyncio.run(serve(port, reuse_port=reuse_port, ready=ready))
+def _run(port: int, reuse_port: bool, ready: object | None, delay: float = 0.0) -> None:
+    asyncio.run(serve(port, reuse_port=reuse_port, ready=ready, delay=delay))
 
 
-def start_in_background(port: int, processes: int = 1) -> list[mp.Process]:
-    """Start the sink in ``processes`` processes sharing the port (SO_REUSEPORT); returns them."""
+def start_in_background(port: int, processes: int = 1, *, delay: float = 0.0) -> list[mp.Process]:
+    """Start the sink in ``processes`` processes sharing the port (SO_REUSEPORT); returns them. ``delay``:
+    seconds every answer waits (a known service time)."""
     ctx = mp.get_context("spawn")
     procs = []
     for _ in range(processes):
         ev = ctx.Event()
-        p = ctx.Process(target=_run, args=(port, processes > 1, ev), daemon=True, name="bench-nullsink")
+        p = ctx.Process(target=_run, args=(port, processes > 1, ev, delay), daemon=True, name="bench-nullsink")
         p.start()
         if not ev.wait(30):
             raise RuntimeError("null sink did not start")
@@ -141,8 +160,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--port", type=int, default=9299)
     ap.add_argument("--processes", type=int, default=1)
+    ap.add_argument("--delay-ms", type=float, default=0.0, help="answer every request after this many ms")
     a = ap.parse_args()
-    procs = start_in_background(a.port, a.processes)
+    procs = start_in_background(a.port, a.processes, delay=a.delay_ms / 1000.0)
     print(f"null sink on 127.0.0.1:{a.port} ({a.processes} process(es)); Ctrl-C to stop", flush=True)
     try:
         for p in procs:

@@ -32,6 +32,10 @@ class RaceOptions(BaseModel):
     target_hosts: str | None = None
     client_options: dict[str, Any] = Field(default_factory=dict)
     test_mode: bool = False
+    # Corpora: never download (--offline); look for local copies in this folder first (--corpus-dir, Rally's
+    # local.dataset.cache: <dir>/<corpus>/<file> or <dir>/<file>).
+    offline: bool = False
+    corpus_dir: Path | None = None
     on_error: Literal["continue", "abort"] = "continue"
     user_tags: dict[str, str] = Field(default_factory=dict)
     report_format: ReportFormat = "table"

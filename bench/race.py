@@ -17,6 +17,7 @@ import signal
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from bench import extensions, redact
 from bench.client import DEFAULT_CLUSTER, ClusterTarget, RawHttp, check_cluster, parse_client_options
@@ -35,12 +36,15 @@ from bench.cluster_stats import (
 from bench.driver.coordinator import Coordinator
 from bench.driver.failure_log import FailureLog
 from bench.driver.progress import Progress
+from bench.driver.warmup import warmup_notes
 from bench.errors import ClusterError
+from bench.home import data_dir
 from bench.options import RaceOptions
 from bench.pipeline import RaceHook, RacePlan, RaceResult, RaceSchedule, RaceTargets, race_hooks
 from bench.report import check_report_file, render_summary, write_report
 from bench.store import TrialInfo, TrialStore, machine_info, new_trial_id, utcnow
 from bench.summary import Summary, summarize
+from bench.track import plugins as track_plugins
 from bench.track.corpus import bulk_documents, prepare_corpora
 from bench.track.loader import find_track, load_track
 from bench.track.model import Challenge, DocumentsSpec, Track
@@ -52,8 +56,9 @@ __all__ = ["RaceResult", "load_race_track", "run_race"]
 log = logging.getLogger(__name__)
 
 
-def load_race_track(opts: RaceOptions) -> tuple[Track, Challenge]:
-    """The track and challenge a race with these options runs, loaded and checked as the race does.
+def load_race_track(opts: RaceOptions) -> tuple[Track, Challenge, list[str]]:
+    """The track and challenge a race with these options runs, loaded and checked as the race does, and the
+    warmup notes the race prints.
 
     Needs neither a cluster nor the corpus files (those are fetched later), so a load-only check
     (benchmarks/rally_tracks_compat.py) sees exactly the errors a race would report before it starts.
@@ -61,12 +66,14 @@ def load_race_track(opts: RaceOptions) -> tuple[Track, Challenge]:
     extensions.load()
     track = load_track(find_track(opts.track, opts.track_path), opts.track_params,
                        ignore_unused=opts.ignore_unused_track_params, test_mode=opts.test_mode)
-    return track, track.challenge(opts.challenge)
+    challenge = track.challenge(opts.challenge)
+    warmups = warmup_notes(track, challenge)  # a warmup that would hold a whole task fails before any machine exists
+    return track, challenge, warmups
 
 
 def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult:
     console = console or Console()
-    track, challenge = load_race_track(opts)
+    track, challenge, warmups = load_race_track(opts)
     client_options = parse_client_options(opts.client_options)
     if opts.report_file:
         check_report_file(opts.report_file)
@@ -87,17 +94,23 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     store.create_trial(trial)
     console.print(f"[bold]Trial {trial.id}[/bold]: track [cyan]{track.name}[/cyan], challenge "
                   f"[cyan]{challenge.name}[/cyan]{' (test mode)' if opts.test_mode else ''}", highlight=False)
+    for line in warmups:
+        console.print(f"[yellow]Warmup:[/yellow] {escape(line)}", highlight=False)
     facts: list[dict[str, Any]] = []
-    with recorded_run(store, trial.id, "race", lambda: _summary_of_stored(store, trial.id, None)) as outcome:
+    hidden = {t.name for t in challenge.tasks() if not t.include_in_reporting}
+    with recorded_run(store, trial.id, "race", lambda: _summary_of_stored(store, trial.id, None, hidden)) as outcome:
         try:
-            prepare_corpora(track, challenge, test_mode=opts.test_mode)
+            # Rally's prepare phase of a track's processors (track.py), then bench's own corpus preparation.
+            track_plugins.run_prepare(track, track_plugins.plugins_of(track), data_dir(), challenge.name)
+            prepare_corpora(track, challenge, test_mode=opts.test_mode, offline=opts.offline,
+                            corpus_dir=opts.corpus_dir)
             documents = _documents_per_task(track, challenge)
             targets = clusters.start(trial.id, client_options, console)
             for hook in hooks:
                 opts = hook.prepare(RaceTargets(opts, track, challenge, targets, clusters.cars, console))
             facts, totals = asyncio.run(_drive_and_collect(
                 opts, store, trial.id, track, challenge, documents, targets, hooks, clusters, console))
-            outcome.summary = _summary_of_stored(store, trial.id, totals)
+            outcome.summary = _summary_of_stored(store, trial.id, totals, hidden)
             for hook in hooks:  # while the clusters still run
                 outcome.summary = hook.finish(RaceTargets(opts, track, challenge, targets, clusters.cars, console),
                                               outcome.summary)
@@ -119,9 +132,19 @@ def _documents_per_task(track: Track, challenge: Challenge) -> dict[str, list[Do
             if t.operation.operation_type == "bulk"}
 
 
-def _summary_of_stored(store: TrialStore, trial_id: str, totals: ClusterTotals | None) -> Summary | None:
+def _summary_of_stored(store: TrialStore, trial_id: str, totals: ClusterTotals | None,
+                       hidden: set[str] | None = None) -> Summary | None:
+    """The summary of the stored samples; tasks with include-in-reporting false are stored, not summarised."""
     df = store.samples(trial_id)
-    summary = summarize(df, totals) if not df.empty else None
+    shown = df[~df["task"].isin(hidden)] if hidden and not df.empty else df
+    summary = summarize(shown, totals) if not shown.empty else None
+    if summary is not None and hidden:
+        ran = sorted(set(df["task"]) & hidden)
+        if ran:
+            failed = int((~df[df["task"].isin(hidden)]["success"]).sum())
+            summary.notes.append(f"Not reported (include-in-reporting: false): {', '.join(ran)}; their samples "
+                                 f"are stored with the trial" + (f"; {failed} of their requests failed" if failed
+                                                                 else "") + ".")
     return enrich(summary, store, trial_id)
 
 
@@ -152,7 +175,7 @@ async def _drive_and_collect(opts: RaceOptions, store: TrialStore, trial_id: str
             for hook in hooks:
                 await around.enter_async_context(hook.around_schedule(schedule))
             gc_before = await _gc_reading(targets[0]) if targets else None
-            await coord.run_challenge(track, challenge.schedule, documents)
+            await coord.run_challenge(track, challenge.schedule, documents, challenge.name)
     finally:
         coord.close()
         for sig in (signal.SIGINT, signal.SIGTERM):

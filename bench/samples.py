@@ -35,3 +35,5 @@ class RequestSample(NamedTuple):
     # Why a failed request failed (the runner's message, e.g. "HTTP 404: index_not_found_exception: ...");
     # None for successes. Stored so a trial can show its distinct errors with counts.
     error: str | None = None
+    # What a track's runner (track.py) returned besides weight, unit and success, as JSON text; None otherwise.
+    meta: str | None = None

@@ -38,15 +38,26 @@ class SectionKind:
     hides: Callable[[str], bool] | None
     title: str  # the report heading of its rows
     order: int  # sections appear by (order, name), after cluster totals and tasks
+    # Which of its rows belong in the headline (the short summary shown first), by metric name.
+    headline: Callable[[str], bool] | None = None
 
 
 _SECTIONS: dict[str, SectionKind] = {}
 
 
 def register_section(name: str, *, rows: SectionRows, hides: Callable[[str], bool] | None = None,
-                     title: str | None = None, order: int = 100) -> None:
-    """Register how the summary section ``name`` becomes report rows; registering a name again replaces it."""
-    _SECTIONS[name] = SectionKind(name=name, rows=rows, hides=hides, title=title or name, order=order)
+                     title: str | None = None, order: int = 100,
+                     headline: Callable[[str], bool] | None = None) -> None:
+    """Register how the summary section ``name`` becomes report rows (``headline``: which of them, by metric
+    name, the headline shows); registering a name again replaces it."""
+    _SECTIONS[name] = SectionKind(name=name, rows=rows, hides=hides, title=title or name, order=order,
+                                  headline=headline)
+
+
+def in_headline(metric: str, section: str) -> bool:
+    """Whether a row of ``section`` (a registered one) is a headline row."""
+    kind = _SECTIONS.get(section)
+    return kind is not None and kind.headline is not None and kind.headline(metric)
 
 
 def section_kinds() -> list[SectionKind]:

@@ -109,6 +109,10 @@ MIGRATIONS: list[str] = [
     ALTER TABLE trials ADD COLUMN pid INTEGER;
     ALTER TABLE trials ADD COLUMN pid_started REAL;
     """,
+    # 5: what a track's own runner returned besides weight/unit/success (Rally's request meta data), as JSON.
+    """
+    ALTER TABLE samples ADD COLUMN meta TEXT;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -298,7 +302,7 @@ class TrialStore:
     def _require(self, trial_id: str) -> None:
         with self._lock:
             if self.conn.execute("SELECT 1 FROM trials WHERE id = ?", (trial_id,)).fetchone() is None:
-                raise StoreError(f"no trial with id {trial_id!r} in {self.path}: run 'bench list'")
+                raise StoreError(f"no trial with id {trial_id!r} in {self.path}: run 'bench list trials'")
 
     # -- trials ---------------------------------------------------------------------------------------
     def create_trial(self, info: TrialInfo) -> None:
@@ -345,7 +349,7 @@ class TrialStore:
         """The trial with this id or unique id prefix."""
         key = (id_or_prefix or "").strip().lower()
         if not key or any(ch not in "0123456789abcdef" for ch in key):
-            raise StoreError(f"{id_or_prefix!r} is not a trial id (hex digits): run 'bench list'")
+            raise StoreError(f"{id_or_prefix!r} is not a trial id (hex digits): run 'bench list trials'")
         cols = ", ".join(_TRIAL_COLUMNS)
         with self._lock:
             rows = self.conn.execute(f"SELECT {cols} FROM trials WHERE id = ? OR id LIKE ? LIMIT 3",
@@ -354,7 +358,7 @@ class TrialStore:
         if exact:
             return self._row_to_info(exact[0])
         if not rows:
-            raise StoreError(f"no trial with id {id_or_prefix!r} in {self.path}: run 'bench list'")
+            raise StoreError(f"no trial with id {id_or_prefix!r} in {self.path}: run 'bench list trials'")
         if len(rows) > 1:
             ids = ", ".join(r[0][:12] for r in rows[:2])
             raise StoreError(f"trial id prefix {id_or_prefix!r} is ambiguous (matches {ids}, ...): "
@@ -382,6 +386,8 @@ class TrialStore:
                     s = s._replace(error_type=redact_text(s.error_type))
                 if s.error is not None:
                     s = s._replace(error=redact_text(s.error))
+                if s.meta is not None:
+                    s = s._replace(meta=redact_text(s.meta))
                 yield (trial_id, *s)
 
         placeholders = ", ".join("?" for _ in range(len(SAMPLE_COLUMNS) + 1))

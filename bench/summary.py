@@ -273,7 +273,7 @@ def summarize_task(task: str, df: pd.DataFrame) -> TaskSummary:
             errors_by_type=errors.by_type, unanswered_requests=errors.unanswered))
     pcts = percentiles_for_sample_size(len(measured))
     return s.model_copy(update=dict(
-        throughput=throughput_stats(measured, task),
+        throughput=throughput_stats(df, task),
         latency=percentiles(measured["latency"].to_numpy() * 1000.0, pcts),
         service_time=percentiles(measured["service_time"].to_numpy() * 1000.0, pcts),
         error_rate=errors.error_rate, requests=errors.requests, failed_requests=errors.failed_requests,

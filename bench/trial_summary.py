@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bench import extensions
+from bench.stats import THROUGHPUT_RULE, throughput_stats
 from bench.summary import Summary, summarize
 from bench.trials import TrialReader
 
@@ -49,4 +50,17 @@ def stored_summary(trials: TrialReader, trial_id: str) -> Summary | None:
     if summary is None:
         df = trials.samples(trial_id)
         summary = summarize(df) if not df.empty else None
+    elif any(ts.throughput is not None and ts.throughput.rule != THROUGHPUT_RULE for ts in summary.tasks):
+        summary = _current_throughput(summary, trials, trial_id)
     return enrich(summary, trials, trial_id, missing_only=True)
+
+
+def _current_throughput(summary: Summary, trials: TrialReader, trial_id: str) -> Summary:
+    """A summary stored when throughput was computed by an older rule gets it afresh from its stored samples,
+    so trials of different bench versions compare like with like (without samples it stays as stored)."""
+    df = trials.samples(trial_id)
+    if df.empty:
+        return summary
+    tasks = [ts.model_copy(update={"throughput": throughput_stats(df, ts.task)})
+             if ts.throughput is not None and ts.throughput.rule != THROUGHPUT_RULE else ts for ts in summary.tasks]
+    return summary.model_copy(update={"tasks": tasks})

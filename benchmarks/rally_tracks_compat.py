@@ -72,7 +72,7 @@ def check_one(track_dir: Path) -> dict[str, Any]:
     from bench.race import load_race_track
 
     try:
-        _, challenge = load_race_track(RaceOptions(track_path=track_dir, test_mode=False))
+        _, challenge, _ = load_race_track(RaceOptions(track_path=track_dir, test_mode=False))
         return {"loads": True, "challenge": challenge.name, "reason": ""}
     except BenchError as e:
         reason = " ".join(str(e).split())

@@ -153,8 +153,40 @@ def test_missing_corpus_names_file_and_places():
     with pytest.raises(TrackError) as e:
         prepared(DATA / "missing_corpus")
     msg = str(e.value)
-    assert "documents.json.bz2 not found" in msg and str(data_dir() / "missing") in msg
-    assert str(DATA / "missing_corpus") in msg and "base-url" in msg and "\n" not in msg
+    assert "documents.json.bz2 is not available (it has no base-url)" in msg and str(data_dir() / "missing") in msg
+    assert str(DATA / "missing_corpus") in msg and "--corpus-dir" in msg and "\n" not in msg
+
+
+def test_offline_never_downloads_and_says_where_it_looked(tmp_path):
+    folder = file_track(tmp_path / "t", "documents.json.bz2", 3, base_url="http://127.0.0.1:9/never")
+    t = load_track(folder, {})
+    with pytest.raises(TrackError) as e:
+        prepare_corpora(t, t.challenge(None), test_mode=False, offline=True, corpus_dir=tmp_path / "mine")
+    msg = str(e.value)
+    assert "(--offline: no download)" in msg and str(tmp_path / "mine" / "docs" / "documents.json.bz2") in msg
+    assert str(data_dir() / "docs" / "documents.json") in msg and "--corpus-dir=DIR holding docs/" in msg
+
+
+def test_a_failed_download_says_where_to_put_a_local_copy(tmp_path):
+    (tmp_path / "remote" / "corpora").mkdir(parents=True)
+    with serve(tmp_path / "remote") as url:
+        folder = file_track(tmp_path / "t", "documents.json.bz2", 3, base_url=url)
+        t = load_track(folder, {})
+        with pytest.raises(TrackError) as e:
+            prepare_corpora(t, t.challenge(None), test_mode=False)
+    msg = str(e.value)
+    assert "HTTP 404" in msg and "looked for a local copy at" in msg and "--corpus-dir" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("layout", ["docs/documents.json.bz2", "documents.json.bz2"])
+def test_corpus_dir_holds_local_copies_like_rallys_dataset_cache(tmp_path, layout):
+    mine = tmp_path / "mine" / layout
+    mine.parent.mkdir(parents=True)
+    mine.write_bytes(bz2.compress(docs_bytes(3)))
+    folder = file_track(tmp_path / "t", "documents.json.bz2", 3, base_url="http://127.0.0.1:9/never")
+    t = load_track(folder, {})
+    prepare_corpora(t, t.challenge(None), test_mode=False, offline=True, corpus_dir=tmp_path / "mine")
+    assert t.corpora[0].documents[0].local_path.read_bytes() == docs_bytes(3)
 
 
 def test_test_mode_reads_only_first_1000_docs_of_a_file(tmp_path):
@@ -256,7 +288,7 @@ def test_bulk_referring_to_undefined_corpus_fails_at_load(tmp_path):
     track["schedule"][0]["operation"]["corpora"] = "nope"
     (folder / "track.json").write_text(json.dumps(track))
     with pytest.raises(TrackError, match="uses corpora nope that the track does not define"):
-        load_track(folder, {})
+        load_track(folder, {}, check_challenge=True)
 
 
 # ---------------------------------------------------------------- built-in tracks on a real Elasticsearch

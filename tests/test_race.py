@@ -241,7 +241,7 @@ def test_task_whose_requests_all_fail_is_complete_with_errors_and_flagged_in_com
     listed = capsys.readouterr().out
     assert "complete, with errors (12 failed requests)" in listed and listed.count("complete, with errors") == 1
     for fmt in ("table", "markdown", "csv", "json"):
-        assert main(["show", broken.id[:8], f"--report-format={fmt}"]) == 0
+        assert main(["show", broken.id[:8], f"--report-format={fmt}", "--all"]) == 0
         shown = capsys.readouterr().out
         assert "complete, with errors" in shown.splitlines()[0], fmt
         if fmt == "json":

@@ -39,7 +39,13 @@ def test_format_value():
 def test_table_has_rally_columns_and_readable_values():
     text = render_summary(make_summary(), "table")
     lines = text.splitlines()
-    assert lines[0].split() == ["Metric", "Task", "Value", "Unit"]
+    # The headline first: one line per task with min/median/max throughput, p50/p100 latency and service time.
+    assert lines[0] == "Headline"
+    task_line = next(line for line in lines if line.startswith("index-append"))
+    assert task_line.split() == ["index-append", "41,234", "/", "45,000", "/", "50,123", "12.3", "/", "1,234",
+                                 "10.0", "/", "900", "1.25%", "(10)"]
+    start = next(i for i, line in enumerate(lines) if line.split() == ["Metric", "Task", "Value", "Unit"])
+    lines = lines[start:]
     assert set(lines[1].replace(" ", "")) == {"-"}
     row = next(line for line in lines if line.startswith("Mean Throughput"))
     assert row.split()[-3:] == ["index-append", "45,678.12", "docs/s"]
@@ -54,13 +60,14 @@ def test_table_has_rally_columns_and_readable_values():
 
 def test_markdown_is_a_github_pipe_table_with_notes():
     text = render_summary(make_summary(notes=["Error rate is 1.25% for task 'index-append'"]), "markdown")
-    lines = text.splitlines()
+    assert text.startswith("## Headline\n\n| Task ")
+    lines = text.split("## All metrics\n\n", 1)[1].splitlines()
     assert lines[0].startswith("| Metric") and lines[0].rstrip().endswith("|")
     assert lines[1].startswith("|--")
     body = [line for line in lines[2:] if line.startswith("|")]
     assert all(line.count("|") == 5 for line in body)
     assert len(body) == len(make_summary().rows())
-    assert "Error rate is 1.25%" in text.split("\n\n", 1)[1]
+    assert "Error rate is 1.25%" in text.split("## All metrics", 1)[1]
 
 
 def test_csv_and_json_carry_raw_values():

@@ -59,7 +59,7 @@ def test_throughput_series_buckets_by_completion_and_leaves_out_the_partial_last
     # bucket 3 is not in the series (its request still counts in the mean).
     assert list(m["second"]) == [0, 1, 2]
     assert list(m["complete"]) == [True, True, True]
-    assert list(m["units"]) == [10, 10, 10]
+    assert list(m["units"]) == pytest.approx([10, 10, 10])
     assert set(series["phase"]) == {"measurement"}
     assert throughput_stats(samples_frame(s), "t").mean == pytest.approx(31 / 3.2)
 
@@ -95,21 +95,63 @@ def test_throughput_series_keeps_empty_seconds_and_separates_warmup():
     assert throughput_series(samples_frame(s), "other").empty
 
 
-def test_throughput_stats_mean_is_total_over_duration_not_mean_of_buckets():
+def test_throughput_stats_are_the_running_mean_and_mean_is_total_over_duration():
     # Bulk: 1000 docs per request, 4 requests in second 0, 2 in second 1, and 1 at 2.5 s.
     starts = [0.0, 0.2, 0.4, 0.6, 1.1, 1.5, 2.4]
     s = [sample("bulk", start=100 + x, latency=0.1, units=1000, unit="docs") for x in starts]
     st = throughput_stats(samples_frame(s), "bulk")
     assert st is not None
     assert st.unit == "docs/s"
-    # Buckets: [4000, 2000] complete, [1000 in 0.5 s] partial (excluded from min/median/max).
-    assert (st.min, st.median, st.max) == (2000.0, 3000.0, 4000.0)
+    assert st.rule == "running-mean"
+    # Per second [4000, 2000] (the 0.5 s partial third second is not a bucket); the running mean since the
+    # first request at the end of each whole second: 4000/1, 6000/2.
+    series = throughput_series(samples_frame(s), "bulk")
+    assert list(series["throughput"]) == pytest.approx([4000, 2000])
+    assert list(series["running_mean"]) == pytest.approx([4000, 3000])
+    assert (st.min, st.median, st.max) == pytest.approx((3000.0, 3500.0, 4000.0))
     assert st.mean == pytest.approx(7000 / 2.5)
     assert measured_duration(samples_frame(s)) == pytest.approx(2.5)
 
 
-def test_throughput_stats_short_phase_uses_partial_bucket_and_ignores_warmup():
-    s = [sample(start=0.0, warmup=True, units=50), sample(start=5.0, latency=0.25), sample(start=5.1, latency=0.15)]
+def test_running_mean_starts_at_the_tasks_first_request_as_rallys_does():
+    # 2 s of warmup at 100 ops/s, then 3 s measured at 200 ops/s (instantaneous requests, 0.01 s apart
+    # or 0.005 s apart). Rally's figure at the end of measured second k is all work since the task's first
+    # request over the time since then: (200 + 200k) / (2 + k).
+    s = [sample(start=x / 100, latency=0.0, service=0.0, warmup=True) for x in range(200)]
+    s += [sample(start=2.0 + x / 200, latency=0.0, service=0.0) for x in range(600)]
+    st = throughput_stats(samples_frame(s), "t")
+    expected = [(200 + 200 * k) / (2 + k) for k in (1, 2, 3)]
+    m = throughput_series(samples_frame(s), "t").query("phase == 'measurement'")
+    assert list(m["running_mean"][:2]) == pytest.approx(expected[:2], rel=0.01)
+    assert st.min == pytest.approx(expected[0], rel=0.01)
+    # The per-second series itself is the measured phase's rate only.
+    assert list(m["throughput"]) == pytest.approx([200, 200], rel=0.01)
+    assert st.mean == pytest.approx(600 / 2.995, rel=0.01)
+
+
+def test_requests_in_flight_at_the_warmup_boundary_count_in_the_seconds_they_were_served():
+    # Two clients, each sending back-to-back 1 s bulks of 1000 docs from 0 to 6 s, offset by 0.5 s; warmup
+    # ends at 2 s. The bulk of client 1 served 1.5..2.5 s is a warmup sample, but half of it was done in the
+    # first measured second: the cluster indexed 2000 docs in every second.
+    s = []
+    for client, offset in ((0, 0.0), (1, 0.5)):
+        for k in range(6):
+            start = offset + k
+            s.append(sample("b", start=start, latency=1.0, units=1000, unit="docs", warmup=start < 2.0)
+                     ._replace(client_id=client))
+    series = throughput_series(samples_frame(s), "b")
+    m = series[series["phase"] == "measurement"]
+    # Measured from 2.0 to 6.5 s: four whole seconds (the old rule, counting measured samples only, read 1500
+    # in the first).
+    assert list(m["throughput"]) == pytest.approx([2000, 2000, 2000, 2000])
+    assert list(m["second"]) == [0, 1, 2, 3]
+    # The mean is the work done from 2.0 to 6.5 s: client 1's warmup bulk did 500 docs of it, the rest came
+    # from the measured bulks (8,000 docs; the measured bulks' units alone would read 1,778).
+    assert throughput_stats(samples_frame(s), "b").mean == pytest.approx(8500 / 4.5)
+
+
+def test_throughput_stats_short_phase_is_one_bucket_over_its_span():
+    s = [sample(start=5.0, latency=0.25), sample(start=5.1, latency=0.15)]
     st = throughput_stats(samples_frame(s), "t")
     assert st is not None
     assert st.min == st.max == st.median == pytest.approx(2 / 0.25)
@@ -169,3 +211,25 @@ def test_queueing_time_is_not_counted_as_work():
     s = [sample(start=0.0, latency=3.0, service=1.0, units=90)]
     series = throughput_series(samples_frame(s), "t")
     assert list(series["units"]) == pytest.approx([0, 0, 90])
+
+
+def test_a_summary_stored_by_the_per_second_rule_is_recomputed_from_its_samples(tmp_path, monkeypatch):
+    from bench.store import TrialInfo, TrialStore, utcnow
+    from bench.summary import summarize
+    from bench.trial_summary import stored_summary
+
+    monkeypatch.setenv("BENCH_HOME", str(tmp_path))
+    s = [sample("bulk", start=100 + x, latency=0.1, units=1000, unit="docs")
+         for x in [0.0, 0.2, 0.4, 0.6, 1.1, 1.5, 2.4]]
+    old = summarize(samples_frame(s))
+    tp = old.tasks[0].throughput
+    # As a bench before the running mean stored it: min/median/max of per-second rates, no rule recorded.
+    stale = old.model_copy(update={"tasks": [old.tasks[0].model_copy(update={"throughput": tp.model_copy(
+        update={"min": 2000.0, "median": 3000.0, "max": 4000.0, "rule": "per-second"})})]})
+    with TrialStore() as store:
+        store.create_trial(TrialInfo(id="t1", track="x", challenge="c", status="complete", start_time=utcnow()))
+        store.add_samples("t1", s)
+        store.set_summary("t1", stale)
+        got = stored_summary(store, "t1").tasks[0].throughput
+    assert got.rule == "running-mean"
+    assert (got.min, got.median, got.max) == pytest.approx((3000.0, 3500.0, 4000.0))

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from bench.nullsink import free_port, start_in_background
 from bench.stats import throughput_series, throughput_stats
 from bench.store import TrialStore
 from tests.test_race import only_trial, race, write_track
@@ -71,3 +72,49 @@ def test_paced_bulks_of_known_size_show_their_target_in_every_second(tmp_path, e
     st = throughput_stats(df, "load")
     assert st is not None and st.unit == "docs/s"
     assert (st.min, st.median, st.max) == pytest.approx((500.0, 500.0, 500.0), rel=0.02)
+
+
+@pytest.fixture(scope="module")
+def slow_sink():
+    """The null sink answering every request after 150 ms: a server whose service time is known."""
+    port = free_port()
+    procs = start_in_background(port, delay=0.15)
+    yield f"127.0.0.1:{port}"
+    for p in procs:
+        p.terminate()
+        p.join(10)
+
+
+def test_known_throughput_reads_its_target_in_every_second_and_in_min_median_max(tmp_path, slow_sink):
+    # Bulks of 100 documents paced at 20/s over 4 clients (2,000 docs/s), and searches paced at 20/s over 4
+    # clients, each request answered after 150 ms: the true throughput is known in advance, in every second.
+    # The ramp-up starts the clients 50 ms apart, so requests are in flight at every instant, also when the
+    # warmup ends and when the time period does: the seconds there must read the target too.
+    data = tmp_path / "docs.json"
+    data.write_text("".join(json.dumps({"n": i}) + "\n" for i in range(30000)))
+    track = write_track(
+        tmp_path / "t",
+        [{"operation": {"name": "load", "operation-type": "bulk", "bulk-size": 100, "corpora": "c"},
+          "clients": 4, "target-throughput": 20, "warmup-time-period": 2, "time-period": 8,
+          "ramp-up-time-period": 0.2},
+         {"operation": {"name": "q", "operation-type": "search", "index": "known",
+                        "body": {"query": {"match_all": {}}}},
+          "clients": 4, "target-throughput": 20, "warmup-time-period": 2, "time-period": 6,
+          "ramp-up-time-period": 0.2}],
+        indices=[{"name": "known"}],
+        corpora=[{"name": "c", "documents": [{"source-file": str(data), "document-count": 30000,
+                                              "target-index": "known"}]}])
+    assert race(f"--track-path={track}", f"--target-hosts={slow_sink}") == 0
+    with TrialStore() as store:
+        df = store.samples(only_trial(store).id)
+    for task, target in (("load", 2000.0), ("q", 20.0)):
+        assert df.loc[df["task"] == task, "success"].all()
+        series = throughput_series(df, task)
+        m = series[(series["phase"] == "measurement") & series["full_load"]]
+        assert len(m) >= 5, series
+        assert m["throughput"].between(target * 0.98, target * 1.02).all(), (task, list(m["throughput"]))
+        st = throughput_stats(df, task)
+        assert st is not None
+        assert (st.min, st.median, st.max) == pytest.approx((target, target, target), rel=0.02), (task, st)
+        # The mean runs to the last answer, 150 ms after the last request was due.
+        assert st.mean == pytest.approx(target, rel=0.03), (task, st)

@@ -217,16 +217,18 @@ def test_jinja_syntax_error_in_main_file(tmp_path):
 def test_unknown_operation_type_is_a_load_error():
     with pytest.raises(
         TrackError,
-        match=r"unknown_op/track.json: operation 'stats' has unsupported operation-type "
-        r"'node-stats'",
+        match=r"unknown_op/track.json: challenge 'default', task 'stats': operation 'stats' has unsupported "
+        r"operation-type 'reindex'",
     ):
-        load_track(DATA / "unknown_op", {})
+        load_track(DATA / "unknown_op", {}, check_challenge=True)
 
 
 def test_inline_unknown_operation_type(tmp_path):
-    write_track(tmp_path / "t", {"schedule": [{"operation": {"operation-type": "reindex"}}]})
-    with pytest.raises(TrackError, match="unsupported operation-type 'reindex'"):
-        load_track(tmp_path / "t", {})
+    write_track(tmp_path / "t", {"schedule": [{"operation": {"operation-type": "frobnicate"}}]})
+    with pytest.raises(TrackError, match="unsupported operation-type 'frobnicate'"):
+        load_track(tmp_path / "t", {}, check_challenge=True)
+    with pytest.raises(TrackError, match="unsupported operation-type 'frobnicate'"):
+        load_track(tmp_path / "t", {}).challenge(None)  # what race does
 
 
 def _track_with_clients(clients):
@@ -307,8 +309,8 @@ def test_completed_by_must_name_a_task(tmp_path):
 
 def test_missing_mandatory_operation_param(tmp_path):
     write_track(tmp_path / "t", {"schedule": [{"operation": {"operation-type": "bulk"}}]})
-    with pytest.raises(TrackError, match="needs the parameter 'bulk-size'"):
-        load_track(tmp_path / "t", {})
+    with pytest.raises(TrackError, match="task 'bulk': operation 'bulk' .bulk. needs the parameter 'bulk-size'"):
+        load_track(tmp_path / "t", {}, check_challenge=True)
 
 
 def test_missing_index_body_file(tmp_path):

@@ -148,7 +148,7 @@ def test_bad_conflict_parameters_fail_at_load(tmp_path):
         "operations": [{"name": "b", "operation-type": "bulk", "bulk-size": 10, "conflicts": "always"}],
         "challenges": [{"name": "c", "schedule": [{"operation": "b"}]}]}))
     with pytest.raises(TrackError, match="conflicts 'always': use 'sequential' or 'random'"):
-        load_track(track, {}, ignore_unused=False, test_mode=False)
+        load_track(track, {}, ignore_unused=False, test_mode=False, check_challenge=True)
 
 
 # ------------------------------------------------------------------ against a real cluster

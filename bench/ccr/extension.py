@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.ccr.race_hook import CcrHook
-from bench.ccr.report import SECTION, ccr_rows, is_ccr_telemetry_row
+from bench.ccr.report import SECTION, ccr_rows, is_ccr_headline_metric, is_ccr_telemetry_row
 from bench.ccr.runners import register as register_ccr_operations
 from bench.compare.metrics import register_metric
 from bench.pipeline import register_race_hook
@@ -14,5 +14,6 @@ def setup() -> None:
     register_race_hook(CcrHook)
     register_ccr_operations()
     # The CCR section repeats the telemetry's follower lag next to catch-up time and doc counts.
-    register_section(SECTION, rows=ccr_rows, hides=is_ccr_telemetry_row, title="CCR", order=20)
+    register_section(SECTION, rows=ccr_rows, hides=is_ccr_telemetry_row, title="CCR", order=20,
+                     headline=is_ccr_headline_metric)
     register_metric(r"\blag\b|catch[- ]?up", higher_is_better=False)

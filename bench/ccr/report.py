@@ -170,3 +170,9 @@ def ccr_rows(data: dict[str, Any]) -> list[MetricRow]:
 def is_ccr_telemetry_row(metric: str) -> bool:
     """The telemetry section's follower rows, which the CCR section repeats (shown once, in the CCR section)."""
     return "CCR" in metric
+
+
+def is_ccr_headline_metric(metric: str) -> bool:
+    """Lag (ops and time), catch-up time and failures, and whether follower and leader doc counts match."""
+    return metric in {"Max CCR lag", "99th percentile CCR lag time", "100th percentile CCR catch-up time",
+                      "CCR catch-up failures", "CCR doc counts match"}

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from bench.compare.metrics import RowKey, higher_is_better, trial_values
+from bench.compare.mismatch import mismatch_warnings
 from bench.compare.model import Side, TrialData  # noqa: F401 - re-exported: compare callers build these
 from bench.compare.roles import RoleMapping, role_mapping
 from bench.compare.stats import MIN_GROUP, CiMethod, DiffCI, Verdict, diff_ci, judge
@@ -156,19 +157,20 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
     sides = [baseline, *candidates]
     roles = role_mapping(sides)
     per_side = [_side_values(s, roles) for s in sides]
+    # Up front, before anything else: what differs between the trials besides what is being compared.
+    mismatches: list[str] = []
+    described = [_describe(s) for s in sides]
+    if len(set(described)) > 1 or any("," in d for d in described):
+        mismatches.append("Trials of different tracks or challenges are compared: "
+                          + "; ".join(f"{s.label}: {d}" for s, d in zip(sides, described)) + ".")
+    mismatches += mismatch_warnings(sides)
     warnings: list[str] = list(notes or [])
     if roles is not None:
         warnings.append(roles.note([s.label for s in sides if any(t.info.id in roles.trials for t in s.trials)]))
-
-    # Different tracks or challenges: numbers may not be comparable.
-    described = [_describe(s) for s in sides]
-    if len(set(described)) > 1 or any("," in d for d in described):
-        warnings.append("Trials of different tracks or challenges are compared: "
-                        + "; ".join(f"{s.label}: {d}" for s, d in zip(sides, described)) + ".")
     for s in sides:
         errors = _error_warning(s)
         if errors:
-            warnings.insert(0, errors)  # up front: the first thing a reader sees
+            warnings.insert(0, errors)  # first after the mismatches: the next thing a reader sees
         bad = [t.info.id[:8] for t in s.trials if t.info.status != "complete"]
         if bad:
             warnings.append(f"{s.label}: trial(s) {', '.join(bad)} did not complete; their numbers are partial.")
@@ -183,6 +185,12 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
             if len(counts) > 1:
                 warnings.append(f"{s.label}: its trials do not all report the same metrics; each value is the "
                                 "mean of the trials that have it.")
+    rules = {ts.throughput.rule for s in sides for t in s.trials if t.summary is not None
+             for ts in t.summary.tasks if ts.throughput is not None}
+    if len(rules) > 1:
+        warnings.append("Min/Median/Max Throughput were computed by different rules in these trials: some were "
+                        "stored without their samples and keep the per-second rates of older bench versions, the "
+                        "others are Rally's running mean; their Min/Median/Max rows do not compare.")
     if all(len(s.trials) == 1 for s in sides):
         warnings.append("Single trials: significance cannot be judged (run ≥ 3 trials per side and compare "
                         "groups, e.g. --baseline tag:variant=a --candidate tag:variant=b).")
@@ -217,5 +225,6 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
                                baseline=_mean(base), baseline_values=base, candidates=cells,
                                task_failed=failed_by_task.get(key[1], 0) if key[1] else 0,
                                mapped_from=mapped_from))
-    return Comparison(baseline=baseline, candidates=candidates, rows=rows, only_in=only_in, warnings=warnings,
+    return Comparison(baseline=baseline, candidates=candidates, rows=rows, only_in=only_in,
+                      warnings=mismatches + warnings,
                       noise_threshold_pct=noise_threshold_pct, ci_method=ci_method, confidence=confidence)

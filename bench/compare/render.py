@@ -19,7 +19,9 @@ from rich.text import Text
 from tabulate import tabulate
 
 from bench.compare.core import CandidateCell, CompareRow, Comparison
+from bench.compare.headline import compare_headline, short_metric
 from bench.errors import ConfigError
+from bench.fit_table import fit
 from bench.redact import redact, redact_text
 from bench.report import format_value
 
@@ -135,9 +137,18 @@ def _markdown(cmp: Comparison) -> str:
         rows = [r[:-1] + [markdown_result(r[-1])] for r in rows]
     else:
         rows = [[markdown_result(x) if i >= 3 and (i - 3) % 2 == 1 else x for i, x in enumerate(r)] for r in rows]
-    text = "\n".join(f"- {line}" for line in side_lines(cmp)) + "\n\n"
+    head, sentences = _headline_cmp(cmp)
+    text = f"## {headline_title(cmp)}\n\n"
+    text += "".join(f"- **Warning:** {w}\n" for w in cmp.warnings) + ("\n" if cmp.warnings else "")
+    if head.rows:
+        hrows = table_rows(head)
+        if len(cmp.candidates) == 1:
+            hrows = [r[:-1] + [markdown_result(r[-1])] for r in hrows]
+        text += tabulate(hrows, headers=table_headers(head), tablefmt="github", disable_numparse=True) + "\n\n"
+    text += "\n".join(sentences) + "\n\n## All rows\n\n"
+    text += "\n".join(f"- {line}" for line in side_lines(cmp)) + "\n\n"
     text += tabulate(rows, headers=table_headers(cmp), tablefmt="github", disable_numparse=True)
-    foot = _footer(cmp, "- ")
+    foot = [line for line in _footer(cmp, "- ") if not line.startswith("- Warning: ")]
     if foot:
         text += "\n\n" + "\n".join(foot)
     return text + "\n"
@@ -150,13 +161,14 @@ def markdown_result(text: str) -> str:
     return text
 
 
-def comparison_renderable(cmp: Comparison) -> Group:
-    """A rich renderable for the terminal: coloured results."""
-    headers = table_headers(cmp)
-    table = Table(show_edge=False, header_style="bold", pad_edge=False)
-    numeric = {"Baseline", "Candidate", "Δ", "Δ %", cmp.baseline.label, *[c.label for c in cmp.candidates]}
-    for i, h in enumerate(headers):
-        table.add_column(h, justify="right" if (h in numeric and i >= 2) else "left", no_wrap=True)
+def _headline_cmp(cmp: Comparison) -> tuple[Comparison, list[str]]:
+    h = compare_headline(cmp)
+    rows = [r.model_copy(update={"metric": short_metric(r.metric)}) for r in h.rows]
+    return cmp.model_copy(update={"rows": rows}), h.sentences
+
+
+def _styled_rows(cmp: Comparison) -> list[list[Text]]:
+    out = []
     for r, strings in zip(cmp.rows, table_rows(cmp)):
         cells: list[Text] = [Text(s) for s in strings]
         if len(cmp.candidates) == 1:
@@ -168,11 +180,49 @@ def comparison_renderable(cmp: Comparison) -> Group:
                 style = _STYLE.get(c.verdict)
                 if style:
                     cells[3 + 2 * k + 1].stylize(style)
-        table.add_row(*cells)
-    parts: list[Any] = [Text("\n".join(side_lines(cmp))), Text(""), table]
-    foot = _footer(cmp, "")
-    if foot:
-        parts += [Text(""), Text("\n".join(foot), style="yellow")]
+        out.append(cells)
+    return out
+
+
+def _fitted(cmp: Comparison, width: int) -> tuple[Table, list[str], int]:
+    headers = table_headers(cmp)
+    numeric_names = {"Baseline", "Candidate", "Δ", "Δ %", cmp.baseline.label, *[c.label for c in cmp.candidates]}
+    numeric = [h in numeric_names and i >= 2 for i, h in enumerate(headers)]
+    ci = next((h for h in headers if h.endswith("CI of Δ %")), "")
+    return fit(headers, _styled_rows(cmp), numeric, width, drop_order=["Δ", ci, "Unit"])
+
+
+def headline_title(cmp: Comparison) -> str:
+    def side(s: Any) -> str:
+        return f"{s.label} ({len(s.trials)} trial{'s' if len(s.trials) != 1 else ''})"
+
+    return f"Headline: {', '.join(side(c) for c in cmp.candidates)} vs baseline {side(cmp.baseline)}"
+
+
+def comparison_renderable(cmp: Comparison, *, width: int = 200, full: bool = True) -> Group:
+    """A rich renderable for a terminal ``width`` columns wide: sides, warnings, the headline (key rows with Δ %,
+    CI and result; one sentence per candidate), then the full table (``full``) or how to get it. Numbers are
+    never cut: columns of low priority are left out first (and named), text wraps."""
+    head, sentences = _headline_cmp(cmp)
+    parts: list[Any] = [Text(headline_title(cmp), style="bold")]
+    if cmp.warnings:
+        parts.append(Text("\n".join(f"Warning: {w}" for w in cmp.warnings), style="yellow"))
+    if head.rows:
+        table, dropped, _ = _fitted(head, width)
+        parts.append(table)
+        if dropped:
+            parts.append(Text(f"(left out to fit {width} columns: {', '.join(dropped)}; --format=markdown has them)"))
+    parts += [Text(""), Text("\n".join(sentences)), Text(""), Text("\n".join(side_lines(cmp)))]
+    if full:
+        table, dropped, _ = _fitted(cmp, width)
+        parts += [Text(""), Text(f"All {len(cmp.rows)} rows", style="bold"), table]
+        if dropped:
+            parts.append(Text(f"(left out to fit {width} columns: {', '.join(dropped)}; --format=markdown has them)"))
+        only = [line for line in _footer(cmp, "") if not line.startswith("Warning: ")]
+        if only:
+            parts += [Text(""), Text("\n".join(only), style="yellow")]
+    else:
+        parts += [Text(""), Text(f"({len(cmp.rows)} rows in the full comparison: add --all to see them)")]
     return Group(*parts)
 
 
@@ -225,5 +275,5 @@ def render_comparison(cmp: Comparison, fmt: CompareFormat = "table") -> str:
     if fmt == "markdown":
         return redact_text(_markdown(cmp))
     console = Console(file=io.StringIO(), width=200, record=True, color_system=None, soft_wrap=True)
-    console.print(comparison_renderable(cmp))
+    console.print(comparison_renderable(cmp, width=200, full=True))
     return redact_text(console.export_text())

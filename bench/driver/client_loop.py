@@ -7,6 +7,7 @@ on a task's start); wall-clock timestamps are derived from it once per process.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -15,8 +16,9 @@ from typing import Any
 import aiohttp
 
 from bench.driver.param_types import ParamError
+from bench.driver.params import CorpusSource
 from bench.driver.runners import Context, Result, Runner
-from bench.driver.schedule import due_offsets
+from bench.driver.schedule import Pacer
 from bench.samples import RequestSample
 from bench.track.model import Task
 
@@ -26,21 +28,39 @@ WALL_OFFSET = time.time() - time.monotonic()
 
 @dataclass
 class Bounds:
-    """When a client stops: by iterations, by time, or when its parameter source is exhausted."""
+    """When a client stops (by iterations, by time, or when its parameter source is exhausted) and which of its
+    requests are warmup: by time when the task names a time period or a warmup time period (Rally's
+    time-period schedule), else its first ``warmup_iterations``."""
 
     warmup_iterations: int
     iterations: int | None  # measured iterations; None = not iteration-bounded
     warmup_end: float  # monotonic
     deadline: float | None  # monotonic; None = not time-bounded
+    by_time: bool = False
+    # A client sending its corpus slice once keeps at least half of its requests out of a warmup time period:
+    # at most this many of its requests are warmup (``bench.driver.warmup``).
+    warmup_cap: int | None = None
 
     @staticmethod
-    def of(task: Task, start_at: float) -> "Bounds":
+    def of(task: Task, start_at: float, corpus_requests: int | None = None, *,
+           finite_source: bool = False) -> "Bounds":
         warmup_end = start_at + (task.warmup_time_period or 0.0)
         deadline = warmup_end + task.time_period if task.time_period is not None else None
         iterations = task.iterations
-        if iterations is None and deadline is None and task.operation.operation_type != "bulk":
-            iterations = 1  # Rally's default for a task that names neither iterations nor a time period
-        return Bounds(task.warmup_iterations or 0, iterations, warmup_end, deadline)
+        if iterations is None and deadline is None and task.operation.operation_type != "bulk" \
+                and not finite_source:
+            # Rally's default for a task that names neither iterations nor a time period; a finite parameter
+            # source (a track's, see bench.driver.custom_sources) runs until it is exhausted instead.
+            iterations = 1
+        by_time = task.warmup_time_period is not None or task.time_period is not None
+        cap = corpus_requests // 2 if corpus_requests is not None and by_time and task.warmup_time_period else None
+        return Bounds(task.warmup_iterations or 0, iterations, warmup_end, deadline, by_time, cap)
+
+    def is_warmup(self, i: int, due: float) -> bool:
+        """Whether the client's ``i``-th request (0-based), due at ``due``, is warmup."""
+        if not self.by_time:
+            return i < self.warmup_iterations
+        return due < self.warmup_end and (self.warmup_cap is None or i < self.warmup_cap)
 
 
 def result_from_exception(e: BaseException) -> Result:
@@ -56,14 +76,20 @@ def result_from_exception(e: BaseException) -> Result:
 async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, source: Iterator[dict[str, Any]],
                      start_at: float, record: Callable[[RequestSample], None], stop: asyncio.Event,
                      on_failure: Callable[[str], None] | None = None,
-                     on_cancel: Callable[[], None] | None = None) -> None:
+                     on_cancel: Callable[[], None] | None = None, offsets: Iterator[float | None] | None = None
+                     ) -> None:
     """Run one client of ``task`` until its bounds are reached, its source is exhausted, or ``stop``.
 
+    ``offsets`` replaces the task's own schedule (a track's scheduler); one with ``feedback`` hears about every
+    request (``before_request``/``after_request``, Rally's scheduler API).
     A request cancelled in flight (an interruption) is neither a success nor a failure: it is only
     counted through ``on_cancel``, never recorded."""
-    b = Bounds.of(task, start_at)
-    rate = task.ops_per_second
-    offsets = due_offsets(rate / task.clients if rate else None, task.schedule, seed=client_id)
+    b = Bounds.of(task, start_at, source.count if isinstance(source, CorpusSource) else None,
+                  finite_source=getattr(source, "finite", False))
+    # The task's own schedule unless a track's scheduler replaces it.
+    pacer = Pacer(task, seed=client_id) if offsets is None else None
+    feedback = offsets if getattr(offsets, "feedback", False) else None
+    task_meta = json.dumps(task.meta, default=str) if task.meta else None
     op = task.operation
     total_iterations = None if b.iterations is None else b.warmup_iterations + b.iterations
     # Ramp-up: this client's schedule starts later than the task's; the task's clock (warmup end,
@@ -86,7 +112,7 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
             params = next(source)
         except StopIteration:
             break
-        off = next(offsets)
+        off = pacer.next_offset(time.monotonic() - client_start) if pacer is not None else next(offsets)  # type: ignore[arg-type]
         if off is None:
             due = time.monotonic()
         else:
@@ -100,6 +126,8 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
                     break
                 except asyncio.TimeoutError:
                     pass
+        if feedback is not None:
+            feedback.before_request(time.perf_counter())
         t0 = time.monotonic()
         try:
             res = await runner(ctx, params)
@@ -112,11 +140,18 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
         except Exception as e:  # noqa: BLE001 - every failure of a request is data, not a crash
             res = result_from_exception(e)
         t1 = time.monotonic()
-        warmup = i < b.warmup_iterations if total_iterations is not None else due < b.warmup_end
+        if pacer is not None:
+            pacer.after_request(t1 - client_start, res.units if res.success else 0, res.unit)
+        if feedback is not None:
+            feedback.after_request(time.perf_counter(), res.units if res.success else 0, res.unit,
+                                   {"success": res.success, **(res.meta or {})})
+        warmup = b.is_warmup(i, due)
+        meta = task_meta if not res.meta else json.dumps({**task.meta, **res.meta}, default=str, sort_keys=True)
         record(RequestSample(task.name, op.name, op.operation_type, client_id, WALL_OFFSET + due, t1 - start_at,
                              t1 - due, t1 - t0, res.units, res.unit, res.bytes_sent, res.success, res.error_type,
                              warmup, res.failed_units, res.bytes_received, res.status,
-                             None if res.success else (res.detail or res.error_type)))
-        if not res.success and on_failure is not None:
+                             None if res.success else (res.detail or res.error_type), meta))
+        # Rally: a task with ignore-response-error-level non-fatal does not stop an --on-error=abort race.
+        if not res.success and on_failure is not None and task.ignore_response_error_level != "non-fatal":
             on_failure(f"task '{task.name}' ({op.operation_type}) failed: {res.detail or res.error_type}")
         i += 1

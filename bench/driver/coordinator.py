@@ -19,6 +19,8 @@ from typing import Any
 from bench.client import ClusterTarget
 from bench.driver.mp_pool import MpWorkerPool
 from bench.driver.pool import Message, WorkerPool
+from bench.driver.track_code import TrackCodePlan, plan_for
+from bench.driver.track_defs import TrackDefinitions, track_definitions
 from bench.driver.worker import StepPlan
 from bench.driver.worker_extensions import extension_paths
 from bench.errors import RaceError, RaceInterrupted
@@ -59,6 +61,7 @@ class Coordinator:
         self._interrupt: str | None = None
         self.cancelled = 0  # in-flight requests cancelled by an interruption (neither successes nor failures)
         self._wake: asyncio.Event | None = None
+        self._definitions = TrackDefinitions()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -79,11 +82,13 @@ class Coordinator:
 
     # -- running -------------------------------------------------------------------------------
     async def run_challenge(self, track: Track, schedule: list[Task | Parallel],
-                            documents: dict[str, list[DocumentsSpec]]) -> None:
+                            documents: dict[str, list[DocumentsSpec]], challenge: str | None = None) -> None:
         self._wake = asyncio.Event()
+        self._track_code = plan_for(track, challenge)
         if self._interrupt:
             self._wake.set()
         indices = {i.name: i.body_content for i in track.indices}
+        self._definitions = track_definitions(track)
         for no, step in enumerate(schedule):
             tasks = step.tasks if isinstance(step, Parallel) else [step]
             completed_by = step.completed_by if isinstance(step, Parallel) else None
@@ -93,7 +98,9 @@ class Coordinator:
                indices: dict[str, Any]) -> list[StepPlan]:
         plans = [StepPlan(no, tasks, [], self.targets, self.default_cluster,
                           {t.name: documents.get(t.name, []) for t in tasks}, indices,
-                          report_failures=self.on_error == "abort") for _ in range(self.n)]
+                          report_failures=self.on_error == "abort", track_code=self._track_code,
+                          definitions=self._definitions)
+                 for _ in range(self.n)]
         k = 0
         for ti, task in enumerate(tasks):
             for c in range(task.clients):
@@ -201,6 +208,7 @@ class Coordinator:
             raise RaceInterrupted(self._interrupt + cancelled)
 
     _stop_requested_at: float | None = None
+    _track_code: TrackCodePlan | None = None
 
     def _stop_overdue(self) -> bool:
         now = time.monotonic()

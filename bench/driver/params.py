@@ -92,11 +92,21 @@ def bulk_source(task: Task, documents: list[DocumentsSpec], *, client: int, gzip
                             bulk_size_bytes=by_bytes, id_conflicts=_id_conflicts(task))
     path = bulk_path(p)
     base = {k: v for k, v in p.items() if k == "cluster"}
-    looped = param_bool(p, "looped", False)
-    if not bodies:
-        return iter(())
-    seq = itertools.cycle(bodies) if looped else iter(bodies)
-    return ({**base, "body": b, "path": path} for b in seq)
+    if param_bool(p, "looped", False):
+        return ({**base, "body": b, "path": path} for b in itertools.cycle(bodies)) if bodies else iter(())
+    return CorpusSource([{**base, "body": b, "path": path} for b in bodies])
+
+
+class CorpusSource(Iterator[dict[str, Any]]):
+    """A client's share of a corpus, sent once: it knows how many requests it holds, so the client loop can
+    keep part of them out of a warmup that would otherwise swallow the whole task (``bench.driver.warmup``)."""
+
+    def __init__(self, items: list[dict[str, Any]]) -> None:
+        self.count = len(items)
+        self._items = iter(items)
+
+    def __next__(self) -> dict[str, Any]:
+        return next(self._items)
 
 
 def search_source(task: Task, *, client: int) -> Iterator[dict[str, Any]]:
@@ -182,14 +192,31 @@ def register_param_source(operation_type: str, factory: SourceFactory, *, if_par
         entries.insert(0 if if_param else len(entries), (if_param, factory))
 
 
+def _extension_factory(task: Task) -> SourceFactory | None:
+    op = task.operation
+    for param, factory in _SOURCES.get(op.operation_type, []):
+        if param is None or param in op.params:
+            return factory
+    return None
+
+
+def sends_corpus_once(task: Task) -> bool:
+    """Whether the task's clients each send their slice of a corpus once (a core, not looped bulk, no track's or
+    extension's source): then the corpus, not a time or an iteration count, ends the task."""
+    extensions.load()
+    p = task.operation.params
+    return (task.operation.operation_type == "bulk" and "param-source" not in p  # a track.py's source
+            and _extension_factory(task) is None and not param_bool(p, "looped", False))
+
+
 def param_source(task: Task, sc: SourceContext) -> Iterator[dict[str, Any]]:
     """A client's source: an extension's for the operation, else bulk bodies from the corpus, randomised
     searches, or the operation's static parameters."""
     extensions.load()
     op = task.operation
-    for param, factory in _SOURCES.get(op.operation_type, []):
-        if param is None or param in op.params:
-            return factory(task, sc)
+    factory = _extension_factory(task)
+    if factory is not None:
+        return factory(task, sc)
     if op.operation_type == "bulk":
         return bulk_source(task, sc.documents, client=sc.client, gzip_bodies=sc.gzip_bodies(op.params),
                            default_index=sc.default_index)

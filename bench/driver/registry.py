@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bench import extensions
+from bench.driver import admin_runners, composite_runner, ml_transform_runners, search_runners, snapshot_runners
 from bench.driver.runners import CORE_RUNNERS, Runner
 from bench.errors import BenchError, ConfigError
 
@@ -37,6 +38,14 @@ class UnknownOperation(BenchError):
 
 _lock = threading.Lock()
 _SPECS: dict[str, RunnerSpec] = {t: RunnerSpec(t, r, req) for t, (r, req) in CORE_RUNNERS.items()}
+# Rally's other operation types, one module per kind, each with its load-time check.
+for _module, _check in ((admin_runners, admin_runners.check_admin), (search_runners, search_runners.check_search),
+                        (snapshot_runners, snapshot_runners.check_snapshot),
+                        (ml_transform_runners, ml_transform_runners.check_ml_transform)):
+    for _type, (_runner, _required) in _module.RUNNERS.items():
+        _SPECS[_type] = RunnerSpec(_type, _runner, _required, _check)
+_composite, _composite_check = composite_runner.operation(_SPECS.get)
+_SPECS["composite"] = RunnerSpec("composite", _composite, ("requests",), _composite_check)
 
 
 def callable_name(fn: Any) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from bench.client import RawHttp
 from bench.driver.bodies import BulkBody
 from bench.driver.param_types import as_float, as_int, param_bool, param_float, param_int
+from bench.driver.track_defs import TrackDefinitions
 
 
 @dataclass(slots=True)
@@ -30,17 +31,18 @@ class Result:
     detail: str | None = None  # why it failed, for --on-error=abort and logs
     bytes_received: int = 0  # response body bytes (k6's data_received, Loadgen's transfer)
     status: int = 0  # HTTP status of the (last) response, 0 when none
+    meta: dict[str, Any] | None = None  # what a track's runner returned besides weight/unit/success (sample meta)
 
 
 @dataclass
 class Context:
-    """What a client's runners can reach: one RawHttp per cluster, and the track's index definitions."""
+    """What a client's runners can reach: one RawHttp per cluster, the track's index bodies, and its other
+    declarations (templates, data streams) for the admin operations that default to them."""
 
     http: dict[str, RawHttp]
     default_cluster: str
     indices: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # name -> body
-    templates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    composable_templates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    definitions: TrackDefinitions = field(default_factory=TrackDefinitions)
 
     def cluster(self, params: dict[str, Any]) -> RawHttp:
         return self.http[params.get("cluster", self.default_cluster)]
@@ -110,13 +112,19 @@ def raw_failure(status: int, raw: bytes, *, bytes_sent: int) -> Result:
 
 
 async def search(ctx: Context, p: dict[str, Any]) -> Result:
-    index = p.get("index") or ctx.default_index()
+    # Rally's targets: index, else data-stream, else the track's only index or data stream (bench: all indices)
+    index = p.get("index") or p.get("data-stream") or ctx.definitions.default_target() or ctx.default_index()
+    if isinstance(index, list):
+        index = ",".join(index)
     params = _req_params(p)
     if "cache" in p:
         params["request_cache"] = param_bool(p, "cache", False)
     body = p.get("_body_bytes")
     if body is None:
-        body = json.dumps(p.get("body") or {}).encode()
+        doc = p.get("body") or {}
+        if p.get("results-per-page"):
+            doc = {**doc, "size": as_int(p["results-per-page"], "results-per-page")}
+        body = json.dumps(doc).encode()
     status, raw = await ctx.cluster(p).send("POST", f"/{index}/_search", body, params=params)
     if status >= 400:
         return raw_failure(status, raw, bytes_sent=len(body))
@@ -168,6 +176,9 @@ _HEALTH_ORDER = {"red": 0, "yellow": 1, "green": 2}
 
 
 async def cluster_health(ctx: Context, p: dict[str, Any]) -> Result:
+    """Rally's semantics: success when the status is at least ``wait_for_status`` (any status when not given:
+    Elasticsearch does not wait then) and, with ``wait_for_no_relocating_shards``, no shard relocates. The
+    answer's ``timed_out`` is not judged on its own: a wait that timed out shows in the status it returns."""
     params = _req_params(p)
     # Read before sending: a bad value is bench's error naming the parameter, not a 400 from the cluster.
     no_relocating = param_bool(params, "wait_for_no_relocating_shards", False)
@@ -176,15 +187,16 @@ async def cluster_health(ctx: Context, p: dict[str, Any]) -> Result:
     status, body = await ctx.cluster(p).request("GET", path, params=params)
     if status >= 400 and status != 408:  # 408: wait_for_* timed out, judged below
         return _fail(status, body)
-    expected = params.get("wait_for_status", "green")
-    got = body.get("status", "red") if isinstance(body, dict) else "red"
-    if (isinstance(body, dict) and body.get("timed_out")) or _HEALTH_ORDER[got] < _HEALTH_ORDER.get(expected, 2):
+    expected = params.get("wait_for_status")
+    got = body.get("status") if isinstance(body, dict) else None
+    if expected is not None and _HEALTH_ORDER.get(str(got), -1) < _HEALTH_ORDER.get(str(expected).lower(), 3):
         return Result(success=False, error_type="cluster-health", status=status,
                       detail=f"cluster health is {got}, expected {expected}")
-    if no_relocating and body.get("relocating_shards", 0):
-        return Result(success=False, error_type="cluster-health", detail="shards are still relocating",
-                      status=status)
-    return Result()
+    relocating = body.get("relocating_shards", 0) if isinstance(body, dict) else 0
+    if no_relocating and relocating:
+        return Result(success=False, error_type="cluster-health", status=status,
+                      detail=f"{relocating} shards are still relocating")
+    return Result(status=status)
 
 
 async def refresh(ctx: Context, p: dict[str, Any]) -> Result:

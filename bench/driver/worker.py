@@ -27,7 +27,10 @@ from bench.client import ClusterTarget, RawHttp
 from bench.driver.client_loop import run_client
 from bench.driver.params import SourceContext, param_source
 from bench.driver.registry import runner_for
+from bench.driver.request_options import with_request_options
 from bench.driver.runners import Context, with_retries
+from bench.driver.track_code import TrackCode, TrackCodePlan
+from bench.driver.track_defs import TrackDefinitions
 from bench.driver.worker_extensions import load_extensions
 from bench.errors import BenchError
 from bench.provision.osuser import pdeathsig_preexec
@@ -49,7 +52,9 @@ class StepPlan:
     default_cluster: str
     documents: dict[str, list[DocumentsSpec]] = field(default_factory=dict)  # task name -> corpus files
     indices: dict[str, Any] = field(default_factory=dict)
+    definitions: TrackDefinitions = field(default_factory=TrackDefinitions)
     report_failures: bool = False  # --on-error=abort: tell the coordinator about the first failure
+    track_code: TrackCodePlan | None = None  # the track has a track.py: its runners, sources, schedulers
 
 
 def _raise_nofile_limit() -> None:
@@ -133,16 +138,22 @@ async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event,
     per_cluster = max(1, len(plan.clients))
     https = {t.name: RawHttp(t, connections=per_cluster) for t in plan.targets}
     gzip_for = {t.name: t.options.http_compress for t in plan.targets}
-    ctx = Context(http=https, default_cluster=plan.default_cluster, indices=plan.indices)
+    ctx = Context(http=https, default_cluster=plan.default_cluster, indices=plan.indices,
+                  definitions=plan.definitions)
     default_index = next(iter(plan.indices), None) if len(plan.indices) == 1 else None
+    code = TrackCode(plan.track_code, plan.targets, plan.default_cluster, per_cluster) if plan.track_code else None
     jobs = []
     for task_idx, client_id in plan.clients:
         task = plan.tasks[task_idx]
         op = task.operation
-        runner = with_retries(runner_for(op.operation_type), op.params)
-        source = param_source(task, SourceContext(client_id, plan.documents.get(task.name, []), gzip_for,
-                                                  plan.default_cluster, default_index))
-        jobs.append((task, client_id, runner, source))
+        custom = code.parts(task, client_id) if code is not None else None
+        runner = (custom.runner if custom is not None and custom.runner is not None
+                  else with_retries(with_request_options(runner_for(op.operation_type), op.name, op.operation_type,
+                                                         op.params), op.params))
+        source = custom.source if custom is not None and custom.source is not None else param_source(
+            task, SourceContext(client_id, plan.documents.get(task.name, []), gzip_for, plan.default_cluster,
+                                default_index))
+        jobs.append((task, client_id, runner, source, custom.offsets if custom is not None else None))
 
     buffer: list[RequestSample] = []
     failed = False
@@ -173,17 +184,18 @@ async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event,
             nonlocal cancelled
             cancelled += 1
 
-        async def one(task: Task, client_id: int, runner: Any, source: Any) -> None:
+        async def one(task: Task, client_id: int, runner: Any, source: Any, offsets: Any) -> None:
             try:
                 await run_client(task, client_id, ctx, runner, source, start_at, buffer.append, stop, on_failure,
-                                 on_cancel=count_cancelled)
+                                 on_cancel=count_cancelled, offsets=offsets)
             except asyncio.CancelledError:
                 if not cancel.is_set():
                     raise
 
         by_task: dict[str, list[asyncio.Task[None]]] = {}
-        for task, client_id, runner, source in jobs:
-            by_task.setdefault(task.name, []).append(asyncio.create_task(one(task, client_id, runner, source)))
+        for task, client_id, runner, source, offsets in jobs:
+            by_task.setdefault(task.name, []).append(
+                asyncio.create_task(one(task, client_id, runner, source, offsets)))
 
         async def canceller() -> None:
             await cancel.wait()
@@ -214,3 +226,5 @@ async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event,
     finally:
         for h in https.values():
             await h.__aexit__(None, None, None)
+        if code is not None:
+            await code.close()

@@ -212,6 +212,12 @@ class LocalProvisioner:
         settings.update({"cluster.name": spec.name, "node.name": name, "network.host": portalloc.HOST,
                          "http.port": http, "transport.port": transport, "path.data": str(data),
                          "path.logs": str(logs)})
+        if "path.repo" not in settings:
+            # Rally's snapshot operations need an fs repository location the nodes allow. One folder for all the
+            # cluster's nodes (an fs repository must be shared), inside the first node's, so it goes with it.
+            repo = self._nodes_base() / spec.name / names[0] / "snapshot-repo"
+            repo.mkdir(parents=True, exist_ok=True)
+            settings["path.repo"] = str(repo)
         if spec.nodes == 1:
             settings["discovery.type"] = "single-node"
         else:

@@ -30,6 +30,8 @@ def add_report_parsers(sub: Any) -> None:
     c.add_argument("--candidate", action="append", default=[], help="candidate selector (repeatable)")
     c.add_argument("--format", choices=["table", "markdown", "csv", "json"], default="table")
     c.add_argument("--output", help="write to this file instead of the terminal")
+    c.add_argument("--all", action="store_true",
+                   help="the full table after the headline in the terminal (files and other formats always have it)")
     _noise_options(c)
 
     r = sub.add_parser("report", help="render a markdown or HTML report of a trial or a comparison")
@@ -96,7 +98,7 @@ def _compare(a: argparse.Namespace, console: Console) -> int:
         path = write_report(render_comparison(cmp, a.format), a.output, option="--output")
         console.print(f"Comparison written to {path}", highlight=False, markup=False)
     elif a.format == "table" and console.is_terminal:
-        console.print(comparison_renderable(cmp))
+        console.print(comparison_renderable(cmp, width=console.width, full=a.all))
     else:
         console.print(render_comparison(cmp, a.format), highlight=False, markup=False, soft_wrap=True, end="")
     return 0
@@ -144,7 +146,7 @@ def _experiment_overrides(a: argparse.Namespace) -> dict[str, Any]:
 
 
 def _experiment(a: argparse.Namespace, console: Console) -> int:
-    from bench.experiment import comparison_selectors, load_experiment, plan, run_experiment
+    from bench.experiment import comparison_selectors, load_experiment, run_experiment
     from bench.reporting.render import compare_report
     from bench.store import TrialStore
 
@@ -157,9 +159,10 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
     if a.history is not None and exp.study is None:
         raise ConfigError(f"--history: experiment file {a.file} has no 'study:' block naming the key rows to follow")
     if a.dry_run:
-        for i, r in enumerate(plan(exp, a.run_id or "dry-run"), 1):
-            console.print(f"{i:3}. {r.variant} #{r.repetition} on {r.track.label or 'the track'}", highlight=False,
-                          markup=False)
+        from bench.experiment import dry_run_lines
+
+        for line in dry_run_lines(exp, a.run_id or "dry-run"):
+            console.print(line, highlight=False, markup=False)
         return 0
     say = lambda text: console.print(text, highlight=False, markup=False)
     if exp.study is not None and exp.study.note:

@@ -80,7 +80,8 @@ def throughput_plots(trials: list[PlotTrial]) -> list[Plot]:
             if ts is not None and ts.throughput is None:
                 continue  # every request of the task failed in this trial: no course of zeros to draw
             s = throughput_series(t.samples, task)
-            s = s[s["phase"] == "measurement"]
+            # The seconds after the first client finished show the load ending, not the cluster (see bench.stats).
+            s = s[(s["phase"] == "measurement") & s["full_load"].astype(bool)]
             if s.empty:
                 continue
             longest = max(longest, len(s))
@@ -88,7 +89,8 @@ def throughput_plots(trials: list[PlotTrial]) -> list[Plot]:
             fig.add_trace(go.Scatter(x=s["second"], y=s["throughput"], mode="lines+markers", **_line(t)))
         if fig.data and longest >= 2:  # a one-request task (create-index) has no course over time
             plots.append(Plot(f"throughput-{_safe(task)}", f"Throughput over time: {task}",
-                              _layout(fig, f"Throughput over time: {task}", "seconds since task start", unit)))
+                              _layout(fig, f"Throughput over time: {task} (per second, while every client "
+                                      "was working)", "seconds since the measured part started", unit)))
     return plots
 
 

@@ -6,13 +6,13 @@ from bench.compare.metrics import register_metric
 from bench.pipeline import register_race_hook
 from bench.summary import register_section
 from bench.telemetry.race_hook import TelemetryHook
-from bench.telemetry.summary import SECTION, enrich_summary, telemetry_rows
+from bench.telemetry.summary import SECTION, enrich_summary, is_headline_metric, telemetry_rows
 from bench.trial_summary import register_enricher
 
 
 def setup() -> None:
     register_race_hook(TelemetryHook)
-    register_section(SECTION, rows=telemetry_rows, title="Telemetry", order=10)
+    register_section(SECTION, rows=telemetry_rows, title="Telemetry", order=10, headline=is_headline_metric)
     register_enricher(SECTION, enrich_summary)
     register_metric(r"rejection|exception", higher_is_better=False)  # write thread-pool rejections, CCR exceptions
     register_metric(r"\blag\b", higher_is_better=False)  # the follower lag the ccr-stats device samples

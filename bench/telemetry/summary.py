@@ -306,12 +306,24 @@ def telemetry_rows(data: dict[str, Any]) -> list[MetricRow]:
         add("Median driver CPU (100% = 1 core)", "driver", s.driver.median, "%")
         add("Max driver CPU (100% = 1 core)", "driver", s.driver.max, "%")
         for w, v in sorted(s.driver.worker_median.items()):
-            add("Median driver CPU (100% = 1 core)", f"driver/{w}", v, "%")
+            add("Median driver CPU per worker (100% = 1 core)", f"driver/{w}", v, "%")
     for c in s.devices:
         scope = f"{c.device}@{c.cluster}"
         add("Telemetry samples", scope, c.samples, "")
         add("Telemetry failed samples", scope, c.failed, "")
     return rows
+
+
+# Per node: CPU, the node processes' disk IO and the transport network (the cluster's own traffic), rejected
+# writes, and the driver's CPU (is the client the limit?).
+HEADLINE_METRICS = frozenset({
+    "Median CPU usage (node-stats)", "Median process CPU (host, 100% = 1 core)", "Disk read (node processes)",
+    "Disk write (node processes)", "Network rx (transport)", "Network tx (transport)", "Write thread pool rejections",
+    "Median driver CPU (100% = 1 core)", "Max CCR lag", "99th percentile CCR lag time"})
+
+
+def is_headline_metric(metric: str) -> bool:
+    return metric in HEADLINE_METRICS
 
 
 def add_follower_lag_rows(add: Any, scope: str, f: Any, missing: int) -> None:

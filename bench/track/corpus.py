@@ -16,6 +16,7 @@ import json
 import logging
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -39,17 +40,24 @@ _BUF = 1 << 20
 
 def bulk_documents(track: Track, op_params: dict[str, Any]) -> list[DocumentsSpec]:
     """The document sets a bulk operation uses: param ``corpora`` (a name or list; default all corpora),
-    restricted to the target indices in param ``indices`` when given (Rally semantics)."""
+    restricted to the target indices in param ``indices`` and data streams in ``data-streams`` when given (Rally
+    semantics)."""
     if "template" in op_params:
         return []  # documents rendered from a Loadgen template, not read from a corpus
+    if "param-source" in op_params:
+        return []  # bodies from the track's own parameter source (track.py)
     wanted = op_params.get("corpora")
     names = [wanted] if isinstance(wanted, str) else list(wanted or [c.name for c in track.corpora])
     indices = op_params.get("indices")
     indices = [indices] if isinstance(indices, str) else indices
+    streams = op_params.get("data-streams")
+    streams = [streams] if isinstance(streams, str) else streams
     out: list[DocumentsSpec] = []
     for name in names:
         for d in track.corpus(name).documents:
             if indices and d.target_index not in indices and d.target_data_stream not in indices:
+                continue
+            if streams and d.target_data_stream not in streams:
                 continue
             out.append(d)
     return out
@@ -217,36 +225,64 @@ def _generated(corpus: str, d: DocumentsSpec, docs: int) -> Path:
     return path
 
 
-def _candidates(corpus: str, name: str, track_root: Path) -> list[Path]:
-    p = Path(name)
-    if p.is_absolute():
-        return [p]
-    return [data_dir() / corpus / name, track_root / name]
+@dataclass(frozen=True)
+class Sources:
+    """Where corpus files come from: local folders first (``--corpus-dir``, bench's data cache, the track's
+    folder), then ``base-url`` unless ``offline``."""
+
+    track_root: Path
+    corpus_dir: Path | None = None
+    offline: bool = False
+
+    def candidates(self, corpus: str, name: str) -> list[Path]:
+        p = Path(name)
+        if p.is_absolute():
+            return [p]
+        local = [self.corpus_dir / corpus / name, self.corpus_dir / name] if self.corpus_dir else []
+        return [*local, data_dir() / corpus / name, self.track_root / name]
+
+    def download(self, corpus: str, d: DocumentsSpec, name: str, target: Path) -> Path:
+        """Download ``name`` from the document set's base-url; offline, or when that fails, one line naming
+        where bench looked for a local copy and how to point it at one."""
+        if self.offline or not d.base_url:
+            raise self.missing(corpus, d, "--offline: no download" if self.offline else "it has no base-url")
+        try:
+            return download(_url(d.base_url, name), target)
+        except TrackError as e:
+            raise self.missing(corpus, d, str(e)) from None
+
+    def missing(self, corpus: str, d: DocumentsSpec, why: str) -> TrackError:
+        plain = _strip_compression(d.source_file)
+        looked = self.candidates(corpus, d.source_file)
+        if plain != d.source_file:
+            looked += self.candidates(corpus, plain)
+        return TrackError(
+            f"corpus '{corpus}' file {d.source_file} is not available ({why}); looked for a local copy at "
+            f"{', '.join(map(str, looked))}: put it (compressed or not) in one of them, or pass "
+            f"--corpus-dir=DIR holding {corpus}/{d.source_file}")
 
 
-def _prepare_file(corpus: str, d: DocumentsSpec, track_root: Path, test_mode: bool) -> Path:
+def _prepare_file(corpus: str, d: DocumentsSpec, src: Sources, test_mode: bool) -> Path:
     plain_name = _strip_compression(d.source_file)
     compressed = d.source_file != plain_name
     cache = data_dir() / corpus
-    plain = [p for p in _candidates(corpus, plain_name, track_root) if p.is_file()]
-    packed = [p for p in _candidates(corpus, d.source_file, track_root) if p.is_file()] if compressed else []
+    plain = [p for p in src.candidates(corpus, plain_name) if p.is_file()]
+    packed = [p for p in src.candidates(corpus, d.source_file) if p.is_file()] if compressed else []
 
     if test_mode:
         docs = min(d.document_count, TEST_MODE_DOCS)
         target = cache / _one_k_name(plain_name)
         if not target.is_file():
-            src = (plain or packed or [None])[0]
-            if src is None and d.base_url:
+            found = (plain or packed or [None])[0]
+            if found is None:
                 # Rally publishes a 1k variant next to each corpus file; use it, else the full file.
                 one_k = cache / _one_k_name(d.source_file)
                 try:
-                    src = download(_url(d.base_url, _one_k_name(d.source_file)), one_k)
+                    found = src.download(corpus, d, _one_k_name(d.source_file), one_k)
                 except TrackError as e:
                     log.info("no 1k variant (%s); downloading the full corpus file", e)
-                    src = download(_url(d.base_url, d.source_file), cache / d.source_file)
-            if src is None:
-                raise _missing(corpus, d, track_root)
-            _write_atomically(target, _head_lines(src, _expected_lines(d, docs)))
+                    found = src.download(corpus, d, d.source_file, cache / d.source_file)
+            _write_atomically(target, _head_lines(found, _expected_lines(d, docs)))
         d.document_count = docs
         _check_lines(target, d, docs)
         return target
@@ -255,32 +291,21 @@ def _prepare_file(corpus: str, d: DocumentsSpec, track_root: Path, test_mode: bo
         target = plain[0]
     else:
         if not packed:
-            if not d.base_url:
-                raise _missing(corpus, d, track_root)
-            packed = [download(_url(d.base_url, d.source_file), cache / d.source_file)]
+            packed = [src.download(corpus, d, d.source_file, cache / d.source_file)]
         target = decompress(packed[0], cache / plain_name) if compressed else packed[0]
     _check_lines(target, d, d.document_count)
     return target
 
 
-def _missing(corpus: str, d: DocumentsSpec, track_root: Path) -> TrackError:
-    looked = _candidates(corpus, d.source_file, track_root)
-    plain = _strip_compression(d.source_file)
-    if plain != d.source_file:
-        looked += _candidates(corpus, plain, track_root)
-    return TrackError(
-        f"corpus '{corpus}' file {d.source_file} not found (looked at {', '.join(map(str, looked))}) "
-        f"and it has no base-url or generator: put the file there or add a base-url"
-    )
-
-
-def prepare_corpora(track: Track, challenge: Challenge, *, test_mode: bool) -> None:
+def prepare_corpora(track: Track, challenge: Challenge, *, test_mode: bool, offline: bool = False,
+                    corpus_dir: Path | None = None) -> None:
     """Fill ``local_path`` of every document set the challenge's bulk tasks use."""
+    src = Sources(track.root, Path(corpus_dir).expanduser() if corpus_dir else None, offline)
     for corpus, d in _challenge_documents(track, challenge):
         if d.generator is not None:
             docs = min(d.document_count, TEST_MODE_DOCS) if test_mode else d.document_count
             d.document_count = docs
             d.local_path = _generated(corpus, d, docs)
         else:
-            d.local_path = _prepare_file(corpus, d, track.root, test_mode)
+            d.local_path = _prepare_file(corpus, d, src, test_mode)
         log.info("corpus %s: %s ready (%d documents)", corpus, d.local_path, d.document_count)

@@ -11,8 +11,11 @@ iteration per client; for bulk it means "until the corpus is consumed".
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
+import re
+import sys
 import traceback
 from pathlib import Path
 from typing import Any
@@ -20,12 +23,18 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, ValidationError
 
+from bench.driver.param_types import as_bool, as_float
+from bench.driver.request_options import check_assertions
+from bench.driver.runners import CORE_RUNNERS
+from bench.driver.schedule import OPS, has_scheduler, scheduler_names
 from bench.errors import TrackError
 from bench.home import project_root
+from bench.track import plugins as track_plugins
 from bench.track import rally_helpers
 from bench.track.generators import GENERATORS, generator_names
 from bench.track.model import Challenge, Operation, Parallel, Task, Track
-from bench.track.operations import check_operation, supported_operation_types
+from bench.track.operations import check_operation
+from bench.track.params import blame_param
 from bench.track.testmode import apply_test_mode
 
 log = logging.getLogger(__name__)
@@ -42,7 +51,9 @@ PARALLEL_DEFAULTS = (
     "target-throughput",
     "target-interval",
 )
-_TASK_KEYS = {"name", "operation", *PARALLEL_DEFAULTS, "schedule", "ignore-response-error-level", "tags", "meta"}
+# run-on-serverless only filters tasks on serverless clusters, which bench never targets: every task runs, as in Rally.
+_TASK_KEYS = {"name", "operation", *PARALLEL_DEFAULTS, "schedule", "ignore-response-error-level", "tags", "meta",
+              "include-in-reporting", "run-on-serverless"}
 
 
 class TrackListing(BaseModel):
@@ -141,11 +152,14 @@ def _render(env: jinja2.Environment, root: Path, rel: str, source: str) -> str:
         raise TrackError(f"{root / rel}: cannot render the template: {type(e).__name__}: {e}") from None
 
 
-def _parse_json(text: str, file: Path, *, rendered: bool) -> Any:
+def _parse_json(text: str, file: Path, *, rendered: bool, params: dict[str, Any] | None = None) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         lines = text.splitlines()
+        blamed = blame_param(lines[e.lineno - 1], e.colno, params) if params and 0 < e.lineno <= len(lines) else None
+        if blamed:  # a bad track parameter: name it, not a line the user never wrote
+            raise TrackError(f"{blamed} ({file})") from None
         bad = lines[e.lineno - 1].strip() if 0 < e.lineno <= len(lines) else ""
         what = f"{file} (rendered track)" if rendered else str(file)
         raise TrackError(
@@ -164,7 +178,8 @@ def _load_template_file(
         used.extend(rally_helpers.template_files(env, root, rel))
     except jinja2.TemplateSyntaxError as e:
         raise _syntax_error(e, root) from None
-    data = _parse_json(_render(env, root, rel, path.read_text(encoding="utf-8")), path, rendered=True)
+    data = _parse_json(_render(env, root, rel, path.read_text(encoding="utf-8")), path, rendered=True,
+                       params=env.globals)
     if not isinstance(data, dict):
         raise TrackError(f"{path}: must hold a JSON object")
     return data
@@ -203,26 +218,58 @@ def _validate(model: type[BaseModel], data: Any, file: Path, prefix: str) -> Any
         raise _validation_error(e, file, prefix) from None
 
 
-def _throughput(value: Any) -> Any:
-    """Rally accepts ``"100 ops/s"``; the number is what the driver needs."""
-    if isinstance(value, str) and value.strip().endswith("ops/s"):
-        try:
-            return float(value.strip()[:-5])
-        except ValueError:
-            return value
-    return value
+_THROUGHPUT = re.compile(r"^\s*(?P<value>\d*\.?\d+)\s*(?P<unit>\w+/s)\s*$")
 
 
-# ---------------------------------------------------------------- operations and schedule
+def _throughput(value: Any, file: Path, where: str) -> tuple[Any, str]:
+    """Rally's target-throughput: a number (requests/s) or ``"<number> <unit>/s"`` (``"10 docs/s"``)."""
+    if isinstance(value, str):
+        m = _THROUGHPUT.match(value)
+        if m is None:
+            raise TrackError(f"{file}: {where}.target-throughput: cannot read {value!r}: use a number "
+                             f"(requests/s) or '<number> <unit>/s' such as '100 ops/s' or '10000 docs/s'")
+        return float(m.group("value")), m.group("unit")
+    return value, OPS
+
+
+def _integral(params: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Rally applies int() to sizes that Jinja arithmetic may have made floats (``{{ n / 2 }}`` = 2500.0)."""
+    out = dict(params)
+    for k in keys:
+        v = out.get(k)
+        if isinstance(v, float) and v.is_integer():
+            out[k] = int(v)
+    return out
+
+
+_INT_PARAMS = ("bulk-size", "batch-size", "ingest-doc-count", "max-num-segments")
+
+
+def _problem(file: Path, challenge: str, task: str, what: str) -> str:
+    return f"{file}: challenge '{challenge}', task '{task}': {what}"
+
+
+def _check(op: Operation, file: Path) -> str | None:
+    """Why bench cannot run the operation (None: it can)."""
+    p = op.params
+    try:
+        check_operation(op.name, op.operation_type, p, track_file=str(file))
+        if p.get("assertions") is not None:
+            check_assertions(p["assertions"], f"operation '{op.name}'")
+        if p.get("request-timeout") is not None:
+            as_float(p["request-timeout"], "request-timeout")
+        for key in ("headers", "request-params"):
+            if p.get(key) is not None and not isinstance(p[key], dict):
+                raise TrackError(f"operation '{op.name}' has {key} {p[key]!r}: use an object")
+    except TrackError as e:
+        return str(e).removeprefix(f"{file}: ")
+    return None
 
 
 def _operation(spec: Any, ops: dict[str, Operation], file: Path, where: str) -> Operation:
     if isinstance(spec, str):
         if spec in ops:
-            # Declared operations are checked where a task uses them (see _operations).
-            op = ops[spec]
-            check_operation(op.name, op.operation_type, op.params, track_file=str(file))
-            return op
+            return ops[spec]
         # Rally: an undeclared name is an operation of that type without parameters (e.g. "refresh").
         spec = {"name": spec, "operation-type": spec}
     if not isinstance(spec, dict):
@@ -231,12 +278,33 @@ def _operation(spec: Any, ops: dict[str, Operation], file: Path, where: str) -> 
     if "operation-type" not in spec:
         raise TrackError(f"{file}: {where}.operation has no 'operation-type'")
     spec.setdefault("name", spec["operation-type"])
-    op = _validate(Operation, spec, file, f"{where}.operation")
-    check_operation(op.name, op.operation_type, op.params, track_file=str(file))
+    return _normalized(_validate(Operation, spec, file, f"{where}.operation"))
+
+
+def _normalized(op: Operation) -> Operation:
+    op.params = _integral(op.params, _INT_PARAMS)
     return op
 
 
-def _task(spec: Any, defaults: dict[str, Any], ops: dict[str, Operation], file: Path, where: str) -> Task:
+def _task_problem(task: Task, challenge: str, file: Path) -> str | None:
+    """Why bench cannot run ``task``: its operation, its schedule or its throughput unit."""
+    op = task.operation
+    why = _check(op, file)
+    registered = track_plugins.active_plugins()
+    if why is None and task.schedule is not None and not has_scheduler(task.schedule) and not (
+            registered is not None and task.schedule in registered.schedulers):
+        why = (f"unknown schedule '{task.schedule}' (known: {', '.join(scheduler_names())}; a track's track.py "
+               f"registers more with register_scheduler)")
+    if why is None and task.throughput_unit != OPS and task.target_throughput is not None:
+        reports = "docs/s" if op.operation_type == "bulk" else OPS if op.operation_type in CORE_RUNNERS else None
+        if reports is not None and task.throughput_unit != reports:
+            why = (f"target-throughput is in {task.throughput_unit} but a '{op.operation_type}' operation "
+                   f"reports {reports}: give it in {reports} (or ops/s for requests per second)")
+    return _problem(file, challenge, task.name, why) if why else None
+
+
+def _task(spec: Any, defaults: dict[str, Any], ops: dict[str, Operation], file: Path, where: str,
+          challenge: str) -> Task:
     if not isinstance(spec, dict):
         raise TrackError(f"{file}: {where} must be an object, got {spec!r}")
     if "operation" not in spec:
@@ -244,20 +312,28 @@ def _task(spec: Any, defaults: dict[str, Any], ops: dict[str, Operation], file: 
     op = _operation(spec["operation"], ops, file, where)
     data: dict[str, Any] = {k: v for k, v in defaults.items()}
     data.update({k: v for k, v in spec.items() if k in _TASK_KEYS and k != "operation"})
-    unknown = sorted(
-        set(spec) - _TASK_KEYS - {"include-in-reporting"} - {k for k in spec if k.startswith("#")}
-    )
+    unknown = sorted(set(spec) - _TASK_KEYS - {k for k in spec if k.startswith("#")})
     if unknown:
         log.info("%s: %s ignores unknown task keys %s", file, where, unknown)
     data["operation"] = op
     data.setdefault("name", op.name)
-    for k in ("target-throughput",):
-        if k in data:
-            data[k] = _throughput(data[k])
-    return _validate(Task, data, file, where)
+    if "target-throughput" in data:
+        data["target-throughput"], data["throughput-unit"] = _throughput(data["target-throughput"], file, where)
+    if "include-in-reporting" not in data and "include-in-reporting" in op.params:
+        data["include-in-reporting"] = op.params["include-in-reporting"]
+    if "include-in-reporting" in data:
+        try:
+            data["include-in-reporting"] = as_bool(data["include-in-reporting"], "include-in-reporting")
+        except TrackError as e:
+            raise TrackError(f"{file}: {where}: {e}") from None
+    if not data.get("meta") and isinstance(op.params.get("meta"), dict):
+        data["meta"] = op.params["meta"]
+    task = _validate(Task, data, file, where)
+    task.problem = _task_problem(task, challenge, file)
+    return task
 
 
-def _schedule(steps: Any, ops: dict[str, Operation], file: Path, where: str) -> list[Task | Parallel]:
+def _schedule(steps: Any, ops: dict[str, Operation], file: Path, where: str, challenge: str) -> list[Task | Parallel]:
     if not isinstance(steps, list):
         raise TrackError(f"{file}: {where} must be a list of tasks")
     out: list[Task | Parallel] = []
@@ -268,16 +344,15 @@ def _schedule(steps: Any, ops: dict[str, Operation], file: Path, where: str) -> 
             if not isinstance(par, dict) or not isinstance(par.get("tasks"), list):
                 raise TrackError(f"{file}: {w}.parallel must be an object with a 'tasks' list")
             defaults = {k: par[k] for k in PARALLEL_DEFAULTS if k in par}
-            tasks = [
-                _task(t, defaults, ops, file, f"{w}.parallel.tasks[{k}]") for k, t in enumerate(par["tasks"])
-            ]
+            tasks = [_task(t, defaults, ops, file, f"{w}.parallel.tasks[{k}]", challenge)
+                     for k, t in enumerate(par["tasks"])]
             out.append(
                 _validate(
                     Parallel, {"tasks": tasks, "completed-by": par.get("completed-by")}, file, f"{w}.parallel"
                 )
             )
         else:
-            out.append(_task(step, {}, ops, file, w))
+            out.append(_task(step, {}, ops, file, w, challenge))
     return out
 
 
@@ -301,7 +376,7 @@ def _challenges(raw: dict[str, Any], ops: dict[str, Operation], file: Path) -> l
         if "schedule" not in spec:
             raise TrackError(f"{file}: {where} ('{spec.get('name', '?')}') has no 'schedule'")
         sched_where = f"{where}.schedule" if key != "schedule" else "schedule"
-        schedule = _schedule(spec["schedule"], ops, file, sched_where)
+        schedule = _schedule(spec["schedule"], ops, file, sched_where, str(spec.get("name", "?")))
         data = {k: v for k, v in spec.items() if k != "schedule"}
         data["schedule"] = schedule
         ch = _validate(Challenge, data, file, where)
@@ -336,13 +411,11 @@ def _operations(raw: dict[str, Any], file: Path) -> dict[str, Operation]:
     for i, spec in enumerate(specs):
         if not isinstance(spec, dict) or "name" not in spec or "operation-type" not in spec:
             raise TrackError(f"{file}: operations[{i}] needs a 'name' and an 'operation-type'")
-        op = _validate(Operation, spec, file, f"operations[{i}]")
+        op = _normalized(_validate(Operation, spec, file, f"operations[{i}]"))
         if op.name in ops:
             raise TrackError(f"{file}: operations[{i}]: duplicate operation name '{op.name}'")
-        # A declared operation of a type bench lacks is only an error when a task uses it: Rally tracks
-        # declare operations (e.g. node-stats) that the challenges a user runs may never touch.
-        if op.operation_type in supported_operation_types():
-            check_operation(op.name, op.operation_type, op.params, track_file=str(file))
+        # Checked where a task uses it: Rally tracks declare operations (e.g. node-stats) that the
+        # challenge a user runs may never touch.
         ops[op.name] = op
     return ops
 
@@ -351,8 +424,12 @@ def _operations(raw: dict[str, Any], file: Path) -> dict[str, Operation]:
 
 
 def load_track(
-    track_dir: Path, params: dict[str, Any], *, ignore_unused: bool = False, test_mode: bool = False
+    track_dir: Path, params: dict[str, Any], *, ignore_unused: bool = False, test_mode: bool = False,
+    challenge: str | None = None, check_challenge: bool = False,
 ) -> Track:
+    """The track, every challenge parsed. The tasks bench cannot run carry their ``problem``; with
+    ``check_challenge`` the selected challenge (``challenge``, else the default) must have none, else a
+    TrackError naming the file, challenge, task and construct. ``Track.challenge()`` checks the same."""
     root = Path(track_dir).resolve()
     file = root / TRACK_FILE
     if not file.is_file():
@@ -363,7 +440,7 @@ def load_track(
     except jinja2.TemplateSyntaxError as e:
         raise _syntax_error(e, root) from None
     source = rally_helpers.assemble(root, file.read_text(encoding="utf-8"))
-    raw = _parse_json(_render(env, root, TRACK_FILE, source), file, rendered=True)
+    raw = _parse_json(_render(env, root, TRACK_FILE, source), file, rendered=True, params=params)
     if not isinstance(raw, dict):
         raise TrackError(f"{file}: the rendered track must be a JSON object")
 
@@ -376,7 +453,7 @@ def load_track(
             )
         indices.append(spec)
     templates: dict[str, list[Any]] = {}
-    for key in ("templates", "composable-templates"):
+    for key in ("templates", "composable-templates", "component-templates"):
         templates[key] = []
         for i, spec in enumerate(raw.get(key, []) or []):
             spec = dict(spec) if isinstance(spec, dict) else spec
@@ -395,8 +472,11 @@ def load_track(
             f"it uses: {', '.join(sorted(used)) or '(none)'}"
         )
 
-    ops = _operations(raw, file)
-    challenges = _challenges(raw, ops, file)
+    # track.py (Rally's register(registry) API): its runners are operation types of this track only.
+    plugins = track_plugins.load_plugins(root)
+    with track_plugins.active(plugins):
+        ops = _operations(raw, file)
+        challenges = _challenges(raw, ops, file)
     data = {
         "name": root.name,
         "description": raw.get("description", ""),
@@ -404,23 +484,62 @@ def load_track(
         "indices": indices,
         "templates": templates["templates"],
         "composable-templates": templates["composable-templates"],
+        "component-templates": templates["component-templates"],
+        "data-streams": raw.get("data-streams", []) or [],
         "corpora": raw.get("corpora", []) or [],
         "challenges": challenges,
         "params": dict(params),
+        "dependencies": _dependencies(raw.get("dependencies"), file),
     }
     track = _validate(Track, data, file, "")
     _default_target_index(track, file)
     _check_corpora_refs(track, file)
+    track_plugins.check_constructs(track, plugins, file)
+    if check_challenge:
+        track.challenge(challenge)
+    track_plugins.run_after_load(track, plugins)
     return apply_test_mode(track) if test_mode else track
 
 
+def _dependencies(spec: Any, file: Path) -> list[str]:
+    """Rally's track-level ``dependencies`` (pip requirements): bench does not install into its environment;
+    a missing one is refused with the command that installs it."""
+    if spec is None:
+        return []
+    deps = [spec] if isinstance(spec, str) else spec
+    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+        raise TrackError(f"{file}: dependencies must be a list of pip requirements, got {spec!r}")
+    missing = [d for d in deps if not _installed(d)]
+    if missing:
+        quoted = " ".join(f"'{d}'" if any(c in d for c in "<>=!~ ;[") else d for d in missing)
+        raise TrackError(f"{file}: the track needs {', '.join(missing)}, not installed in bench's environment: "
+                         f"run {sys.executable} -m pip install {quoted}")
+    return deps
+
+
+def _installed(requirement: str) -> bool:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        req = Requirement(requirement)
+    except InvalidRequirement:
+        raise TrackError(f"dependencies: cannot read the pip requirement {requirement!r}") from None
+    try:
+        version = importlib.metadata.version(req.name)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return not req.specifier or req.specifier.contains(version, prereleases=True)
+
+
 def _default_target_index(track: Track, file: Path) -> None:
-    """Rally: with exactly one index, documents without a target go there."""
+    """Rally: with exactly one index (or else one data stream), documents without a target go there."""
     for c in track.corpora:
         for d in c.documents:
             if d.target_index is None and d.target_data_stream is None:
                 if len(track.indices) == 1:
                     d.target_index = track.indices[0].name
+                elif len(track.data_streams) == 1:
+                    d.target_data_stream = track.data_streams[0].name
 
 
 def _check_corpora_refs(track: Track, file: Path) -> None:
@@ -442,15 +561,14 @@ def _check_corpora_refs(track: Track, file: Path) -> None:
     names = {c.name for c in track.corpora}
     for ch in track.challenges:
         for t in ch.tasks():
-            if t.operation.operation_type != "bulk":
-                continue
+            if t.operation.operation_type != "bulk" or t.problem or "param-source" in t.operation.params:
+                continue  # (a track's parameter source makes its own bodies)
             wanted = t.operation.params.get("corpora")
             wanted = [wanted] if isinstance(wanted, str) else (wanted or [])
             missing = [w for w in wanted if w not in names]
             if missing:
-                raise TrackError(
-                    f"{file}: operation '{t.operation.name}' uses corpora {', '.join(missing)} "
-                    f"that the track does not define (it defines: {', '.join(sorted(names)) or 'none'})"
-                )
-            if not names:
-                raise TrackError(f"{file}: task '{t.name}' is a bulk but the track defines no corpora")
+                t.problem = _problem(file, ch.name, t.name, (
+                    f"operation '{t.operation.name}' uses corpora {', '.join(missing)} that the track does not "
+                    f"define (it defines: {', '.join(sorted(names)) or 'none'})"))
+            elif not names:
+                t.problem = _problem(file, ch.name, t.name, "a bulk, but the track defines no corpora")

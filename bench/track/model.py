@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 def _hyphen(name: str) -> str:
@@ -31,8 +31,27 @@ class TemplateSpec(_RallyModel):
     name: str
     index_pattern: str | None = None
     template: str  # path relative to the track folder
+    # Rally: where in the file the template body sits (dotted keys), e.g. "index_template"
+    template_path: str | None = None
     delete_matching_indices: bool = True
     template_content: dict[str, Any] | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _body_at_template_path(self) -> "TemplateSpec":
+        if self.template_path and self.template_content is not None:
+            body: Any = self.template_content
+            for key in self.template_path.split("."):
+                if not isinstance(body, dict) or key not in body:
+                    raise ValueError(f"template '{self.name}': {self.template} has no '{self.template_path}' "
+                                     f"(its template-path)")
+                body = body[key]
+            self.template_content = body
+            self.template_path = None  # applied: validating again must not descend twice
+        return self
+
+
+class DataStreamSpec(_RallyModel):
+    name: str
 
 
 class GeneratorSpec(_RallyModel):
@@ -105,12 +124,31 @@ class Task(_RallyModel):
     time_period: float | None = Field(default=None, gt=0)
     warmup_iterations: int | None = Field(default=None, ge=0)
     iterations: int | None = Field(default=None, ge=1)
+    # In ``throughput_unit`` (Rally's "10 docs/s"): ops/s paces requests, any other unit paces the runner's
+    # work (e.g. documents of a bulk), see bench.driver.schedule.Pacer.
     target_throughput: float | None = Field(default=None, gt=0)
+    throughput_unit: str = "ops/s"
     target_interval: float | None = Field(default=None, gt=0)
-    schedule: Literal["deterministic", "poisson"] | None = None
+    # deterministic, poisson, or a scheduler the track's track.py registers (checked when the track loads)
+    schedule: str | None = None
     ignore_response_error_level: Literal["non-fatal"] | None = None
     tags: list[str] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict)
+    # Rally: false = the task runs and its samples are stored, but it is left out of the summary.
+    include_in_reporting: bool = True
+    # Why bench cannot run this task (unknown operation type, missing parameter ...): set by the loader for
+    # tasks of challenges that were not selected; a selected challenge with such a task never loads.
+    problem: str | None = Field(default=None, exclude=True)
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _one_tag(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else ([] if v is None else v)
+
+    @field_validator("meta", mode="before")
+    @classmethod
+    def _no_meta(cls, v: Any) -> Any:
+        return {} if v is None else v
 
     @model_validator(mode="after")
     def _ramp_up_within_warmup(self) -> "Task":
@@ -130,7 +168,7 @@ class Task(_RallyModel):
 
     @property
     def ops_per_second(self) -> float | None:
-        """Target operations per second across all clients of the task (None = as fast as possible)."""
+        """Target rate across all clients of the task in ``throughput_unit`` (None = as fast as possible)."""
         if self.target_interval is not None:
             return 1.0 / self.target_interval
         return self.target_throughput
@@ -168,6 +206,10 @@ class Challenge(_RallyModel):
             out.extend(s.tasks if isinstance(s, Parallel) else [s])
         return out
 
+    def problems(self) -> list[str]:
+        """Why bench cannot run each task it cannot run (empty: the challenge is runnable)."""
+        return [t.problem for t in self.tasks() if t.problem]
+
 
 class Track(_RallyModel):
     name: str
@@ -176,13 +218,30 @@ class Track(_RallyModel):
     indices: list[IndexSpec] = Field(default_factory=list)
     templates: list[TemplateSpec] = Field(default_factory=list)
     composable_templates: list[TemplateSpec] = Field(default_factory=list)
+    component_templates: list[TemplateSpec] = Field(default_factory=list)
+    data_streams: list[DataStreamSpec] = Field(default_factory=list)
     corpora: list[CorpusSpec] = Field(default_factory=list)
     challenges: list[Challenge]
     # Track parameters actually applied (defaults of the track are not listed).
     params: dict[str, Any] = Field(default_factory=dict)
+    # Rally's track-level "dependencies": pip requirements the track's code needs.
+    dependencies: list[str] = Field(default_factory=list)
 
     def challenge(self, name: str | None) -> Challenge:
-        """The named challenge, or the default one (the only one, or the one marked default)."""
+        """The named challenge, or the default one, checked to be runnable: a task bench cannot run is a
+        TrackError naming the file, challenge, task and construct."""
+        from bench.errors import TrackError
+
+        c = self.find_challenge(name)
+        problems = c.problems()
+        if problems:
+            more = f" (and {len(problems) - 1} more task(s) bench cannot run; see 'bench info')" \
+                if len(problems) > 1 else ""
+            raise TrackError(problems[0] + more)
+        return c
+
+    def find_challenge(self, name: str | None) -> Challenge:
+        """The named challenge, or the default one (the only one, or the one marked default), runnable or not."""
         from bench.errors import TrackError
 
         if name is None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from bench.driver.registry import operation_types, runner_spec
 from bench.errors import TrackError
+from bench.track.plugins import active_plugins
 
 
 def supported_operation_types() -> frozenset[str]:
@@ -22,12 +23,17 @@ BULK = "bulk"
 
 def check_operation(name: str, op_type: str, params: dict[str, Any], *, track_file: str) -> None:
     """Raise TrackError when the type is unknown or a mandatory parameter is missing or mistyped."""
+    plugins = active_plugins()
+    if plugins is not None and plugins.runs(op_type):
+        return  # the track's own runner (track.py) runs this type: its parameters are its business
     spec = runner_spec(op_type)
     if spec is None:
         raise TrackError(
             f"{track_file}: operation '{name}' has unsupported operation-type '{op_type}': "
             f"use one of {', '.join(sorted(operation_types()))}"
         )
+    if "param-source" in params:
+        return  # the runner gets what the track's parameter source returns, not these parameters
     for key in spec.required:
         if key == "bulk-size" and ("bulk-size-mb" in params or "template" in params):
             continue  # a bulk sized in MB, or by a template's repetitions

@@ -6,6 +6,8 @@ Used for --track-params and reused for --car-params, --telemetry-params and --cl
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +83,41 @@ def parse_params(spec: str | None, *, what: str = "track params") -> dict[str, A
             )
         out[key] = parse_value(value)
     return out
+
+
+def blame_param(line: str, column: int, params: dict[str, Any]) -> str | None:
+    """Which track parameter broke a rendered JSON ``line`` (the error at 1-based ``column``), as one sentence
+    naming it and its value, or None when the error is not inside a parameter's rendered text.
+
+    A parameter breaks the JSON when Jinja2 writes it as Python text: a word where a number belongs
+    (``doc_count:abc`` gives ``"document-count": abc``), ``True``, a list with single quotes, or a string with a
+    quote inside quotes."""
+    found: tuple[str, str] | None = None
+    for name, value in params.items():
+        if callable(value) or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                               and math.isfinite(value)):
+            continue  # numbers render as valid JSON; Jinja2's own globals are functions
+        text = str(value)
+        at = line.find(text) if text else -1
+        while at >= 0:
+            if at <= column - 1 <= at + len(text):  # the parser stopped inside this parameter's text
+                found = (name, text)
+                break
+            at = line.find(text, at + 1)
+        if found:
+            break
+    if found is None:
+        return None
+    name, text = found
+    value = params[name]
+    key = re.search(r'"([^"]+)"\s*:\s*"?[^"]*' + re.escape(text), line)
+    used = f"as \"{key.group(1)}\"" if key else "in its JSON"
+    given = value if isinstance(value, str) else json.dumps(value)
+    start = line.find(text)
+    if start > 0 and line[start - 1] == '"':
+        why = "the value breaks the JSON string it is written into (a quote or backslash inside it)"
+    elif isinstance(value, bool) or isinstance(value, (list, dict)):
+        why = f"Jinja2 writes it as Python's {text}, which is not JSON (the track could write {{{{ {name} | tojson }}}})"
+    else:
+        why = f"a number, true/false or a JSON list/object is needed, and {text} is none of these"
+    return f"--track-params {name}:{given}: the track uses {name} {used}; {why}"

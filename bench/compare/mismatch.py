@@ -1,0 +1,88 @@
+"""What differs between the compared trials besides what the comparison is about: test mode, track parameters,
+engine versions, cars, load-driver machines and bench versions, each one line naming every side's value(s).
+
+A comparison's numbers mean something only when everything else is the same; an experiment's variants differ on
+purpose (a car, a track parameter), and saying so up front costs one line, whereas a test-mode trial compared
+with a full one silently turns a 20 % difference into noise about corpus size.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from bench.compare.model import Side
+from bench.trials import TrialInfo
+
+UNSET = "unset"
+
+
+def _engines(info: TrialInfo) -> str | None:
+    found = sorted({f"{c.get('engine', '?')} {c.get('version', '?')}" for c in info.clusters})
+    return ", ".join(found) or None  # no cluster facts stored (a failed race): unknown, not different
+
+
+def _machine(info: TrialInfo) -> str | None:
+    m = info.machine
+    if not m:
+        return None
+    memory = m.get("memory_bytes")
+    size = f", {memory / 2**30:.0f} GiB" if isinstance(memory, (int, float)) else ""
+    return f"{m.get('hostname', '?')} ({m.get('cpu_count', '?')} CPUs{size}, {m.get('cpu_model') or '?'})"
+
+
+ASPECTS: list[tuple[str, Callable[[TrialInfo], str | None]]] = [
+    ("test mode", lambda i: "test mode" if i.test_mode else "full"),
+    ("engine versions", _engines),
+    ("cars", lambda i: "+".join(i.car) or "none (existing cluster)"),
+    ("load-driver machines", _machine),
+    ("bench versions", lambda i: i.bench_version),
+]
+
+
+def _side_text(side: Side, value: Callable[[TrialInfo], str | None]) -> str:
+    by_value: dict[str, list[str]] = {}
+    for t in side.trials:
+        v = value(t.info)
+        by_value.setdefault(v if v is not None else "unknown", []).append(t.info.id[:8])
+    if len(by_value) == 1:
+        return next(iter(by_value))
+    return ", ".join(f"{v} ({' '.join(ids)})" for v, ids in by_value.items())
+
+
+def _differs(sides: list[Side], value: Callable[[TrialInfo], str | None]) -> bool:
+    known = {value(t.info) for s in sides for t in s.trials} - {None}
+    return len(known) > 1
+
+
+def _param_text(v: Any) -> str:
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+
+
+def _params_warning(sides: list[Side]) -> str | None:
+    infos = [t.info for s in sides for t in s.trials]
+    keys = sorted({k for i in infos for k in i.track_params})
+    differing = [k for k in keys if len({_param_text(i.track_params.get(k, UNSET)) for i in infos}) > 1]
+    if not differing:
+        return None
+
+    def value(info: TrialInfo) -> str:
+        return ", ".join(f"{k}={_param_text(info.track_params[k]) if k in info.track_params else UNSET}"
+                         for k in differing)
+
+    return "Trials differ in track params: " + "; ".join(f"{s.label}: {_side_text(s, value)}" for s in sides) + "."
+
+
+def _aspect_warning(sides: list[Side], name: str, value: Callable[[TrialInfo], str | None]) -> str | None:
+    if not _differs(sides, value):
+        return None
+    return f"Trials differ in {name}: " + "; ".join(f"{s.label}: {_side_text(s, value)}" for s in sides) + "."
+
+
+def mismatch_warnings(sides: list[Side]) -> list[str]:
+    """One warning per aspect in which the trials of ``sides`` (within a side too) differ: test mode, track
+    params, then the environment."""
+    found = [_aspect_warning(sides, *ASPECTS[0]), _params_warning(sides),
+             *(_aspect_warning(sides, name, value) for name, value in ASPECTS[1:])]
+    return [w for w in found if w is not None]

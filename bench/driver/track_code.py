@@ -1,0 +1,80 @@
+"""A track's ``track.py`` inside a load-driver worker: which clients use its runners, parameter sources and schedulers.
+
+A worker is a fresh process: it imports the track's ``track.py`` itself (once per process) from the track folder
+named in the step's plan, so the registrations it uses are exactly the ones the track made when bench loaded it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.client import ClusterTarget
+from bench.driver.custom_runners import EsClients, adapt_runner
+from bench.driver.custom_schedule import RallySchedule
+from bench.driver.custom_sources import client_source, make_source, operation_spec
+from bench.driver.runners import Runner
+from bench.errors import TrackError
+from bench.track.model import Task, Track
+from bench.track.plugins import TRACK_CODE, TrackPlugins, load_plugins, plugins_of
+from bench.track.rally_view import RallyTrack
+
+
+@dataclass(frozen=True)
+class TrackCodePlan:
+    """What a worker needs to run a track's code: the track (pickled with the step) and the race's challenge."""
+
+    track: Track
+    challenge: str | None
+
+
+def plan_for(track: Track, challenge: str | None) -> TrackCodePlan | None:
+    return TrackCodePlan(track, challenge) if (Path(track.root) / TRACK_CODE).is_file() else None
+
+
+@dataclass
+class ClientParts:
+    """What a client takes from the track's code; None where bench's own applies."""
+
+    runner: Runner | None = None
+    source: Any = None
+    offsets: Any = None
+
+
+class TrackCode:
+    """One worker step's view of the track's code."""
+
+    def __init__(self, plan: TrackCodePlan, targets: list[ClusterTarget], default_cluster: str,
+                 connections: int) -> None:
+        plugins = plugins_of(plan.track) or load_plugins(Path(plan.track.root))
+        if plugins is None:
+            raise TrackError(f"{plan.track.root / TRACK_CODE} is gone: the load driver cannot import it")
+        self.plugins: TrackPlugins = plugins
+        self.view = RallyTrack(plan.track, plan.challenge)
+        self.clients = EsClients(targets, connections)
+        self.default_cluster = default_cluster
+        self._sources: dict[str, Any] = {}  # task name -> the task's source (partitioned per client)
+
+    def parts(self, task: Task, client: int) -> ClientParts:
+        op = task.operation
+        out = ClientParts()
+        reg = self.plugins.runners.get(op.operation_type)
+        if reg is not None:
+            out.runner = adapt_runner(reg, self.clients, self.default_cluster)
+        name = op.params.get("param-source")
+        if name is not None:
+            if task.name not in self._sources:
+                self._sources[task.name] = make_source(self.plugins.param_sources[name], name, self.view, task)
+            out.source = client_source(self._sources[task.name], name, task, client, bench_runner=reg is None)
+        elif reg is not None:
+            # Rally's default source for a track's runner: the operation's specification, the same every time.
+            out.source = itertools.repeat(operation_spec(task))
+        sched = self.plugins.schedulers.get(task.schedule or "")
+        if sched is not None:
+            out.offsets = RallySchedule(task.schedule or "", sched, task, getattr(out.source, "source", None))
+        return out
+
+    async def close(self) -> None:
+        await self.clients.close()

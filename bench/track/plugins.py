@@ -1,0 +1,345 @@
+"""A track's own Python code: ``track.py`` and Rally's ``register(registry)`` plugin API.
+
+When a track folder holds ``track.py``, loading the track imports it (as Rally does: the folder's parent goes on
+``sys.path``, so ``from <track>.helpers import x`` and ``from . import x`` work; bench also lets a plain
+``import helpers`` find a module beside track.py) and calls its ``register(registry)``. The registry keeps what the
+track registers -- parameter sources, runners, schedulers, track processors -- for *that* track only: bench's own
+registries are global, a track's registrations are not, so a second track loaded in the same process never sees the
+first one's. The load driver's worker processes import the same ``track.py`` themselves (``bench.driver.track_code``).
+
+Anything wrong in track.py (a syntax error, a failing import, an exception in ``register``) is one line naming the
+file, the line and the error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import importlib.util
+import inspect
+import logging
+import sys
+import threading
+import traceback
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.errors import TrackError
+from bench.track.model import Track
+
+log = logging.getLogger(__name__)
+
+TRACK_CODE = "track.py"
+# What ``registry.meta_data`` tells a track: the Rally API level bench implements (tracks branch on it).
+RALLY_API_VERSION = "2.13.0"
+
+
+@dataclass(frozen=True)
+class RunnerRegistration:
+    operation_type: str
+    runner: Any  # an async function, or an object with an async __call__ (and maybe __aenter__/__aexit__)
+    multi_cluster: bool
+
+    @property
+    def context_manager(self) -> bool:
+        return hasattr(self.runner, "__aenter__") and hasattr(self.runner, "__aexit__")
+
+
+@dataclass
+class TrackPlugins:
+    """Everything one track's ``register(registry)`` registered."""
+
+    root: Path
+    param_sources: dict[str, Any] = field(default_factory=dict)
+    runners: dict[str, RunnerRegistration] = field(default_factory=dict)
+    schedulers: dict[str, Any] = field(default_factory=dict)
+    processors: list[Any] = field(default_factory=list)
+
+    @property
+    def file(self) -> Path:
+        return self.root / TRACK_CODE
+
+    def runs(self, operation_type: str) -> bool:
+        return operation_type in self.runners
+
+
+class TrackRegistry:
+    """The ``registry`` a track's ``register(registry)`` receives (Rally's TrackPluginReader API)."""
+
+    def __init__(self, plugins: TrackPlugins) -> None:
+        self._p = plugins
+
+    def _fail(self, what: str) -> TrackError:
+        return TrackError(f"{self._p.file}: {what}")
+
+    def register_param_source(self, name: str, param_source: Any) -> None:
+        if not (inspect.isfunction(param_source) or inspect.isclass(param_source)):
+            raise self._fail(f"register_param_source('{name}', ...): the parameter source must be a function or a "
+                             f"class, got {type(param_source).__name__}")
+        self._p.param_sources[name] = param_source
+
+    def register_runner(self, name: str, runner: Any, **kwargs: Any) -> None:
+        if not kwargs.get("async_runner", False):
+            raise self._fail(f"register_runner('{name}', ...): runners must be async and registered with "
+                             f"async_runner=True (as Rally requires)")
+        if inspect.isclass(runner):
+            raise self._fail(f"register_runner('{name}', ...): register an instance of {runner.__name__}, "
+                             f"not the class")
+        call = runner if isinstance(runner, types.FunctionType) else getattr(runner, "__call__", None)
+        if call is None or not inspect.iscoroutinefunction(call):
+            raise self._fail(f"register_runner('{name}', ...): the runner must be an async function or an object "
+                             f"with an async __call__(self, es, params)")
+        # Rally: a runner *having* a multi_cluster attribute gets every cluster's client; bench also takes the
+        # keyword.
+        multi = bool(kwargs.get("multi_cluster", False)) or hasattr(runner, "multi_cluster")
+        self._p.runners[name] = RunnerRegistration(name, runner, multi)
+
+    def register_scheduler(self, name: str, scheduler: Any) -> None:
+        if name in self._p.schedulers or name in ("deterministic", "poisson"):
+            raise self._fail(f"register_scheduler('{name}', ...): a scheduler named '{name}' is already registered")
+        if not (inspect.isfunction(scheduler) or inspect.isclass(scheduler)):
+            raise self._fail(f"register_scheduler('{name}', ...): the scheduler must be a class (or a function "
+                             f"current -> next), got {type(scheduler).__name__}")
+        self._p.schedulers[name] = scheduler
+
+    def register_track_processor(self, processor: Any) -> None:
+        if not hasattr(processor, "on_after_load_track") and not hasattr(processor, "on_prepare_track"):
+            raise self._fail(f"register_track_processor({processor!r}): a track processor needs "
+                             f"on_after_load_track(track) or on_prepare_track(track, data_root_dir)")
+        self._p.processors.append(processor)
+
+    @property
+    def meta_data(self) -> dict[str, Any]:
+        return {"rally_version": RALLY_API_VERSION, "async_runner": True}
+
+
+# ---------------------------------------------------------------- importing track.py
+
+_lock = threading.Lock()
+# root -> the plugins of the track last loaded from it in this process (per track: scoping is by track folder)
+_LOADED: dict[str, TrackPlugins] = {}
+
+
+def _where(e: BaseException, root: Path, default: Path) -> str:
+    """file:line of the innermost frame in the track's folder (the user's line, not importlib's)."""
+    for frame in reversed(traceback.extract_tb(e.__traceback__)):
+        if frame.filename.startswith(str(root.parent)) and frame.lineno:
+            return f"{frame.filename}:{frame.lineno}"
+    return str(default)
+
+
+def _describe(e: BaseException) -> str:
+    if isinstance(e, ModuleNotFoundError):
+        missing = (e.name or "").split(".")[0]
+        if missing == "esrally":
+            return (f"ModuleNotFoundError: {e}: the track uses Rally's own Python modules (esrally), which bench "
+                    f"does not provide")
+        return f"ModuleNotFoundError: {e}: install the module the track needs (pip install {missing})"
+    return f"{type(e).__name__}: {e}"
+
+
+@contextlib.contextmanager
+def _import_scope(root: Path) -> Iterator[None]:
+    """sys.path as Rally sets it for track code (the folder's parent first) plus the folder itself last; the
+    modules the track imports from its folders are taken out of sys.modules afterwards, so another track with a
+    module of the same name gets its own."""
+    before = set(sys.modules)
+    added = [str(root.parent), str(root)]
+    sys.path.insert(0, added[0])
+    sys.path.append(added[1])
+    try:
+        yield
+    finally:
+        for p in added:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(p)
+        for name in set(sys.modules) - before:
+            # Only what the two added folders provided (top-level name found there), never a package the track
+            # imported from site-packages (a second copy of elasticsearch would break isinstance checks).
+            top = name.split(".")[0]
+            if any((Path(d) / top).is_dir() or (Path(d) / f"{top}.py").is_file() for d in added):
+                del sys.modules[name]
+
+
+def load_plugins(track_root: Path) -> TrackPlugins | None:
+    """Import ``track.py`` of the track folder and call its ``register(registry)``; None without a track.py."""
+    root = Path(track_root).resolve()
+    file = root / TRACK_CODE
+    if not file.is_file():
+        with _lock:
+            _LOADED.pop(str(root), None)
+        return None
+    plugins = TrackPlugins(root)
+    name = f"{root.name}.track"
+    with _lock, _import_scope(root):
+        try:
+            spec = importlib.util.spec_from_file_location(name, file)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        except SyntaxError as e:
+            raise TrackError(f"{e.filename or file}:{e.lineno}: track code has a syntax error: {e.msg}") from None
+        except Exception as e:  # noqa: BLE001 - whatever track code raises is one line naming it
+            raise TrackError(f"{_where(e, root, file)}: loading track.py failed: {_describe(e)}") from None
+        register = getattr(module, "register", None)
+        if not callable(register):
+            raise TrackError(f"{file}: track.py has no register(registry) function")
+        try:
+            register(TrackRegistry(plugins))
+        except TrackError:
+            raise
+        except Exception as e:  # noqa: BLE001 - see above
+            raise TrackError(f"{_where(e, root, file)}: register(registry) of track.py failed: "
+                             f"{_describe(e)}") from None
+        _LOADED[str(root)] = plugins
+    log.info("%s registered param sources %s, runners %s, schedulers %s, %d track processor(s)", file,
+             sorted(plugins.param_sources), sorted(plugins.runners), sorted(plugins.schedulers),
+             len(plugins.processors))
+    return plugins
+
+
+def plugins_of(track: Track) -> TrackPlugins | None:
+    """The plugins loaded with this track in this process (None: the track has no track.py)."""
+    with _lock:
+        return _LOADED.get(str(Path(track.root).resolve()))
+
+
+# ---------------------------------------------------------------- while a track loads
+
+_ACTIVE: contextvars.ContextVar[TrackPlugins | None] = contextvars.ContextVar("bench_track_plugins", default=None)
+
+
+@contextlib.contextmanager
+def active(plugins: TrackPlugins | None) -> Iterator[None]:
+    """Make a track's registrations visible to the operation checks of its own loading, and only there."""
+    token = _ACTIVE.set(plugins)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def active_plugins() -> TrackPlugins | None:
+    return _ACTIVE.get()
+
+
+# ---------------------------------------------------------------- load-time checks and processors
+
+
+def _builtin_schedule(name: str) -> bool:
+    from bench.driver.schedule import has_scheduler
+
+    return has_scheduler(name)
+
+
+def check_constructs(track: Track, plugins: TrackPlugins | None, file: Path,
+                     challenges: list[str] | None = None) -> None:
+    """Every ``param-source`` and custom ``schedule`` a task names must be registered by the track's track.py: a
+    name bench cannot resolve makes the task one bench cannot run, its reason naming the file, challenge, task
+    and construct (never ignored): loading the challenge that has it fails with that reason (``Track.challenge``),
+    ``bench info`` shows it."""
+    registered = plugins.param_sources if plugins else {}
+    schedulers = plugins.schedulers if plugins else {}
+    source = f"{plugins.file}" if plugins else f"the track (it has no {TRACK_CODE})"
+    for ch in track.challenges:
+        if challenges is not None and ch.name not in challenges:
+            continue
+        for t in ch.tasks():
+            if t.problem:
+                continue
+            where = f"{file}: challenge '{ch.name}', task '{t.name}'"
+            ps = t.operation.params.get("param-source")
+            if ps is not None and ps not in registered:
+                have = f" (it registers: {', '.join(sorted(registered))})" if registered else ""
+                _mark(t, f"{where}: operation '{t.operation.name}' uses param-source '{ps}', which "
+                                 f"{source} does not register{have}")
+            if ps is None and plugins is not None and t.operation.operation_type == "bulk" and plugins.runs("bulk"):
+                # Rally would feed the track's bulk runner from its own corpus reader, whose parameters bench's
+                # corpus bodies do not reproduce.
+                _mark(t, f"{where}: operation '{t.operation.name}' is a bulk run by the bulk runner "
+                                 f"{plugins.file} registers, without a param-source: bench sends its corpus bodies "
+                                 f"only through its own bulk runner; give the operation a param-source")
+            if t.schedule in schedulers and t.ops_per_second is None:
+                from bench.driver.custom_schedule import scheduler_kind
+
+                if scheduler_kind(schedulers[t.schedule]) == "simple":
+                    _mark(t, f"{where}: schedule '{t.schedule}' ({schedulers[t.schedule].__qualname__}) "
+                                     f"paces a target throughput: give the task target-throughput")
+            if t.schedule is not None and t.schedule not in schedulers and not _builtin_schedule(t.schedule):
+                have = f" (it registers: {', '.join(sorted(schedulers))})" if schedulers else ""
+                _mark(t, f"{where}: schedule '{t.schedule}' is neither a built-in schedule (deterministic, "
+                                 f"poisson) nor registered by {source}{have}")
+
+
+
+
+def _mark(task: Any, reason: str) -> None:
+    if not task.problem:
+        task.problem = reason
+
+
+def _state(view: Any) -> str:
+    """A comparable dump of the Rally view (what a processor could have changed)."""
+    import json
+
+    def enc(o: Any) -> Any:
+        return {k: v for k, v in vars(o).items() if not k.startswith("__")} if hasattr(o, "__dict__") else repr(o)
+
+    return json.dumps(view, default=enc, sort_keys=True)
+
+
+def run_after_load(track: Track, plugins: TrackPlugins | None, selected_challenge: str | None = None) -> None:
+    """Call every registered processor's ``on_after_load_track(track)``.
+
+    bench hands the processor Rally's view of the track, and applies nothing a processor changes in it: a processor
+    that changes the track is refused in one line (its changes would otherwise be silently lost)."""
+    if plugins is None or not plugins.processors:
+        return
+    from bench.track.rally_view import RallyTrack
+
+    for proc in plugins.processors:
+        hook = getattr(proc, "on_after_load_track", None)
+        if hook is None:
+            continue
+        view = RallyTrack(track, selected_challenge)
+        before = _state(view)
+        try:
+            hook(view)
+        except TrackError:
+            raise
+        except Exception as e:  # noqa: BLE001 - one line naming the processor and the error
+            raise TrackError(f"{_where(e, plugins.root, plugins.file)}: track processor "
+                             f"{type(proc).__name__}.on_after_load_track failed: {_describe(e)}") from None
+        if _state(view) != before:
+            raise TrackError(f"{plugins.file}: track processor {type(proc).__name__} changed the track in "
+                             f"on_after_load_track; bench runs processors that read the track but does not apply "
+                             f"changes to it (write the change into track.json instead)")
+
+
+def run_prepare(track: Track, plugins: TrackPlugins | None, data_root_dir: Path,
+                selected_challenge: str | None = None) -> int:
+    """Rally's prepare phase: each processor's ``on_prepare_track(track, data_root_dir)`` yields (function, kwargs)
+    pairs; bench calls them one after another in this process. Returns how many it called."""
+    if plugins is None:
+        return 0
+    from bench.track.rally_view import RallyTrack
+
+    calls = 0
+    for proc in plugins.processors:
+        hook = getattr(proc, "on_prepare_track", None)
+        if hook is None:
+            continue
+        try:
+            for fn, kwargs in hook(RallyTrack(track, selected_challenge), str(data_root_dir)) or ():
+                fn(**(kwargs or {}))
+                calls += 1
+        except TrackError:
+            raise
+        except Exception as e:  # noqa: BLE001 - one line naming the processor and the error
+            raise TrackError(f"{_where(e, plugins.root, plugins.file)}: track processor "
+                             f"{type(proc).__name__}.on_prepare_track failed: {_describe(e)}") from None
+    return calls

@@ -1,0 +1,78 @@
+"""compare() names up front what differs between the trials besides what is compared (pure)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from bench.compare import compare, render_comparison
+from bench.compare.core import Side, TrialData
+from bench.stats import ThroughputStats
+from bench.store import TrialInfo
+from bench.summary import Summary, TaskSummary
+
+MACHINE = {"hostname": "driver-1", "cpu_count": 2, "memory_bytes": 24 * 2**30, "cpu_model": "EPYC"}
+ES = [{"name": "default", "engine": "elasticsearch", "version": "8.19.21", "nodes": 1, "hosts": []}]
+
+
+def _trial(i: int, **info: Any) -> TrialData:
+    base: dict[str, Any] = {"id": f"{i:08x}" + "a" * 24, "track": "nginx", "challenge": "index-only", "status": "complete",
+                            "start_time": datetime(2024, 1, 1, tzinfo=UTC), "car": ["defaults"],
+                            "track_params": {"doc_count": 200000}, "clusters": ES, "machine": MACHINE,
+                            "bench_version": "0.1.0"}
+    tasks = [TaskSummary(task="index", operation_type="bulk", unit="docs", requests=10,
+                         throughput=ThroughputStats(min=900, mean=1000, median=1000, max=1100, unit="docs/s"))]
+    return TrialData(info=TrialInfo(**{**base, **info}), summary=Summary(tasks=tasks))
+
+
+def _side(label: str, *trials: TrialData) -> Side:
+    return Side(label=label, selector=label, trials=list(trials))
+
+
+def test_identical_trials_give_no_mismatch_warning():
+    cmp = compare(_side("a", _trial(1)), [_side("b", _trial(2))])
+    assert not any(w.startswith("Trials differ") for w in cmp.warnings)
+
+
+def test_every_mismatch_is_named_with_each_sides_value_and_listed_first():
+    other_machine = {**MACHINE, "hostname": "driver-2", "cpu_count": 8}
+    cand = _trial(2, test_mode=True, track_params={"doc_count": 1000, "bulk_size": 100}, car=["defaults", "4gheap"],
+                  clusters=[{**ES[0], "version": "8.15.0"}], machine=other_machine, bench_version="0.2.0")
+    errors = TaskSummary(task="index", operation_type="bulk", unit="docs", requests=10, failed_requests=2,
+                         error_rate=0.2)
+    cand.summary = Summary(tasks=[errors])
+    cmp = compare(_side("base", _trial(1)), [_side("cand", cand)])
+    assert cmp.warnings[:6] == [
+        "Trials differ in test mode: base: full; cand: test mode.",
+        "Trials differ in track params: base: bulk_size=unset, doc_count=200000; "
+        "cand: bulk_size=100, doc_count=1000.",
+        "Trials differ in engine versions: base: elasticsearch 8.19.21; cand: elasticsearch 8.15.0.",
+        "Trials differ in cars: base: defaults; cand: defaults+4gheap.",
+        "Trials differ in load-driver machines: base: driver-1 (2 CPUs, 24 GiB, EPYC); "
+        "cand: driver-2 (8 CPUs, 24 GiB, EPYC).",
+        "Trials differ in bench versions: base: 0.1.0; cand: 0.2.0.",
+    ]
+    assert cmp.warnings[6].startswith("cand: complete, with errors")  # then the errors, then the rest
+    # Every rendering carries them (the table before its rows).
+    for fmt in ("table", "markdown"):
+        text = render_comparison(cmp, fmt)
+        assert "Trials differ in test mode: base: full; cand: test mode." in text, fmt
+
+
+def test_a_group_whose_own_trials_differ_names_the_odd_trials():
+    odd = _trial(3, test_mode=True)
+    cmp = compare(_side("base", _trial(1), _trial(2), odd), [_side("cand", _trial(4), _trial(5), _trial(6))])
+    assert cmp.warnings[0] == (f"Trials differ in test mode: base: full ({'0' * 7}1 {'0' * 7}2), "
+                               f"test mode ({'0' * 7}3); cand: full.")
+
+
+def test_unknown_environment_is_not_a_difference():
+    # A trial that stored no machine facts or clusters (an older or failed race) is unknown, not different.
+    cmp = compare(_side("a", _trial(1)), [_side("b", _trial(2, machine={}, clusters=[]))])
+    assert not any(w.startswith("Trials differ") for w in cmp.warnings)
+
+
+def test_one_cluster_against_a_ccr_pair_of_the_same_version_is_no_engine_mismatch():
+    pair = [{**ES[0], "name": "leader"}, {**ES[0], "name": "follower"}]
+    cmp = compare(_side("a", _trial(1)), [_side("b", _trial(2, clusters=pair))])
+    assert not any("engine versions" in w for w in cmp.warnings)
