@@ -105,6 +105,9 @@ _GROUPS: list[tuple[re.Pattern[str], str]] = [
      "operation-type '{0}' not supported"),
     (re.compile(r"\((\S+)\) needs the parameter '([^']+)'"), "{0}: parameter '{1}' missing"),
     (re.compile(r"param-source '([^']+)'"), "param-source '{0}'"),
+    (re.compile(r"No module named 'esrally"), "track.py imports Rally's own modules (esrally)"),
+    (re.compile(r"No module named '([^'.]+)"), "track.py needs Python module '{0}'"),
+    (re.compile(r"the track needs (\S+), not installed"), "track dependency '{0}' not installed"),
     (re.compile(r"(?i)track\.py"), "track.py"),
     (re.compile(r"undefined template variable: '([^']+)'"), "undefined template variable '{0}'"),
     (re.compile(r"Jinja2 syntax error: (.*)"), "Jinja2 syntax error: {0}"),
@@ -141,6 +144,8 @@ def failure_kind(reason: str, track_dir: str) -> str:
         if registered_by_track_py(track_dir, m.group(1)):
             return "operation type the track registers in its track.py"
         return "built-in Rally operation type missing"
+    if "track.py" in reason or "the track needs" in reason:
+        return "the track's Python code (track.py imports, dependencies)"
     if "undefined template variable" in reason:
         return "template variable undefined (Rally renders it as empty/false or injects it)"
     return "other track-format differences"
