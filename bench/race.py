@@ -51,18 +51,29 @@ from bench.track.model import Challenge, DocumentsSpec, Track
 from bench.trial_run import INTERRUPTIONS, SampleBuffer, recorded_run
 from bench.trial_summary import enrich
 
-__all__ = ["RaceResult", "run_race"]
+__all__ = ["RaceResult", "load_race_track", "run_race"]
 
 log = logging.getLogger(__name__)
 
 
-def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult:
-    console = console or Console()
+def load_race_track(opts: RaceOptions) -> tuple[Track, Challenge, list[str]]:
+    """The track and challenge a race with these options runs, loaded and checked as the race does, and the
+    warmup notes the race prints.
+
+    Needs neither a cluster nor the corpus files (those are fetched later), so a load-only check
+    (benchmarks/rally_tracks_compat.py) sees exactly the errors a race would report before it starts.
+    """
     extensions.load()
     track = load_track(find_track(opts.track, opts.track_path), opts.track_params,
                        ignore_unused=opts.ignore_unused_track_params, test_mode=opts.test_mode)
     challenge = track.challenge(opts.challenge)
     warmups = warmup_notes(track, challenge)  # a warmup that would hold a whole task fails before any machine exists
+    return track, challenge, warmups
+
+
+def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult:
+    console = console or Console()
+    track, challenge, warmups = load_race_track(opts)
     client_options = parse_client_options(opts.client_options)
     if opts.report_file:
         check_report_file(opts.report_file)
