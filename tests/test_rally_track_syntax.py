@@ -214,3 +214,25 @@ def test_offline_race_names_where_it_looked_for_the_corpus(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc != 0 and len(err.strip().splitlines()) == 1 and "(--offline: no download)" in err
     assert str(tmp_path / "mine" / "logs" / "documents.json.bz2") in err and "--corpus-dir=DIR holding logs/" in err
+
+
+def test_rallys_template_variables_and_comparisons_of_absent_parameters(tmp_path):
+    # As in rally-tracks' github_archive (build_flavor), nyc_taxis (source_mode) and random_vector (index_type):
+    # Rally renders for build flavor "default"; an absent parameter compares unequal instead of failing.
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "track.json").write_text(
+        '{"version": 2, "indices": [{"name": "i"{% if build_flavor != "serverless" and not serverless_operator %}, '
+        '"body": "index.json"{% endif %}}],'
+        ' "schedule": [{"operation": {"operation-type": "refresh"{% if index_type == "datastream" %}, "x": 1'
+        '{% endif %}}}]}')
+    (folder / "index.json").write_text('{"mappings": {"properties": {"f": {"type": "text"'
+                                       '{% if source_mode == "synthetic" %}, "store": true{% endif %}}}}}')
+    track = load_track(folder, {}, check_challenge=True)
+    assert track.indices[0].body_content == {"mappings": {"properties": {"f": {"type": "text"}}}}
+    synthetic = load_track(folder, {"source_mode": "synthetic", "index_type": "x"}, check_challenge=True)
+    assert synthetic.indices[0].body_content["mappings"]["properties"]["f"]["store"] is True
+    # Printing an absent parameter is still an error naming it (Rally would render '' into the JSON).
+    (folder / "index.json").write_text('{"settings": {"number_of_shards": {{ shards }}}}')
+    with pytest.raises(TrackError, match="undefined template variable: 'shards'"):
+        load_track(folder, {})

@@ -67,12 +67,22 @@ def relative_glob(root: Path, pattern: str) -> list[str]:
 
 
 class TrackUndefined(jinja2.StrictUndefined):
-    """An undefined variable fails where its value is used (printed, iterated, compared), so a missing
-    track parameter is named instead of rendering as '' or as broken JSON; ``default()``, ``is defined``
-    and a plain truth test (``{% if x %}``, common in Rally tracks) still treat it as absent."""
+    """An undefined variable fails where its value is used (printed, iterated), so a missing track parameter is
+    named instead of rendering as '' or as broken JSON; ``default()``, ``is defined``, a plain truth test
+    (``{% if x %}``) and a comparison (``{% if source_mode == "synthetic" %}``, as Rally's lenient Jinja allows:
+    nyc_taxis, random_vector) still treat it as absent."""
 
     def __bool__(self) -> bool:
         return False
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return id(type(self))
 
 
 def make_environment(
@@ -88,14 +98,17 @@ def make_environment(
     )
     for k, v in (params or {}).items():
         env.globals[k] = v
-    # Internal names win over user params, like in Rally.
+    # Internal names win over user params, like in Rally. Rally renders tracks for the cluster's build flavor
+    # ("default"; "serverless" only for Elastic's serverless offering) and not as the serverless operator.
+    env.globals["build_flavor"] = "default"
+    env.globals["serverless_operator"] = False
     env.globals["now"] = time.time() if now is None else now
     env.globals["glob"] = lambda pattern: relative_glob(root, pattern)
     env.filters["days_ago"] = days_ago
     return env
 
 
-INTERNAL_NAMES = frozenset({"now", "glob"})
+INTERNAL_NAMES = frozenset({"now", "glob", "build_flavor", "serverless_operator"})
 
 
 def assemble(root: Path, source: str, base: Path | None = None) -> str:
