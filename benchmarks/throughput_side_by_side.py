@@ -5,7 +5,7 @@ Installs opensearch-benchmark 2.4.0 / esrally 2.13.0 once into venvs under the b
 writes the same track for every tool (delete-index, create-index with 1 shard / 0 replicas, cluster-health,
 then a looped bulk task ``index-append``), starts a local cluster with bench's provisioner on 127.0.0.1
 (OpenSearch 2.19.1 for OSB, Elasticsearch 8.19.21 for esrally) and runs bench and the tool alternately
-(bench, tool, bench, tool, ...) with ``--pipeline=benchmark-only`` against it. For every run it prints
+(bench, tool, then tool, bench, ...: ABBA, so a cluster warming up favours neither) with ``--pipeline=benchmark-only`` against it. For every run it prints
 what the tool reports (docs/s min/median/max/mean, p50/p99 latency), the client CPU cores of the tool's
 process tree, and a ground truth from the cluster's own ``indices.indexing.index_total`` polled every
 0.25 s (see sidebyside/groundtruth.py for how each figure is computed); then the bench/tool ratio of every
@@ -138,7 +138,10 @@ def run_tool(tool: ToolSpec, args: argparse.Namespace, corpus: Corpus, load: Loa
         url = info.hosts[0]
         target = url.removeprefix("http://")
         for pair in range(1, args.pairs + 1):
-            for spec, track in ((BENCH, bench_track), (tool, tool_track)):
+            # A B, B A, ...: a cluster that speeds up as it warms (it does: OpenSearch's first minute here
+            # indexes at half the rate of its fifth) favours neither tool.
+            order = ((BENCH, bench_track), (tool, tool_track))
+            for spec, track in (order if pair % 2 else order[::-1]):
                 run_counter[0] += 1
                 row = one_run(spec, run_counter[0], track, target, url, load.warmup_s, timeout_s, work)
                 row.update(pair=pair, cluster=f"{tool.engine} {tool.engine_version}", compared_with=tool.name)
