@@ -309,7 +309,7 @@ def test_bad_ccr_parameters_fail_at_load(tmp_path: Path) -> None:
         "indices": [{"name": "i"}], "operations": [],
         "schedule": [{"operation": {"operation-type": "wait-for-followers-to-sync", "timeout": -1}}]}))
     with pytest.raises(TrackError, match="timeout -1"):
-        load_track(tmp_path, {})
+        load_track(tmp_path, {}, check_challenge=True)
 
 
 def test_soft_deletes_off_rejected_on_es8_os2_and_on_leaders() -> None:
