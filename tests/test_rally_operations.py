@@ -305,7 +305,7 @@ def test_operations_this_cluster_lacks_fail_counted_with_its_message(tmp_path, e
 def test_mandatory_parameters_are_checked_when_the_track_loads(tmp_path, op, needle):
     track = _track(tmp_path / "bad", {"schedule": [{"operation": {"name": "op", **op}}]})
     with pytest.raises(TrackError) as e:
-        load_track(track, {})
+        load_track(track, {}, check_challenge=True)
     assert needle in str(e.value)
 
 
