@@ -55,7 +55,7 @@ def test_two_stored_trials_in_every_format(trials, tmp_path, capsys):
     assert data["baseline"]["trials"] == [base] and data["candidates"][0]["trials"] == [cand]
     # Without --output the terminal gets the table.
     capsys.readouterr()
-    assert main(["compare", base, cand]) == 0
+    assert main(["compare", base, cand, "--all"]) == 0
     assert "Mean Throughput" in capsys.readouterr().out
 
 

@@ -163,3 +163,14 @@ def test_compare_of_two_groups_fits_the_terminal_and_starts_with_the_headline(wi
     full_text = full.export_text()
     assert max(len(line.rstrip()) for line in full_text.splitlines()) <= width, full_text
     assert "Old GC count" in full_text
+
+
+def test_piped_compare_prints_the_headline_and_the_full_table_only_with_all():
+    from bench.compare import render_comparison
+
+    cmp = _comparison()
+    short, full = render_comparison(cmp, "table", full=False), render_comparison(cmp, "table")
+    assert short.startswith("Headline: ccr (3 trials)") and "add --all to see them" in short
+    assert "Old GC count" not in short and "Old GC count" in full
+    # A row that is zero on every side (no transport traffic on one node) is not a headline row.
+    assert "Network" not in short

@@ -258,7 +258,7 @@ def test_task_whose_requests_all_fail_is_complete_with_errors_and_flagged_in_com
         else:
             assert f"12× {message}" in shown
 
-    assert main(["compare", clean.id, broken.id]) == 0
+    assert main(["compare", clean.id, broken.id, "--all"]) == 0
     compared = capsys.readouterr().out
     assert "complete, with errors" in compared and "task 'probe': 12 of 12 requests failed" in compared
     assert f"12× {message}" in compared  # the messages too, not only the count

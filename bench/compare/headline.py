@@ -47,7 +47,9 @@ def headline_rows(cmp: Comparison) -> list[CompareRow]:
     order = {m: i for i, m in enumerate(TASK_METRICS)}
     task_order = {t: i for i, t in enumerate(dict.fromkeys(r.task for r in task_rows))}
     task_rows.sort(key=lambda r: (task_order[r.task], order[r.metric]))
-    return task_rows + [r for r in cmp.rows if r.metric not in TASK_METRICS and _section_metric(r.metric)]
+    # As in the race headline, an extension's row that is zero (or absent) on every side says nothing at a glance.
+    return task_rows + [r for r in cmp.rows if r.metric not in TASK_METRICS and _section_metric(r.metric)
+                        and any(v for v in (r.baseline, *(c.value for c in r.candidates)))]
 
 
 def short_metric(metric: str) -> str:

@@ -258,8 +258,9 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
     })
 
 
-def render_comparison(cmp: Comparison, fmt: CompareFormat = "table") -> str:
-    """The comparison as text; ``table`` is the terminal layout without colours (for files)."""
+def render_comparison(cmp: Comparison, fmt: CompareFormat = "table", *, full: bool = True) -> str:
+    """The comparison as text; ``table`` is the terminal layout without colours (``full``: with the full table
+    after the headline; files always get it)."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown compare format {fmt!r}: use one of {', '.join(FORMATS)}")
     if fmt == "json":
@@ -275,5 +276,5 @@ def render_comparison(cmp: Comparison, fmt: CompareFormat = "table") -> str:
     if fmt == "markdown":
         return redact_text(_markdown(cmp))
     console = Console(file=io.StringIO(), width=200, record=True, color_system=None, soft_wrap=True)
-    console.print(comparison_renderable(cmp, width=200, full=True))
+    console.print(comparison_renderable(cmp, width=200, full=full))
     return redact_text(console.export_text())

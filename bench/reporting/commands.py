@@ -100,7 +100,9 @@ def _compare(a: argparse.Namespace, console: Console) -> int:
     elif a.format == "table" and console.is_terminal:
         console.print(comparison_renderable(cmp, width=console.width, full=a.all))
     else:
-        console.print(render_comparison(cmp, a.format), highlight=False, markup=False, soft_wrap=True, end="")
+        # Piped, the table is the terminal's (headline, full table with --all); other formats carry everything.
+        text = render_comparison(cmp, a.format, full=a.all) if a.format == "table" else render_comparison(cmp, a.format)
+        console.print(text, highlight=False, markup=False, soft_wrap=True, end="")
     return 0
 
 
