@@ -70,8 +70,3 @@ def headline_section_rows(summary: Summary) -> list[tuple[str, MetricRow]]:
         if kind is not None and kind.headline is not None and kind.headline(row.metric) and row.value:
             out.append((section_title(row.metric, section) or section, row))
     return out
-
-
-def is_headline_row(metric: str, task: str, summary_tasks: set[str], section_metric: bool) -> bool:
-    """For comparisons: a task row of a headline task, or a row an extension marked."""
-    return (metric in TASK_METRICS and task in summary_tasks) or section_metric

@@ -54,12 +54,6 @@ def register_section(name: str, *, rows: SectionRows, hides: Callable[[str], boo
                                   headline=headline)
 
 
-def in_headline(metric: str, section: str) -> bool:
-    """Whether a row of ``section`` (a registered one) is a headline row."""
-    kind = _SECTIONS.get(section)
-    return kind is not None and kind.headline is not None and kind.headline(metric)
-
-
 def section_kinds() -> list[SectionKind]:
     """Every registered section kind (extensions loaded first), in report order."""
     extensions.load()
