@@ -101,10 +101,12 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     with recorded_run(store, trial.id, "race", lambda: _summary_of_stored(store, trial.id, None, hidden)) as outcome:
         try:
             # Rally's prepare phase of a track's processors (track.py), then bench's own corpus preparation.
-            track_plugins.run_prepare(track, track_plugins.plugins_of(track), data_dir(), challenge.name)
+            code = track_plugins.plugins_of(track)
+            track_plugins.run_prepare(track, code, data_dir(), challenge.name)
             with activity.step("Preparing corpora", enabled=opts.progress):
                 prepare_corpora(track, challenge, test_mode=opts.test_mode, offline=opts.offline,
-                                corpus_dir=opts.corpus_dir)
+                                corpus_dir=opts.corpus_dir,
+                                also=track_plugins.param_source_corpora(track, code, challenge.name))
             documents = _documents_per_task(track, challenge)
             with activity.step("Starting clusters", enabled=opts.progress):
                 targets = clusters.start(trial.id, client_options, console)

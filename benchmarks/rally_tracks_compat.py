@@ -105,7 +105,7 @@ _GROUPS: list[tuple[re.Pattern[str], str]] = [
      "operation-type '{0}' not supported"),
     (re.compile(r"\((\S+)\) needs the parameter '([^']+)'"), "{0}: parameter '{1}' missing"),
     (re.compile(r"param-source '([^']+)'"), "param-source '{0}'"),
-    (re.compile(r"No module named 'esrally"), "track.py imports Rally's own modules (esrally)"),
+    (re.compile(r"No module named 'esrally"), "track.py imports a part of Rally's package (esrally) bench lacks"),
     (re.compile(r"No module named '([^'.]+)"), "track.py needs Python module '{0}'"),
     (re.compile(r"the track needs (\S+), not installed"), "track dependency '{0}' not installed"),
     (re.compile(r"(?i)track\.py"), "track.py"),

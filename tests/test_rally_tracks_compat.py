@@ -116,9 +116,9 @@ def test_operation_types_a_track_py_registers_are_told_apart(compat, tmp_path):
 
 
 def test_track_py_failures_are_grouped_by_what_the_code_needs(compat):
-    esrally = ("track.py:4: loading track.py failed: ModuleNotFoundError: No module named 'esrally': the track uses "
-               "Rally's own Python modules (esrally), which bench does not provide")
+    esrally = ("track.py:4: loading track.py failed: ModuleNotFoundError: No module named 'esrally.mechanic': the "
+               "track uses a module of Rally's own package that bench does not provide")
     faker = "track.py:4: loading track.py failed: ModuleNotFoundError: No module named 'faker': install it"
-    assert compat.reason_group(esrally) == "track.py imports Rally's own modules (esrally)"
+    assert compat.reason_group(esrally) == "track.py imports a part of Rally's package (esrally) bench lacks"
     assert compat.reason_group(faker) == "track.py needs Python module 'faker'"
     assert compat.failure_kind(faker, "/nonexistent") == "the track's Python code (track.py imports, dependencies)"

@@ -431,7 +431,7 @@ def test_a_second_track_does_not_see_the_first_ones_registrations(tmp_path: Path
 CASES = {
     "syntax": ({"track.py": "def register(registry)\n    pass\n"}, ("track.py:1", "syntax error")),
     "raises on import": ({"track.py": "x = 1\ny = x / 0\n"}, ("track.py:2", "ZeroDivisionError")),
-    "esrally": ({"track.py": "from esrally.driver import runner\n"}, ("track.py:1", "esrally", "does not provide")),
+    "esrally": ({"track.py": "from esrally.mechanic import team\n"}, ("track.py:1", "esrally", "does not provide")),
     "no register": ({"track.py": "X = 1\n"}, ("track.py", "no register(registry) function")),
     "register raises": ({"track.py": "def register(registry):\n    raise ValueError('bad setup')\n"},
                         ("track.py:2", "register(registry)", "ValueError: bad setup")),

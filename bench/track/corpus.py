@@ -304,10 +304,16 @@ def _prepare_file(corpus: str, d: DocumentsSpec, src: Sources, test_mode: bool) 
 
 
 def prepare_corpora(track: Track, challenge: Challenge, *, test_mode: bool, offline: bool = False,
-                    corpus_dir: Path | None = None) -> None:
-    """Fill ``local_path`` of every document set the challenge's bulk tasks use."""
+                    corpus_dir: Path | None = None, also: list[str] | None = None) -> None:
+    """Fill ``local_path`` of every document set the challenge's bulk tasks use, and of every document set of the
+    corpora named in ``also`` (those a track's parameter sources read)."""
     src = Sources(track.root, Path(corpus_dir).expanduser() if corpus_dir else None, offline)
-    for corpus, d in _challenge_documents(track, challenge):
+    wanted = _challenge_documents(track, challenge)
+    seen = {id(d) for _, d in wanted}
+    for c in track.corpora:
+        if c.name in (also or ()):
+            wanted += [(c.name, d) for d in c.documents if id(d) not in seen]
+    for corpus, d in wanted:
         if d.generator is not None:
             docs = min(d.document_count, TEST_MODE_DOCS) if test_mode else d.document_count
             d.document_count = docs

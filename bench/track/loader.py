@@ -494,10 +494,11 @@ def load_track(
     track = _validate(Track, data, file, "")
     _default_target_index(track, file)
     _check_corpora_refs(track, file)
+    # Processors first: what they change in operation params is what the checks and the race see.
+    track_plugins.run_after_load(track, plugins, challenge)
     track_plugins.check_constructs(track, plugins, file)
     if check_challenge:
         track.challenge(challenge)
-    track_plugins.run_after_load(track, plugins)
     return apply_test_mode(track) if test_mode else track
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import TrackError
+from bench.track import esrally_names
 from bench.track.model import Track
 
 log = logging.getLogger(__name__)
@@ -135,8 +136,8 @@ def _describe(e: BaseException) -> str:
     if isinstance(e, ModuleNotFoundError):
         missing = (e.name or "").split(".")[0]
         if missing == "esrally":
-            return (f"ModuleNotFoundError: {e}: the track uses Rally's own Python modules (esrally), which bench "
-                    f"does not provide")
+            return (f"ModuleNotFoundError: {e}: the track uses a module of Rally's own package that bench does not "
+                    f"provide (bench provides the parts of esrally track code uses; install esrally for the rest)")
         return f"ModuleNotFoundError: {e}: install the module the track needs (pip install {missing})"
     return f"{type(e).__name__}: {e}"
 
@@ -174,6 +175,7 @@ def load_plugins(track_root: Path) -> TrackPlugins | None:
         return None
     plugins = TrackPlugins(root)
     name = f"{root.name}.track"
+    esrally_names.install()
     with _lock, _import_scope(root):
         try:
             spec = importlib.util.spec_from_file_location(name, file)
@@ -292,11 +294,50 @@ def _state(view: Any) -> str:
     return json.dumps(view, default=enc, sort_keys=True)
 
 
+def _view_tasks(view: Any) -> list[Any]:
+    return [t for ch in view.challenges for step in ch.schedule for t in step]
+
+
+def _params_of(view_task: Any) -> dict[str, Any]:
+    params = dict(view_task.operation.params)
+    params.pop("name", None)
+    params.pop("operation-type", None)
+    return params
+
+
+def _without_operation_params(view: Any) -> str:
+    """The view's dump with every task's operation params left out: what a processor may not change."""
+    saved = []
+    for t in _view_tasks(view):
+        saved.append((t, t.operation))
+        t.operation = (t.operation.name, t.operation.type)
+    try:
+        return _state(view)
+    finally:
+        for t, op in saved:
+            t.operation = op
+
+
+def _apply_operation_params(track: Track, view: Any) -> int:
+    """Write back operation params a processor changed (Rally's ``task.operation.params``) into bench's tasks;
+    returns how many tasks changed. Each changed task gets its own copy of the operation, as Rally's processors
+    copy it themselves before changing it (an operation is shared by the tasks that name it)."""
+    changed = 0
+    bench_tasks = [t for ch in track.challenges for t in ch.tasks()]
+    for task, vt in zip(bench_tasks, _view_tasks(view), strict=True):
+        params = _params_of(vt)
+        if params != task.operation.params:
+            task.operation = task.operation.model_copy(update={"params": params})
+            changed += 1
+    return changed
+
+
 def run_after_load(track: Track, plugins: TrackPlugins | None, selected_challenge: str | None = None) -> None:
     """Call every registered processor's ``on_after_load_track(track)``.
 
-    bench hands the processor Rally's view of the track, and applies nothing a processor changes in it: a processor
-    that changes the track is refused in one line (its changes would otherwise be silently lost)."""
+    bench hands the processor Rally's view of the track. What Rally's processors change in practice, a task's
+    ``operation.params`` (e.g. rewriting field names in queries), is applied to the tasks bench runs; a processor that
+    changes anything else is refused in one line (the change would otherwise be silently lost)."""
     if plugins is None or not plugins.processors:
         return
     from bench.track.rally_view import RallyTrack
@@ -306,7 +347,7 @@ def run_after_load(track: Track, plugins: TrackPlugins | None, selected_challeng
         if hook is None:
             continue
         view = RallyTrack(track, selected_challenge)
-        before = _state(view)
+        before = _without_operation_params(view)
         try:
             hook(view)
         except TrackError:
@@ -314,10 +355,37 @@ def run_after_load(track: Track, plugins: TrackPlugins | None, selected_challeng
         except Exception as e:  # noqa: BLE001 - one line naming the processor and the error
             raise TrackError(f"{_where(e, plugins.root, plugins.file)}: track processor "
                              f"{type(proc).__name__}.on_after_load_track failed: {_describe(e)}") from None
-        if _state(view) != before:
+        if _without_operation_params(view) != before:
             raise TrackError(f"{plugins.file}: track processor {type(proc).__name__} changed the track in "
-                             f"on_after_load_track; bench runs processors that read the track but does not apply "
-                             f"changes to it (write the change into track.json instead)")
+                             f"on_after_load_track beyond tasks' operation params; bench applies changes to "
+                             f"operation params only (write other changes into track.json instead)")
+        n = _apply_operation_params(track, view)
+        if n:
+            log.info("%s: track processor %s changed the operation params of %d task(s)", plugins.file,
+                     type(proc).__name__, n)
+
+
+def param_source_corpora(track: Track, plugins: TrackPlugins | None, challenge_name: str) -> list[str]:
+    """The corpora the challenge's parameter sources say they read (their ``corpora`` attribute), as Rally finds
+    the corpora to prepare: it makes each task's parameter source once and asks it. bench prepares these too, so
+    ``documents.document_file`` is the local file when the source opens it."""
+    if plugins is None or not plugins.param_sources:
+        return []
+    from bench.driver.custom_sources import make_source
+    from bench.track.rally_view import RallyTrack
+
+    view = RallyTrack(track, challenge_name)
+    names: list[str] = []
+    for t in track.challenge(challenge_name).tasks():
+        ps = t.operation.params.get("param-source")
+        if ps not in plugins.param_sources:
+            continue
+        source = make_source(plugins.param_sources[ps], ps, view, t)
+        for c in getattr(source, "corpora", None) or ():
+            name = getattr(c, "name", c)
+            if isinstance(name, str) and name not in names:
+                names.append(name)
+    return names
 
 
 def run_prepare(track: Track, plugins: TrackPlugins | None, data_root_dir: Path,

@@ -1,0 +1,1 @@
+"""``esrally.driver``: the runner base class track code subclasses."""

@@ -1,0 +1,100 @@
+"""``esrally.track.params``: the ``ParamSource`` base class and the corpus-reading helpers track code builds on.
+
+Track code often does ``from esrally.track.params import *`` and then uses ``exceptions``, ``io``, ``bounds``,
+``Slice`` and ``chain`` as Rally's module provides them, so they are module-level names here too.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from bench.track.esrally_compat import exceptions
+from bench.track.esrally_compat.utils import io
+
+__all__ = ["ParamSource", "Slice", "bounds", "chain", "exceptions", "io", "logging"]
+
+
+class ParamSource:
+    """Rally's parameter-source base: one per operation, ``partition`` per client, ``params()`` per request."""
+
+    def __init__(self, track: Any, params: dict[str, Any], **kwargs: Any) -> None:
+        self.track = track
+        self._params = params
+        self.kwargs = kwargs
+
+    def partition(self, partition_index: int, total_partitions: int) -> ParamSource:
+        return self
+
+    @property
+    def infinite(self) -> bool:
+        # Rally's backwards-compatible reading: a source without a size runs until the task's schedule ends.
+        return self.size() is None
+
+    def size(self) -> int | None:
+        return None
+
+    def params(self) -> dict[str, Any]:
+        return self._params
+
+
+def chain(*iterables: Any) -> Iterator[Any]:
+    """``itertools.chain`` over context managers: each iterable is entered while it is read."""
+    for it in iterables:
+        if it is None:
+            continue
+        with it:
+            yield from it
+
+
+def bounds(total_docs: int, start_client_index: int, end_client_index: int, num_clients: int,
+           includes_action_and_meta_data: bool) -> tuple[int, int, int]:
+    """(first line, documents, lines) of the clients ``start..end`` of ``num_clients`` sharing a corpus file:
+    the documents are split evenly, rounding each client's boundary, as Rally splits them."""
+    lines_per_doc = 2 if includes_action_and_meta_data else 1
+    per_client = total_docs / num_clients
+    first_doc = round(per_client * start_client_index)
+    end_doc = round(per_client * (end_client_index + 1))
+    docs = end_doc - first_doc
+    return first_doc * lines_per_doc, docs, docs * lines_per_doc
+
+
+class Slice:
+    """A window of ``number_of_lines`` lines from line ``offset`` of a file, read ``bulk_size`` lines at a time."""
+
+    def __init__(self, source_class: type[io.MmapSource], offset: int, number_of_lines: int) -> None:
+        self.source_class = source_class
+        self.source: io.MmapSource | None = None
+        self.offset = offset
+        self.number_of_lines = number_of_lines
+        self.current_line = 0
+        self.bulk_size = 0
+
+    def open(self, file_name: str, mode: str, bulk_size: int) -> Slice:
+        self.bulk_size = bulk_size
+        self.source = self.source_class(file_name, mode).open()
+        io.skip_lines(file_name, self.source, self.offset)
+        return self
+
+    def close(self) -> None:
+        if self.source is not None:
+            self.source.close()
+            self.source = None
+
+    def __iter__(self) -> Iterator[list[bytes]]:
+        return self
+
+    def __next__(self) -> list[bytes]:
+        if self.current_line >= self.number_of_lines or self.source is None:
+            raise StopIteration
+        lines = list(self.source.readlines(min(self.bulk_size, self.number_of_lines - self.current_line)))
+        if not lines:
+            raise StopIteration
+        self.current_line += len(lines)
+        return lines
+
+    def __str__(self) -> str:
+        return f"{self.source}[{self.offset};{self.offset + self.number_of_lines}]"
+
+

@@ -1,0 +1,1 @@
+"""``esrally.utils``: the helpers track code reaches through Rally's parameter-source module."""

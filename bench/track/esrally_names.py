@@ -1,0 +1,71 @@
+"""``import esrally…`` from a track's code, when Rally itself is not installed: bench's ``esrally_compat`` modules.
+
+A finder first on ``sys.meta_path`` answers for ``esrally`` and its submodules with the module of the same dotted
+name below ``bench.track.esrally_compat`` (first: the normal path finder would otherwise load a submodule a second
+time, from the aliased package's folder, with its own copies of the exception classes). An installed Rally wins: the
+finder is not installed then. A name these modules do not have is a normal ModuleNotFoundError/ImportError.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import types
+from collections.abc import Sequence
+
+ALIAS = "esrally"
+TARGET = "bench.track.esrally_compat"
+
+
+def _target(fullname: str) -> str | None:
+    if fullname == ALIAS:
+        return TARGET
+    if fullname.startswith(ALIAS + "."):
+        return TARGET + fullname[len(ALIAS):]
+    return None
+
+
+class _EsrallyFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self) -> None:
+        self._specs: dict[str, importlib.machinery.ModuleSpec | None] = {}
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        real = _target(fullname)
+        if real is None:
+            return None
+        spec = importlib.util.find_spec(real)
+        if spec is None:
+            return None
+        return importlib.util.spec_from_loader(fullname, self,
+                                               is_package=spec.submodule_search_locations is not None)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        real = _target(spec.name)
+        assert real is not None
+        # The very module object: isinstance checks and module state are shared between both names.
+        module = importlib.import_module(real)
+        self._specs[spec.name] = module.__spec__
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        # importlib set the alias's spec on the shared module object: give it back its own.
+        name = next((alias for alias, own in self._specs.items() if module.__name__ == (own.name if own else "")),
+                    None)
+        if name is not None:
+            module.__spec__ = self._specs.pop(name)
+
+
+_FINDER = _EsrallyFinder()
+
+
+def install() -> None:
+    """Let track code import ``esrally`` (idempotent; a no-op for the names an installed Rally provides)."""
+    if any(isinstance(f, _EsrallyFinder) for f in sys.meta_path):
+        return
+    if ALIAS not in sys.modules and importlib.util.find_spec(ALIAS) is not None:
+        return  # Rally itself is installed
+    sys.meta_path.insert(0, _FINDER)
