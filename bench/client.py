@@ -191,6 +191,7 @@ class RawHttp:
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
         self._pools: list[Any] = []
+        self._by_node: dict[str, Any] = {}
         self._p = 0
 
     async def __aenter__(self) -> "RawHttp":
@@ -202,7 +203,7 @@ class RawHttp:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        for pool in self._pools:
+        for pool in [*self._pools, *self._by_node.values()]:
             pool.close()
         if self._session is not None:
             await self._session.close()
@@ -222,16 +223,36 @@ class RawHttp:
                                              timeout=self._timeout.total or 60.0, send_buffer=SEND_BUFFER))
         return self._pools
 
+    def _node_pool(self, url: str) -> Any:
+        """A bulk pool for one node's base URL (shard-aware bulks go straight to the node of their shards)."""
+        pool = self._by_node.get(url)
+        if pool is None:
+            from urllib.parse import urlsplit
+
+            from bench.driver.http1 import Http1Pool
+
+            u = urlsplit(url)
+            https = u.scheme == "https"
+            pool = self._by_node[url] = Http1Pool(
+                u.hostname or "127.0.0.1", u.port or (443 if https else 80), headers=self._headers,
+                limit=self._connections, ssl_context=self._ssl if https else None,
+                timeout=self._timeout.total or 60.0, send_buffer=SEND_BUFFER)
+        return pool
+
     def _next_url(self) -> str:
         url = self._urls[self._i]
         self._i = (self._i + 1) % len(self._urls)
         return url
 
-    async def post(self, path: str, body: bytes, *, gzipped: bool = False) -> tuple[int, bytes]:
-        """The bulk hot path: send prepared bytes, return status and raw body."""
-        pools = self._bulk_pools()
-        pool = pools[self._p]
-        self._p = (self._p + 1) % len(pools)
+    async def post(self, path: str, body: bytes, *, gzipped: bool = False, node: str | None = None) -> tuple[int, bytes]:
+        """The bulk hot path: send prepared bytes, return status and raw body. ``node`` (a base URL) sends to that
+        node instead of the next host in turn."""
+        if node is not None:
+            pool = self._node_pool(node)
+        else:
+            pools = self._bulk_pools()
+            pool = pools[self._p]
+            self._p = (self._p + 1) % len(pools)
         extra = b"Content-Encoding: gzip\r\n" if gzipped else b""
         opts = request_scope.current()
         if opts is None:

@@ -19,6 +19,7 @@ from typing import Any
 from bench.client import ClusterTarget
 from bench.driver.mp_pool import MpWorkerPool
 from bench.driver.pool import Message, WorkerPool
+from bench.driver.shard_lookup import with_shard_tables
 from bench.driver.track_code import TrackCodePlan, plan_for
 from bench.driver.track_defs import TrackDefinitions, track_definitions
 from bench.driver.worker import StepPlan
@@ -111,6 +112,7 @@ class Coordinator:
     async def _run_step(self, no: int, tasks: list[Task], completed_by: str | None,
                         documents: dict[str, list[DocumentsSpec]], indices: dict[str, Any]) -> None:
         assert self._wake is not None
+        tasks = await with_shard_tables(tasks, self.targets, self.default_cluster, documents, list(indices))
         plans = self._plans(no, tasks, documents, indices)
         owners: dict[str, set[int]] = {t.name: set() for t in tasks}
         for wid, plan in enumerate(plans):

@@ -21,6 +21,8 @@ from bench import extensions
 from bench.driver.bodies import IdConflicts, prepare_bodies
 from bench.driver.param_types import param_bool, param_int
 from bench.driver.registry import callable_name
+from bench.driver.routed_bodies import prepare_routed_bodies
+from bench.driver.shard_routing import ShardTable
 from bench.errors import ConfigError, TrackError
 from bench.track.model import DocumentsSpec, Task
 
@@ -87,6 +89,9 @@ def bulk_source(task: Task, documents: list[DocumentsSpec], *, client: int, gzip
         raise TrackError(f"task '{task.name}': bulk-size and ingest-percentage must be numbers") from None
     if not 0 < ingest <= 100:
         raise TrackError(f"task '{task.name}': ingest-percentage must be in (0, 100], got {ingest}")
+    if param_bool(p, "shard-aware", False):
+        return _routed_source(task, documents, client=client, bulk_size=bulk_size, ingest=ingest,
+                              gzip_bodies=gzip_bodies, default_index=default_index)
     bodies = prepare_bodies(documents, client=client, clients=task.clients, bulk_size=bulk_size,
                             ingest_percentage=ingest, gzip_bodies=gzip_bodies, default_index=default_index,
                             bulk_size_bytes=by_bytes, id_conflicts=_id_conflicts(task))
@@ -95,6 +100,39 @@ def bulk_source(task: Task, documents: list[DocumentsSpec], *, client: int, gzip
     if param_bool(p, "looped", False):
         return ({**base, "body": b, "path": path} for b in itertools.cycle(bodies)) if bodies else iter(())
     return CorpusSource([{**base, "body": b, "path": path} for b in bodies])
+
+
+SHARD_TABLE = "_shard-table"  # the coordinator's routing table of a shard-aware bulk, read before the task starts
+
+
+def shard_aware_problem(task: Task) -> str | None:
+    """Why a bulk task cannot be sent shard-aware (None: it can, or it does not ask to)."""
+    p = task.operation.params
+    if task.operation.operation_type != "bulk" or not param_bool(p, "shard-aware", False):
+        return None
+    for key in ("looped", "conflicts", "bulk-size-mb", "param-source"):
+        if key in p and p[key] not in (False, None):
+            return (f"task '{task.name}': shard-aware bulk cannot be combined with '{key}' (its documents get "
+                    f"client-side ids, sent once, in bulks of bulk-size documents per node)")
+    return None
+
+
+def _routed_source(task: Task, documents: list[DocumentsSpec], *, client: int, bulk_size: int, ingest: float,
+                   gzip_bodies: bool, default_index: str | None) -> Iterator[dict[str, Any]]:
+    p = task.operation.params
+    problem = shard_aware_problem(task)
+    if problem:
+        raise TrackError(problem)
+    if SHARD_TABLE not in p:
+        raise TrackError(f"task '{task.name}': shard-aware bulk has no routing table (the coordinator reads it "
+                         f"before the task starts)")
+    table = ShardTable.model_validate(p[SHARD_TABLE])
+    bodies = prepare_routed_bodies(documents, client=client, clients=task.clients, bulk_size=bulk_size, table=table,
+                                   where=f"task '{task.name}'", ingest_percentage=ingest, gzip_bodies=gzip_bodies,
+                                   default_index=default_index)
+    path = bulk_path(p)
+    base = {k: v for k, v in p.items() if k == "cluster"}
+    return CorpusSource([{**base, "body": b, "path": path, "node": url} for b, url in bodies])
 
 
 class CorpusSource(Iterator[dict[str, Any]]):

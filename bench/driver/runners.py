@@ -72,7 +72,7 @@ def _req_params(p: dict[str, Any]) -> dict[str, Any]:
 async def bulk(ctx: Context, p: dict[str, Any]) -> Result:
     b: BulkBody = p["body"]
     # filter_path keeps a successful answer to {"errors":false,...} and lists only failed items.
-    status, raw = await ctx.cluster(p).post(p["path"], b.body, gzipped=b.gzipped)
+    status, raw = await ctx.cluster(p).post(p["path"], b.body, gzipped=b.gzipped, node=p.get("node"))
     if status >= 400:
         try:
             body: Any = json.loads(raw)

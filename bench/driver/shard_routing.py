@@ -94,3 +94,43 @@ def routing_of(index: str, metadata: dict[str, Any]) -> IndexRouting:
     return IndexRouting(index=index, number_of_shards=shards,
                         routing_num_shards=int(metadata.get("routing_num_shards", shards)),
                         routing_partition_size=int(settings.get("routing_partition_size", 1)))
+
+
+class ShardTable(BaseModel):
+    """Where each shard's primary of one index lives, read before a shard-aware bulk task starts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    routing: IndexRouting
+    primary_urls: dict[int, str]  # shard -> base URL of the node holding its primary
+    id_prefix: str  # makes the client-side ids of this task unique across races into the same index
+
+    def url(self, doc_id: str) -> str:
+        return self.primary_urls[self.routing.shard(doc_id)]
+
+
+def _publish_url(address: str, scheme: str) -> str:
+    # "host/127.0.0.1:9200" or "127.0.0.1:9200" (or "[::1]:9200")
+    return f"{scheme}://{address.rsplit('/', 1)[-1]}"
+
+
+def shard_table(index: str, state: dict[str, Any], nodes: dict[str, Any], scheme: str, id_prefix: str) -> ShardTable:
+    """The table from ``GET _cluster/state/metadata,routing_table/<index>`` and ``GET _nodes/http``.
+
+    Raises ValueError naming what is missing (an unassigned primary, a node without an HTTP address)."""
+    meta = state.get("metadata", {}).get("indices", {}).get(index)
+    table = state.get("routing_table", {}).get("indices", {}).get(index)
+    if meta is None or table is None:
+        raise ValueError(f"index {index} does not exist: create it before a shard-aware bulk")
+    routing = routing_of(index, meta)
+    urls: dict[int, str] = {}
+    for shard, copies in table["shards"].items():
+        primary = next((c for c in copies if c.get("primary") and c.get("state") == "STARTED"), None)
+        if primary is None:
+            raise ValueError(f"index {index}: shard {shard} has no started primary")
+        node = nodes.get("nodes", {}).get(primary["node"], {})
+        address = node.get("http", {}).get("publish_address")
+        if not address:
+            raise ValueError(f"index {index}: node {primary['node']} holding shard {shard} has no HTTP address")
+        urls[int(shard)] = _publish_url(address, scheme)
+    return ShardTable(routing=routing, primary_urls=urls, id_prefix=id_prefix)

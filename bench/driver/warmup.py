@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 from bench.driver.bodies import client_slice
+from bench.driver.param_types import param_bool
 from bench.driver.params import bulk_size_bytes, sends_corpus_once
 from bench.errors import TrackError
 from bench.track.corpus import bulk_documents
@@ -28,8 +29,9 @@ def corpus_requests(track: Track, task: Task) -> list[int] | None:
     """Bulk requests each client of a corpus-bounded task sends (the arithmetic of ``prepare_bodies``), or None
     when that is not known before the bodies are built (``bulk-size-mb`` cuts by bytes) or the task is not
     corpus-bounded."""
-    if not sends_corpus_once(task) or bulk_size_bytes(task) is not None:
-        return None
+    if not sends_corpus_once(task) or bulk_size_bytes(task) is not None or param_bool(task.operation.params,
+                                                                                        "shard-aware", False):
+        return None  # shard-aware: bulks per node, counted only when the routing is known
     p = task.operation.params
     try:
         bulk_size = int(p.get("bulk-size", 1))

@@ -1,0 +1,103 @@
+"""Shard-aware bulk on a real 3-node Elasticsearch that bench starts: every document is sent to the node holding its
+shard's primary (nodes do not forward documents to each other, as they do with round-robin bulks), and lands on the
+shard predicted from its client-side id."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.driver.shard_routing import IndexRouting
+from tests.test_track_code import race, samples, write
+
+pytestmark = pytest.mark.timeout(600)
+
+DOCS = 3000
+SHARDS = 6
+
+TRACK_PY = '''
+async def pressure(es, params):
+    stats = await es.nodes.stats(metric="transport")
+    tx = {node["name"]: node["transport"]["tx_size_in_bytes"] for node in stats["nodes"].values()}
+    return {"weight": 1, "unit": "ops", "tx": tx}
+
+
+async def placement(es, params):
+    index = params["index"]
+    meta = (await es.cluster.state(metric="metadata", index=index))["metadata"]["indices"][index]
+    shards = {}
+    for n in range(int(meta["settings"]["index"]["number_of_shards"])):
+        res = await es.search(index=index, preference=f"_shards:{n}", size=10000, source=False)
+        shards[n] = [h["_id"] for h in res["hits"]["hits"]]
+    return {"weight": 1, "unit": "ops", "routing_num_shards": meta["routing_num_shards"], "shards": shards}
+
+
+def register(registry):
+    registry.register_runner("pressure", pressure, async_runner=True)
+    registry.register_runner("placement", placement, async_runner=True)
+'''
+
+
+def shard_aware_track(root: Path) -> Path:
+    docs = "".join(json.dumps({"n": i, "msg": f"message {i}"}) + "\n" for i in range(DOCS))
+    index = {"settings": {"index.number_of_shards": SHARDS, "index.number_of_replicas": 0}}
+    bulk = {"operation-type": "bulk", "bulk-size": 200}
+    return write(root, {
+        "track.py": TRACK_PY, "docs.json": docs, "index.json": index,
+        "track.json": {
+            "indices": [{"name": "plain", "body": "index.json"}, {"name": "routed", "body": "index.json"}],
+            "corpora": [
+                {"name": "test-shard-aware-plain", "documents": [{"source-file": "docs.json", "document-count": DOCS,
+                                                                  "target-index": "plain"}]},
+                {"name": "test-shard-aware-routed", "documents": [{"source-file": "docs.json",
+                                                                   "document-count": DOCS, "target-index": "routed"}]},
+            ],
+            "schedule": [
+                {"operation": {"operation-type": "delete-index"}},
+                {"operation": {"operation-type": "create-index"}},
+                {"operation": {"operation-type": "cluster-health",
+                               "request-params": {"wait_for_status": "green"}}},
+                {"name": "before", "operation": {"name": "p0", "operation-type": "pressure"}},
+                {"name": "round-robin", "operation": {**bulk, "corpora": "test-shard-aware-plain"}, "clients": 2},
+                {"name": "between", "operation": {"name": "p1", "operation-type": "pressure"}},
+                {"name": "shard-aware", "operation": {**bulk, "corpora": "test-shard-aware-routed",
+                                                      "shard-aware": True}, "clients": 2},
+                {"name": "after", "operation": {"name": "p2", "operation-type": "pressure"}},
+                {"operation": {"operation-type": "refresh"}},
+                {"name": "where", "operation": {"name": "w", "operation-type": "placement", "index": "routed"}},
+            ],
+        },
+    })
+
+
+def _sent(a: dict, b: dict) -> int:
+    return sum(b["tx"][n] - a["tx"][n] for n in b["tx"])
+
+
+def test_shard_aware_bulk_goes_to_the_primarys_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    track = shard_aware_track(tmp_path / "sharded")
+    rc, err = race(capsys, f"--track-path={track}", "--nodes=3")
+    assert rc == 0, err
+    df = samples()
+
+    def meta(task: str) -> dict:
+        return json.loads(df[df["task"] == task]["meta"].iloc[0])
+
+    routed = df[df["task"] == "shard-aware"]
+    assert routed["success"].all() and routed["units"].sum() == DOCS
+    # Bytes the nodes sent each other while each bulk task ran: round-robin bulks are forwarded to the nodes of
+    # the primaries (about 2/3 of the documents on 3 nodes); shard-aware ones are not, leaving only the cluster's
+    # own chatter.
+    plain = _sent(meta("before"), meta("between"))
+    aware = _sent(meta("between"), meta("after"))
+    doc_bytes = DOCS * len(json.dumps({"n": 1000, "msg": "message 1000"}))
+    assert plain > doc_bytes / 2, (plain, aware)
+    assert aware < plain / 5, (plain, aware)
+
+    where = meta("where")
+    routing = IndexRouting(index="routed", number_of_shards=SHARDS, routing_num_shards=where["routing_num_shards"])
+    placed = {doc_id: int(shard) for shard, ids in where["shards"].items() for doc_id in ids}
+    assert len(placed) == DOCS
+    assert all(routing.shard(doc_id) == shard for doc_id, shard in placed.items())
