@@ -2,7 +2,8 @@
 ``track.corpora[0].documents``, ``track.selected_challenge_or_default`` ...), built from bench's validated model.
 
 Parameter sources, schedulers and track processors of a ``track.py`` receive these objects where Rally passes its
-``Track``, ``Challenge`` and ``Task``. They are plain objects on purpose: a track's code may keep them, read any
+``Track``, ``Challenge`` and ``Task``; indices, data streams and templates are instances of the classes track code
+imports from ``esrally.track``. They are plain objects on purpose: a track's code may keep them, read any
 attribute it knows from Rally, and bench's own model stays private to bench.
 """
 
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.track.esrally_compat.track import track as rally_track
 from bench.track.model import Challenge, CorpusSpec, DocumentsSpec, IndexSpec, Parallel, Task, TemplateSpec, Track
 
 
@@ -29,19 +31,19 @@ class _Named:
         return pattern in (None, "_all", "*") or self.name == pattern
 
 
-class RallyIndex(_Named):
+class RallyIndex(_Named, rally_track.Index):
     def __init__(self, spec: IndexSpec) -> None:
         self.name = spec.name
         self.body = copy.deepcopy(spec.body_content) or {}
         self.types: list[Any] = []
 
 
-class RallyDataStream(_Named):
+class RallyDataStream(_Named, rally_track.DataStream):
     def __init__(self, name: str) -> None:
         self.name = name
 
 
-class RallyTemplate(_Named):
+class RallyTemplate(_Named, rally_track.IndexTemplate):
     def __init__(self, spec: TemplateSpec) -> None:
         self.name = spec.name
         self.pattern = spec.index_pattern
