@@ -13,6 +13,7 @@ import asyncio
 import sys
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from bench.client import RawHttp
@@ -71,6 +72,25 @@ async def paginated_search(ctx: Context, p: dict[str, Any]) -> Result:
     pit_from = _pit(p, body)
     path = "/_search" if pit_from else f"/{target(ctx, p)}/_search"
     hits: int | None = None
+
+    def advance(resp: dict[str, Any], page: int) -> bool:
+        nonlocal hits
+        if hits is None:
+            total = resp.get("hits", {}).get("total", 0)
+            hits = total.get("value", 0) if isinstance(total, dict) else int(total or 0)
+        page_hits = resp.get("hits", {}).get("hits") or []
+        if hits / size > page and page_hits and "sort" in page_hits[-1]:
+            body["search_after"] = page_hits[-1]["sort"]
+            return True
+        return False
+
+    return await _page_through(call, path, body, total_pages, pit_from, advance)
+
+
+async def _page_through(call: Call, path: str, body: dict[str, Any], total_pages: int, pit_from: str | None,
+                        advance: Callable[[dict[str, Any], int], bool]) -> Result:
+    """Request page after page of ``body`` (with the newest point-in-time id when ``pit_from`` names one) until
+    ``total_pages`` are read or ``advance(answer, page)`` -- which sets up the next page in ``body`` -- says no."""
     timed_out = False
     page = 0
     while page < total_pages:
@@ -83,13 +103,7 @@ async def paginated_search(ctx: Context, p: dict[str, Any]) -> Result:
         timed_out = timed_out or bool(resp.get("timed_out"))
         if pit_from and resp.get("pit_id"):
             composite_context.put(pit_from, resp["pit_id"])  # the newest id is the one to use
-        if hits is None:
-            total = resp.get("hits", {}).get("total", 0)
-            hits = total.get("value", 0) if isinstance(total, dict) else int(total or 0)
-        page_hits = resp.get("hits", {}).get("hits") or []
-        if hits / size > page and page_hits and "sort" in page_hits[-1]:
-            body["search_after"] = page_hits[-1]["sort"]
-        else:
+        if not advance(resp, page):
             break
     return _pages_result(page, timed_out)
 
@@ -177,27 +191,18 @@ async def composite_agg(ctx: Context, p: dict[str, Any]) -> Result:
     total_pages = _pages(p, "all")
     pit_from = _pit(p, body)
     path = "/_search" if pit_from else f"/{target(ctx, p)}/_search"
-    timed_out = False
-    page = 0
-    while page < total_pages:
-        page += 1
-        if pit_from:
-            body["pit"]["id"] = composite_context.get(pit_from)
-        status, resp = await call("POST", path, body=body)
-        if status >= 400:
-            return failed(status, resp, units=page, unit="pages")
-        timed_out = timed_out or bool(resp.get("timed_out"))
-        if pit_from and resp.get("pit_id"):
-            composite_context.put(pit_from, resp["pit_id"])
+
+    def advance(resp: dict[str, Any], page: int) -> bool:
         node: Any = resp.get("aggregations", {})
         for key in paths[0]:
             node = node.get(key, {}) if isinstance(node, dict) else {}
         after = node.get("after_key") if isinstance(node, dict) else None
         if isinstance(after, dict):
             agg["after"] = after
-        else:
-            break
-    return _pages_result(page, timed_out)
+            return True
+        return False
+
+    return await _page_through(call, path, body, total_pages, pit_from, advance)
 
 
 # ------------------------------------------------------------------ point in time, async search
