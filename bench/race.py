@@ -65,7 +65,8 @@ def load_race_track(opts: RaceOptions) -> tuple[Track, Challenge, list[str]]:
     """
     extensions.load()
     track = load_track(find_track(opts.track, opts.track_path), opts.track_params,
-                       ignore_unused=opts.ignore_unused_track_params, test_mode=opts.test_mode)
+                       ignore_unused=opts.ignore_unused_track_params, test_mode=opts.test_mode,
+                       offline=opts.offline)
     challenge = track.challenge(opts.challenge)
     warmups = warmup_notes(track, challenge)  # a warmup that would hold a whole task fails before any machine exists
     return track, challenge, warmups

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -139,16 +138,10 @@ def test_schedule_names_builtin_unknown_and_registered(tmp_path, monkeypatch):
     assert [pacer.next_offset() for _ in range(3)] == [0.0, 0.5, 1.0]
 
 
-def test_missing_dependencies_are_refused_with_the_pip_command(tmp_path):
-    folder = one_task_track(tmp_path / "t", {"operation": "refresh"},
-                            extra={"dependencies": ["tabulate>=0.9", "surely-not-installed-pkg==1.0"]})
-    with pytest.raises(TrackError) as e:
-        load_track(folder, {})
-    msg = str(e.value)
-    assert f"run {sys.executable} -m pip install 'surely-not-installed-pkg==1.0'" in msg
-    assert "tabulate" not in msg.split("needs ")[1].split(",")[0] and "\n" not in msg
+def test_satisfied_dependencies_load_without_pip(tmp_path, bench_home):
     folder = one_task_track(tmp_path / "u", {"operation": "refresh"}, extra={"dependencies": ["tabulate>=0.9"]})
-    assert load_track(folder, {}).dependencies == ["tabulate>=0.9"]
+    assert load_track(folder, {}, offline=True).dependencies == ["tabulate>=0.9"]
+    assert not (bench_home / "libs").exists()
 
 
 # ---------------------------------------------------------------- unit-aware pacing (Rally's UnitAwareScheduler)

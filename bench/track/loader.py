@@ -11,11 +11,9 @@ iteration per client; for bulk it means "until the corpus is consumed".
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import logging
 import re
-import sys
 import traceback
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from bench.driver.runners import CORE_RUNNERS
 from bench.driver.schedule import OPS, has_scheduler, scheduler_names
 from bench.errors import TrackError
 from bench.home import project_root
+from bench.track import dependencies as track_dependencies
 from bench.track import plugins as track_plugins
 from bench.track import rally_helpers
 from bench.track.generators import GENERATORS, generator_names
@@ -425,11 +424,12 @@ def _operations(raw: dict[str, Any], file: Path) -> dict[str, Operation]:
 
 def load_track(
     track_dir: Path, params: dict[str, Any], *, ignore_unused: bool = False, test_mode: bool = False,
-    challenge: str | None = None, check_challenge: bool = False,
+    challenge: str | None = None, check_challenge: bool = False, offline: bool = False,
 ) -> Track:
     """The track, every challenge parsed. The tasks bench cannot run carry their ``problem``; with
     ``check_challenge`` the selected challenge (``challenge``, else the default) must have none, else a
-    TrackError naming the file, challenge, task and construct. ``Track.challenge()`` checks the same."""
+    TrackError naming the file, challenge, task and construct. ``Track.challenge()`` checks the same. The track's
+    ``dependencies`` are installed first unless ``offline`` (then a missing one is an error)."""
     root = Path(track_dir).resolve()
     file = root / TRACK_FILE
     if not file.is_file():
@@ -472,6 +472,8 @@ def load_track(
             f"it uses: {', '.join(sorted(used)) or '(none)'}"
         )
 
+    deps = track_dependencies.parse(raw.get("dependencies"), file)
+    track_dependencies.ensure(deps, file, offline=offline)
     # track.py (Rally's register(registry) API): its runners are operation types of this track only.
     plugins = track_plugins.load_plugins(root)
     with track_plugins.active(plugins):
@@ -489,7 +491,7 @@ def load_track(
         "corpora": raw.get("corpora", []) or [],
         "challenges": challenges,
         "params": dict(params),
-        "dependencies": _dependencies(raw.get("dependencies"), file),
+        "dependencies": deps,
     }
     track = _validate(Track, data, file, "")
     _default_target_index(track, file)
@@ -499,36 +501,6 @@ def load_track(
         track.challenge(challenge)
     track_plugins.run_after_load(track, plugins)
     return apply_test_mode(track) if test_mode else track
-
-
-def _dependencies(spec: Any, file: Path) -> list[str]:
-    """Rally's track-level ``dependencies`` (pip requirements): bench does not install into its environment;
-    a missing one is refused with the command that installs it."""
-    if spec is None:
-        return []
-    deps = [spec] if isinstance(spec, str) else spec
-    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
-        raise TrackError(f"{file}: dependencies must be a list of pip requirements, got {spec!r}")
-    missing = [d for d in deps if not _installed(d)]
-    if missing:
-        quoted = " ".join(f"'{d}'" if any(c in d for c in "<>=!~ ;[") else d for d in missing)
-        raise TrackError(f"{file}: the track needs {', '.join(missing)}, not installed in bench's environment: "
-                         f"run {sys.executable} -m pip install {quoted}")
-    return deps
-
-
-def _installed(requirement: str) -> bool:
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    try:
-        req = Requirement(requirement)
-    except InvalidRequirement:
-        raise TrackError(f"dependencies: cannot read the pip requirement {requirement!r}") from None
-    try:
-        version = importlib.metadata.version(req.name)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return not req.specifier or req.specifier.contains(version, prereleases=True)
 
 
 def _default_target_index(track: Track, file: Path) -> None:
