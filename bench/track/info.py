@@ -11,6 +11,7 @@ from typing import Any
 from tabulate import tabulate
 
 from bench.track.model import Challenge, Parallel, Task, Track
+from bench.track.notices import params_hint
 
 NOT_RUNNABLE = "CANNOT RUN"
 
@@ -89,6 +90,9 @@ def render_info(track: Track, challenge: str | None = None) -> str:
     out = [f"Track: {track.name} ({track.root})", f"Description: {track.description or '-'}"]
     if track.params:
         out.append("Track parameters: " + ", ".join(f"{k}={v}" for k, v in track.params.items()))
+    if track.undefined_params:
+        out.append("Undefined template variables (rendered as empty, as Rally does): "
+                   + ", ".join(track.undefined_params) + f"; set them with {params_hint(track.undefined_params)}")
     if track.dependencies:
         out.append("Dependencies: " + ", ".join(track.dependencies))
     if track.indices:

@@ -11,6 +11,7 @@ iteration per client; for bulk it means "until the corpus is consumed".
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -28,8 +29,8 @@ from bench.driver.schedule import OPS, has_scheduler, scheduler_names
 from bench.errors import TrackError
 from bench.home import project_root
 from bench.track import dependencies as track_dependencies
+from bench.track import notices, rally_helpers
 from bench.track import plugins as track_plugins
-from bench.track import rally_helpers
 from bench.track.generators import GENERATORS, generator_names
 from bench.track.model import Challenge, Operation, Parallel, Task, Track
 from bench.track.operations import check_operation
@@ -166,8 +167,43 @@ def _parse_json(text: str, file: Path, *, rendered: bool, params: dict[str, Any]
         ) from None
 
 
+def _render_json(env: jinja2.Environment, root: Path, rel: str, source: str, file: Path,
+                 undefined: list[str], params: dict[str, Any]) -> Any:
+    """Render (undefined variables print as '', as in Rally) and parse. The undefined variables that were printed
+    are named, with where each is first used, in one warning line and added to ``undefined``; when the empty value
+    leaves invalid JSON it is an error naming them instead."""
+    with rally_helpers.undefined_printed() as printed:
+        text = _render(env, root, rel, source)
+    names = [p.name for p in printed]
+    where = ", ".join(f"{p.name} ({_template_place(p, root, rel, source)})" for p in printed)
+    try:
+        data = _parse_json(text, file, rendered=True, params=params)
+    except TrackError as e:
+        if not printed:
+            raise
+        raise TrackError(f"{file}: undefined template variable(s) {where} render as empty (as in Rally), which "
+                         f"leaves invalid JSON ({str(e).removeprefix(f'{file} (rendered track) ')}); pass "
+                         f"{notices.params_hint(names)}") from None
+    if printed:
+        notices.warn(f"{file}: undefined template variable(s) {where} rendered as empty, as Rally does; pass "
+                     f"{notices.params_hint(names)} to set them")
+        undefined.extend(n for n in names if n not in undefined)
+    return data
+
+
+def _template_place(p: rally_helpers.PrintedUndefined, root: Path, rel: str, source: str) -> str:
+    """'file:line' of a printed undefined variable, relative to the track folder (collected parts resolved)."""
+    if p.file is None or p.line is None:
+        return rel
+    file, line = (rally_helpers.source_line(source, p.file, p.line) if p.file == str(root / rel)
+                  else (p.file, p.line))
+    with contextlib.suppress(ValueError):
+        file = str(Path(file).relative_to(root))
+    return f"{file}:{line}"
+
+
 def _load_template_file(
-    env: jinja2.Environment, root: Path, rel: str, owner: str, used: list[str]
+    env: jinja2.Environment, root: Path, rel: str, owner: str, used: list[str], undefined: list[str]
 ) -> dict[str, Any]:
     """Render and parse a body/template file referenced from the track (Rally renders them too)."""
     path = root / rel
@@ -177,8 +213,7 @@ def _load_template_file(
         used.extend(rally_helpers.template_files(env, root, rel))
     except jinja2.TemplateSyntaxError as e:
         raise _syntax_error(e, root) from None
-    data = _parse_json(_render(env, root, rel, path.read_text(encoding="utf-8")), path, rendered=True,
-                       params=env.globals)
+    data = _render_json(env, root, rel, path.read_text(encoding="utf-8"), path, undefined, env.globals)
     if not isinstance(data, dict):
         raise TrackError(f"{path}: must hold a JSON object")
     return data
@@ -440,7 +475,8 @@ def load_track(
     except jinja2.TemplateSyntaxError as e:
         raise _syntax_error(e, root) from None
     source = rally_helpers.assemble(root, file.read_text(encoding="utf-8"))
-    raw = _parse_json(_render(env, root, TRACK_FILE, source), file, rendered=True, params=params)
+    undefined: list[str] = []
+    raw = _render_json(env, root, TRACK_FILE, source, file, undefined, params)
     if not isinstance(raw, dict):
         raise TrackError(f"{file}: the rendered track must be a JSON object")
 
@@ -449,7 +485,7 @@ def load_track(
         spec = dict(spec) if isinstance(spec, dict) else spec
         if isinstance(spec, dict) and spec.get("body"):
             spec["body_content"] = _load_template_file(
-                env, root, spec["body"], f"indices[{i}].body", used_files
+                env, root, spec["body"], f"indices[{i}].body", used_files, undefined
             )
         indices.append(spec)
     templates: dict[str, list[Any]] = {}
@@ -459,7 +495,7 @@ def load_track(
             spec = dict(spec) if isinstance(spec, dict) else spec
             if isinstance(spec, dict) and spec.get("template"):
                 spec["template_content"] = _load_template_file(
-                    env, root, spec["template"], f"{key}[{i}].template", used_files
+                    env, root, spec["template"], f"{key}[{i}].template", used_files, undefined
                 )
             templates[key].append(spec)
 
@@ -492,15 +528,36 @@ def load_track(
         "challenges": challenges,
         "params": dict(params),
         "dependencies": deps,
+        "undefined-params": undefined,
     }
-    track = _validate(Track, data, file, "")
+    try:
+        track = _validate(Track, data, file, "")
+    except TrackError as e:
+        if undefined and "''" in str(e):
+            raise TrackError(f"{e}{_undefined_note(undefined)}") from None
+        raise
     _default_target_index(track, file)
     _check_corpora_refs(track, file)
     track_plugins.check_constructs(track, plugins, file)
+    if undefined:
+        _blame_undefined(track, undefined)
     if check_challenge:
         track.challenge(challenge)
     track_plugins.run_after_load(track, plugins)
     return apply_test_mode(track) if test_mode else track
+
+
+def _blame_undefined(track: Track, undefined: list[str]) -> None:
+    """A task bench cannot run because of an empty value (shown as '') says which variables rendered empty."""
+    for ch in track.challenges:
+        for t in ch.tasks():
+            if t.problem and "''" in t.problem:
+                t.problem += _undefined_note(undefined)
+
+
+def _undefined_note(undefined: list[str]) -> str:
+    return (f" (the track leaves {', '.join(undefined)} undefined, rendered as empty: pass "
+            f"{notices.params_hint(undefined)})")
 
 
 def _default_target_index(track: Track, file: Path) -> None:

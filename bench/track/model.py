@@ -21,7 +21,7 @@ class _RallyModel(BaseModel):
 
 
 class IndexSpec(_RallyModel):
-    name: str
+    name: str = Field(min_length=1)  # Elasticsearch and OpenSearch refuse an empty index name
     body: str | None = None  # path relative to the track folder
     # The parsed JSON of ``body`` (settings/mappings), filled by the loader.
     body_content: dict[str, Any] | None = Field(default=None, exclude=True)
@@ -226,6 +226,8 @@ class Track(_RallyModel):
     params: dict[str, Any] = Field(default_factory=dict)
     # Rally's track-level "dependencies": pip requirements the track's code needs.
     dependencies: list[str] = Field(default_factory=list)
+    # Template variables the track printed without a value: rendered as '' (Rally's Jinja), named in a warning.
+    undefined_params: list[str] = Field(default_factory=list)
 
     def challenge(self, name: str | None) -> Challenge:
         """The named challenge, or the default one, checked to be runnable: a task bench cannot run is a
