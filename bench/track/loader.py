@@ -29,7 +29,7 @@ from bench.driver.schedule import OPS, has_scheduler, scheduler_names
 from bench.errors import TrackError
 from bench.home import project_root
 from bench.track import dependencies as track_dependencies
-from bench.track import notices, rally_helpers
+from bench.track import legacy, notices, rally_helpers
 from bench.track import plugins as track_plugins
 from bench.track.generators import GENERATORS, generator_names
 from bench.track.model import Challenge, Operation, Parallel, Task, Track
@@ -308,7 +308,7 @@ def _operation(spec: Any, ops: dict[str, Operation], file: Path, where: str) -> 
         spec = {"name": spec, "operation-type": spec}
     if not isinstance(spec, dict):
         raise TrackError(f"{file}: {where}.operation must be an operation name or an object, got {spec!r}")
-    spec = dict(spec)
+    spec = legacy.operation_spec(dict(spec), file, f"{where}.operation", _runs_own)
     if "operation-type" not in spec:
         raise TrackError(f"{file}: {where}.operation has no 'operation-type'")
     spec.setdefault("name", spec["operation-type"])
@@ -443,6 +443,8 @@ def _operations(raw: dict[str, Any], file: Path) -> dict[str, Operation]:
         raise TrackError(f"{file}: 'operations' must be a list")
     ops: dict[str, Operation] = {}
     for i, spec in enumerate(specs):
+        if isinstance(spec, dict):
+            spec = legacy.operation_spec(spec, file, f"operations[{i}]", _runs_own)
         if not isinstance(spec, dict) or "name" not in spec or "operation-type" not in spec:
             raise TrackError(f"{file}: operations[{i}] needs a 'name' and an 'operation-type'")
         op = _normalized(_validate(Operation, spec, file, f"operations[{i}]"))
@@ -480,14 +482,16 @@ def load_track(
     if not isinstance(raw, dict):
         raise TrackError(f"{file}: the rendered track must be a JSON object")
 
-    indices = []
-    for i, spec in enumerate(raw.get("indices", []) or []):
-        spec = dict(spec) if isinstance(spec, dict) else spec
-        if isinstance(spec, dict) and spec.get("body"):
-            spec["body_content"] = _load_template_file(
-                env, root, spec["body"], f"indices[{i}].body", used_files, undefined
-            )
-        indices.append(spec)
+    legacy.check_version(raw, file)
+    deprecations = legacy.Deprecations(file)
+
+    def load_body(rel: str, owner: str) -> dict[str, Any]:
+        return _load_template_file(env, root, rel, owner, used_files, undefined)
+
+    indices, legacy_corpora = legacy.indices(raw, file, load_body, deprecations)
+    for i, spec in enumerate(indices):
+        if isinstance(spec, dict) and spec.get("body") and "body_content" not in spec:
+            spec["body_content"] = load_body(spec["body"], f"indices[{i}].body")
     templates: dict[str, list[Any]] = {}
     for key in ("templates", "composable-templates", "component-templates"):
         templates[key] = []
@@ -512,7 +516,7 @@ def load_track(
     track_dependencies.ensure(deps, file, offline=offline)
     # track.py (Rally's register(registry) API): its runners are operation types of this track only.
     plugins = track_plugins.load_plugins(root)
-    with track_plugins.active(plugins):
+    with track_plugins.active(plugins), legacy.collecting(deprecations):
         ops = _operations(raw, file)
         challenges = _challenges(raw, ops, file)
     data = {
@@ -524,7 +528,7 @@ def load_track(
         "composable-templates": templates["composable-templates"],
         "component-templates": templates["component-templates"],
         "data-streams": raw.get("data-streams", []) or [],
-        "corpora": raw.get("corpora", []) or [],
+        "corpora": (raw.get("corpora", []) or []) + legacy_corpora,
         "challenges": challenges,
         "params": dict(params),
         "dependencies": deps,
@@ -541,10 +545,22 @@ def load_track(
     track_plugins.check_constructs(track, plugins, file)
     if undefined:
         _blame_undefined(track, undefined)
+    legacy.apply_to_challenges(track, raw, _challenge_specs(raw), file, deprecations)
+    deprecations.warn()
     if check_challenge:
         track.challenge(challenge)
     track_plugins.run_after_load(track, plugins)
     return apply_test_mode(track) if test_mode else track
+
+
+def _challenge_specs(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    specs = raw.get("challenges") or ([raw["challenge"]] if "challenge" in raw else [])
+    return [c for c in specs if isinstance(c, dict)] if isinstance(specs, list) else []
+
+
+def _runs_own(operation_type: str) -> bool:
+    plugins = track_plugins.active_plugins()
+    return plugins is not None and plugins.runs(operation_type)
 
 
 def _blame_undefined(track: Track, undefined: list[str]) -> None:

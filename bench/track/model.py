@@ -199,6 +199,9 @@ class Challenge(_RallyModel):
     index_settings: dict[str, Any] = Field(default_factory=dict)
     cluster_settings: dict[str, Any] = Field(default_factory=dict)
     schedule: list[Step]
+    # Why bench cannot run the challenge as a whole (a challenge-level construct it would not apply), set by the
+    # loader; the tasks' own problems come after it.
+    problem: str | None = Field(default=None, exclude=True)
 
     def tasks(self) -> list[Task]:
         out: list[Task] = []
@@ -208,7 +211,7 @@ class Challenge(_RallyModel):
 
     def problems(self) -> list[str]:
         """Why bench cannot run each task it cannot run (empty: the challenge is runnable)."""
-        return [t.problem for t in self.tasks() if t.problem]
+        return ([self.problem] if self.problem else []) + [t.problem for t in self.tasks() if t.problem]
 
 
 class Track(_RallyModel):
