@@ -198,7 +198,7 @@ def apply_to_challenges(track: Track, raw: dict[str, Any], raw_challenges: list[
     Rally put three tasks before every challenge's schedule: delete the indices, create them (with the challenge's
     ``index-settings``) and, unless the schedule checks it itself, wait for a green cluster; bench does exactly
     that. Otherwise ``index-settings`` are ignored, as Rally >= 1.0 ignores them."""
-    managed = _auto_managed(raw, file) if dep.legacy_types else []
+    managed = _auto_managed(raw) if dep.legacy_types else []
     for ch in track.challenges:
         spec = next((c for c in raw_challenges if c.get("name") == ch.name), {})
         if spec.get("cluster-settings"):
@@ -216,9 +216,10 @@ def apply_to_challenges(track: Track, raw: dict[str, Any], raw_challenges: list[
                      "'settings' apply)", f"'{ch.name}'")
 
 
-def _auto_managed(raw: dict[str, Any], file: Path) -> list[str]:
+def _auto_managed(raw: dict[str, Any]) -> list[str]:
+    """Rally 0.x's indices that it managed itself (all but those marked ``auto-managed: false``)."""
     names = []
-    for i, spec in enumerate(raw.get("indices", []) or []):
+    for spec in raw.get("indices", []) or []:
         if isinstance(spec, dict) and spec.get("auto-managed", True) is not False:
             names.append(str(spec.get("name")))
     return names
