@@ -261,3 +261,14 @@ def test_undefined_variables_render_empty_with_one_warning_line_and_are_recorded
     out = capsys.readouterr().out
     assert "Undefined template variables (rendered as empty, as Rally does): index, word, expected_health; set " \
            "them with --track-params=index:VALUE,word:VALUE,expected_health:VALUE" in out
+
+
+def test_undefined_variables_are_stored_with_the_trial_options(tmp_path):
+    from bench.options import RaceOptions
+    from bench.race import _stored_options
+
+    folder = write_track(tmp_path / "t", {"version": 2, "indices": [{"name": "i"}], "schedule": [
+        {"operation": {"operation-type": "search", "q": "{{ word }}"}}]})
+    opts = RaceOptions(track_path=folder)
+    assert _stored_options(opts, load_track(folder, {}))["undefined_track_params"] == ["word"]
+    assert "undefined_track_params" not in _stored_options(opts, load_track(folder, {"word": "w"}))
