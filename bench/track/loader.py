@@ -179,7 +179,7 @@ def _render_json(env: jinja2.Environment, root: Path, rel: str, source: str, fil
     try:
         data = _parse_json(text, file, rendered=True, params=params)
     except TrackError as e:
-        if not printed:
+        if not printed or str(e).startswith("--track-params"):  # a parameter's value broke it: that message says so
             raise
         raise TrackError(f"{file}: undefined template variable(s) {where} render as empty (as in Rally), which "
                          f"leaves invalid JSON ({str(e).removeprefix(f'{file} (rendered track) ')}); pass "
