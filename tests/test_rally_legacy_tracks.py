@@ -195,3 +195,26 @@ def test_a_rally_0x_track_races_as_rally_0x_ran_it(tmp_path, es_target, es_clust
     assert summary.task("match-all").failed_requests == 0
     assert set(df["task"]) == {"auto-delete-indices", "auto-create-indices", "auto-check-cluster-health",
                                "index-append", "match-all"}
+
+
+def test_bench_info_shows_why_a_challenge_cannot_run(tmp_path, capsys):
+    from bench.cli import main
+
+    spec = {"indices": [{"name": "i"}], "challenges": [
+        {"name": "a", "default": True, "cluster-settings": {"x": 1}, "schedule": [{"operation": "refresh"}]}]}
+    folder = _write(tmp_path / "t", spec)
+    assert main(["info", f"--track-path={folder}"]) == 0
+    out = capsys.readouterr().out
+    assert "no: the challenge itself" in out
+    assert f"CANNOT RUN: {folder / 'track.json'}: challenge 'a': 'cluster-settings' on a challenge" in out
+
+
+def test_a_track_that_runs_its_own_index_operation_keeps_it(tmp_path, capsys):
+    folder = _write(tmp_path / "t", {"version": 2, "indices": [{"name": "i"}],
+                                     "schedule": [{"operation": {"name": "ix", "operation-type": "index"}}]})
+    (folder / "track.py").write_text("async def index(es, params):\n    return None\n\n\n"
+                                     "def register(registry):\n"
+                                     "    registry.register_runner('index', index, async_runner=True)\n")
+    task = load_track(folder, {}, check_challenge=True).challenge(None).tasks()[0]
+    assert task.operation.operation_type == "index"
+    assert "deprecated" not in capsys.readouterr().err
