@@ -113,7 +113,13 @@ def test_type_names_beside_a_body_are_ignored_and_a_typed_body_unwrapped(tmp_pat
     assert track.indices[0].body_content == plain
     err = capsys.readouterr().err
     assert err.count("a mapping keyed by its type is unwrapped") == 1
+    assert "target-type" not in err
     assert err.count("'types' of an index ignored (typeless Elasticsearch/OpenSearch) (in indices[0])") == 2
+    corpus = {"corpora": [{"name": "c", "documents": [{"source-file": "d.json", "document-count": 1,
+                                                        "target-type": "doc"}]}]}
+    load_track(_write(tmp_path / "corpus", {**spec, **corpus}, {"index.json": plain}), {})
+    assert "'target-type' of a corpus ignored (typeless Elasticsearch/OpenSearch: no _type is sent) (in corpora[0])" \
+        in capsys.readouterr().err
     # A mapping keyed by some other type than the index declares is not guessed at.
     wrong = {"mappings": {"other": {"properties": {"f": {"type": "long"}}}}}
     with pytest.raises(TrackError, match=r"the mapping is keyed by type\(s\) other, not by the index's type\(s\) doc"):

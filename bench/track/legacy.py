@@ -168,6 +168,17 @@ def indices(raw: dict[str, Any], file: Path, load_body: Callable[[str, str], dic
     return out, corpora
 
 
+def note_target_types(raw: dict[str, Any], dep: Deprecations) -> None:
+    """Rally 1.x corpora name the type their documents go to; typeless engines take none, so bench sends none."""
+    for i, corpus in enumerate(raw.get("corpora", []) or []):
+        if not isinstance(corpus, dict):
+            continue
+        docs = corpus.get("documents") if isinstance(corpus.get("documents"), list) else []
+        if "target-type" in corpus or any(isinstance(d, dict) and "target-type" in d for d in docs):
+            dep.note("'target-type' of a corpus ignored (typeless Elasticsearch/OpenSearch: no _type is sent)",
+                     f"corpora[{i}]")
+
+
 def _typed_body(body: dict[str, Any], types: list[str], where: str, file: Path, dep: Deprecations) -> dict[str, Any]:
     mappings = body.get("mappings")
     if isinstance(mappings, dict) and mappings:

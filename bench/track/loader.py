@@ -489,6 +489,7 @@ def load_track(
         return _load_template_file(env, root, rel, owner, used_files, undefined)
 
     indices, legacy_corpora = legacy.indices(raw, file, load_body, deprecations)
+    legacy.note_target_types(raw, deprecations)
     for i, spec in enumerate(indices):
         if isinstance(spec, dict) and spec.get("body") and "body_content" not in spec:
             spec["body_content"] = load_body(spec["body"], f"indices[{i}].body")
