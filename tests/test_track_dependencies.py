@@ -128,3 +128,30 @@ def test_requirements_are_checked_against_the_installed_version(tmp_path):
     with pytest.raises(TrackError, match="dependencies must be a list of pip requirements"):
         dependencies.parse({"numpy": 1}, file)
     assert dependencies.parse("numpy", file) == ["numpy"]
+
+
+def _wheel(folder: Path, name: str = "benchurlpkg", version: str = "0.1") -> Path:
+    """A minimal real wheel (pip installs it without any index)."""
+    import zipfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    info = f"{name}-{version}.dist-info"
+    files = {f"{name}/__init__.py": "VALUE = 42\n",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: bench-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    with zipfile.ZipFile(wheel, "w") as z:
+        for path, text in files.items():
+            z.writestr(path, text)
+        z.writestr(f"{info}/RECORD", "".join(f"{p},,\n" for p in [*files, f"{info}/RECORD"]))
+    return wheel
+
+
+def test_a_url_dependency_is_passed_to_pip_and_remembered(tmp_path, bench_home, clean_import_state):
+    url = _wheel(tmp_path / "wheels").as_uri()
+    file = tmp_path / "track.json"
+    assert dependencies.ensure([url], file, offline=False) == [url]
+    assert (bench_home / "libs" / "benchurlpkg" / "__init__.py").is_file()
+    assert __import__("benchurlpkg").VALUE == 42
+    assert dependencies.ensure([url], file, offline=True) == []  # remembered: not installed again
+    sys.modules.pop("benchurlpkg", None)

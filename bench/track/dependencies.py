@@ -145,7 +145,6 @@ def _install(missing: list[str], libs: Path, file: Path) -> None:
         log.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise TrackError(f"{file}: cannot create {libs} for the track's dependencies: {e.strerror or e}") from None
-    cmd = pip_command(missing, libs)
     with _install_lock(libs):
         missing = [d for d in missing if not satisfied(d, libs, file)]  # another process may have installed them
         if not missing:
@@ -165,7 +164,7 @@ def _install(missing: list[str], libs: Path, file: Path) -> None:
             how = f"timed out after {INSTALL_TIMEOUT_S} s" if rc is None else f"failed (exit code {rc})"
             raise TrackError(f"{file}: installing the track's dependencies {', '.join(missing)} {how}: see {log}; "
                              f"the command was: {shlex.join(cmd)}")
-        urls = [d for d in missing if _is_url(d) or (not _is_url(d) and Requirement(d).url)]
+        urls = [d for d in missing if _is_url(d) or Requirement(d).url]
         if urls:
             record = libs / _URL_RECORD
             record.write_text(json.dumps(sorted(_recorded_urls(libs) | set(urls))), encoding="utf-8")
