@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
                                             "use_ssl, verify_certs, ca_certs, client_cert, client_key, timeout, "
                                             "http_compress")
     r.add_argument("--test-mode", action="store_true", help="a tiny, fast version of the track to check it works")
-    r.add_argument("--offline", action="store_true", help="never download corpora: use local copies only")
+    r.add_argument("--offline", action="store_true", help="never download corpora (use local copies only) nor install track dependencies")
     r.add_argument("--corpus-dir", help="a folder with local copies of corpus files (<dir>/<corpus>/<file> or "
                                         "<dir>/<file>), looked at first (Rally's local.dataset.cache)")
     r.add_argument("--on-error", choices=["continue", "abort"], default="continue")

@@ -65,10 +65,20 @@ def load_race_track(opts: RaceOptions) -> tuple[Track, Challenge, list[str]]:
     """
     extensions.load()
     track = load_track(find_track(opts.track, opts.track_path), opts.track_params,
-                       ignore_unused=opts.ignore_unused_track_params, test_mode=opts.test_mode)
+                       ignore_unused=opts.ignore_unused_track_params, test_mode=opts.test_mode,
+                       offline=opts.offline)
     challenge = track.challenge(opts.challenge)
     warmups = warmup_notes(track, challenge)  # a warmup that would hold a whole task fails before any machine exists
     return track, challenge, warmups
+
+
+def _stored_options(opts: RaceOptions, track: Track) -> dict[str, Any]:
+    """The options stored with the trial, plus the template variables the track rendered as empty (so a trial
+    run without a parameter it needed says so)."""
+    out = opts.public()
+    if track.undefined_params:
+        out["undefined_track_params"] = list(track.undefined_params)
+    return out
 
 
 def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult:
@@ -89,7 +99,7 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     store = TrialStore()
     trial = TrialInfo(id=new_trial_id(), track=track.name, challenge=challenge.name,
                       car=[] if opts.target_hosts else opts.car, track_params=track.params,
-                      user_tags=opts.user_tags, options=opts.public(), pipeline=opts.pipeline,
+                      user_tags=opts.user_tags, options=_stored_options(opts, track), pipeline=opts.pipeline,
                       test_mode=opts.test_mode, start_time=utcnow(), machine=machine_info())
     store.create_trial(trial)
     console.print(f"[bold]Trial {trial.id}[/bold]: track [cyan]{track.name}[/cyan], challenge "

@@ -108,8 +108,12 @@ _GROUPS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"No module named 'esrally"), "track.py imports a part of Rally's package (esrally) bench lacks"),
     (re.compile(r"No module named '([^'.]+)"), "track.py needs Python module '{0}'"),
     (re.compile(r"the track needs (\S+), not installed"), "track dependency '{0}' not installed"),
+    (re.compile(r"installing the track's dependencies (.+?) (?:failed|timed out)"),
+     "installing track dependency {0} failed"),
     (re.compile(r"(?i)track\.py"), "track.py"),
     (re.compile(r"undefined template variable: '([^']+)'"), "undefined template variable '{0}'"),
+    (re.compile(r"undefined template variable\(s\) (\S+)"), "undefined template variable '{0}'"),
+    (re.compile(r"the track leaves (\S+) undefined"), "undefined template variable '{0}'"),
     (re.compile(r"Jinja2 syntax error: (.*)"), "Jinja2 syntax error: {0}"),
     (re.compile(r"included template '([^']+)' not found"), "included template not found"),
     (re.compile(r"refers to '[^']+' but .* does not exist"), "referenced file missing"),
@@ -144,9 +148,9 @@ def failure_kind(reason: str, track_dir: str) -> str:
         if registered_by_track_py(track_dir, m.group(1)):
             return "operation type the track registers in its track.py"
         return "built-in Rally operation type missing"
-    if "track.py" in reason or "the track needs" in reason:
+    if "track.py" in reason or "the track needs" in reason or "the track's dependencies" in reason:
         return "the track's Python code (track.py imports, dependencies)"
-    if "undefined template variable" in reason:
+    if "undefined template variable" in reason or "undefined, rendered as empty" in reason:
         return "template variable undefined (Rally renders it as empty/false or injects it)"
     return "other track-format differences"
 

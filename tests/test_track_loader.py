@@ -469,16 +469,22 @@ _BULK_OP = '{"name": "bulk", "operation-type": "search", "body": {"size": %s}}'
 @pytest.mark.parametrize(
     "index, files, where",
     [
-        # A string position used to load silently as ''.
-        ("{{ y }}", {"operations/a.json": _BULK_OP % "1"}, r"t/track.json:4: .*'y' is undefined"),
-        # A number position used to end as a JSON error at the rendered line, naming nothing.
+        # A string position renders as '' (Rally); an empty index name cannot work, so it is an error naming it.
+        ("{{ y }}", {"operations/a.json": _BULK_OP % "1"},
+         r"t/track.json: indices\[0\].name: String should have at least 1 character \(got ''\) \(the track leaves y "
+         r"undefined, rendered as empty: pass --track-params=y:VALUE\)"),
+        # A number position renders as invalid JSON: an error naming the variable, its file and line.
         ("i", {"operations/a.json": "{\"name\": \"c\", \"operation-type\": \"search\"}",
-               "operations/b.json": '\n\n' + _BULK_OP % "{{ x }}"}, r"t/operations/b.json:3: .*'x' is undefined"),
+               "operations/b.json": '\n\n' + _BULK_OP % "{{ x }}"},
+         r"t/track.json: undefined template variable\(s\) x \(operations/b.json:3\) render as empty \(as in Rally\), "
+         r"which leaves invalid JSON \(line \d+ column \d+: invalid JSON: Expecting value; .*\); pass "
+         r"--track-params=x:VALUE"),
+        # A filter that needs a value fails as in Rally, at the file and line.
         ("i", {"operations/a.json": '{% include "inc/op.json" %}',
                "inc/op.json": '\n' + _BULK_OP % "{{ z | int }}"}, r"t/inc/op.json:2: .*'z' is undefined"),
     ],
 )
-def test_undefined_template_variable_is_named_with_file_and_line(tmp_path, index, files, where):
+def test_undefined_template_variable_that_cannot_work_is_named_with_file_and_line(tmp_path, index, files, where):
     write_track(tmp_path / "t", _UNDEF_TRACK % index, files)
     with pytest.raises(TrackError, match=where) as e:
         load_track(tmp_path / "t", {})

@@ -17,6 +17,7 @@ from bench.driver.custom_schedule import RallySchedule
 from bench.driver.custom_sources import client_source, make_source, operation_spec
 from bench.driver.runners import Runner
 from bench.errors import TrackError
+from bench.track.dependencies import activate as activate_dependencies
 from bench.track.model import Task, Track
 from bench.track.plugins import TRACK_CODE, TrackPlugins, load_plugins, plugins_of
 from bench.track.rally_view import RallyTrack
@@ -48,6 +49,8 @@ class TrackCode:
 
     def __init__(self, plan: TrackCodePlan, targets: list[ClusterTarget], default_cluster: str,
                  connections: int) -> None:
+        if plan.track.dependencies:  # installed when the track loaded; a spawned worker needs them importable too
+            activate_dependencies()
         plugins = plugins_of(plan.track) or load_plugins(Path(plan.track.root))
         if plugins is None:
             raise TrackError(f"{plan.track.root / TRACK_CODE} is gone: the load driver cannot import it")

@@ -33,7 +33,7 @@ from bench.trials import TrialInfo
 
 # Options worth showing in a report; client options and anything secret-like never are.
 _SHOWN_OPTIONS = ("distribution_version", "nodes", "target_hosts", "car_params", "worker_processes", "on_error",
-                  "telemetry", "telemetry_params", "telemetry_profile")
+                  "telemetry", "telemetry_params", "telemetry_profile", "undefined_track_params")
 
 
 def environment(info: TrialInfo, summary: Summary | None = None) -> dict[str, Any]:

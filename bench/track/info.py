@@ -11,6 +11,7 @@ from typing import Any
 from tabulate import tabulate
 
 from bench.track.model import Challenge, Parallel, Task, Track
+from bench.track.notices import params_hint
 
 NOT_RUNNABLE = "CANNOT RUN"
 
@@ -89,6 +90,9 @@ def render_info(track: Track, challenge: str | None = None) -> str:
     out = [f"Track: {track.name} ({track.root})", f"Description: {track.description or '-'}"]
     if track.params:
         out.append("Track parameters: " + ", ".join(f"{k}={v}" for k, v in track.params.items()))
+    if track.undefined_params:
+        out.append("Undefined template variables (rendered as empty, as Rally does): "
+                   + ", ".join(track.undefined_params) + f"; set them with {params_hint(track.undefined_params)}")
     if track.dependencies:
         out.append("Dependencies: " + ", ".join(track.dependencies))
     if track.indices:
@@ -101,13 +105,17 @@ def render_info(track: Track, challenge: str | None = None) -> str:
                                                         "Target"])]
     rows = []
     for c in track.challenges:
-        problems = c.problems()
-        rows.append([c.name + (" (default)" if c.default else ""),
-                     "yes" if not problems else f"no: {len(problems)} of {len(c.tasks())} tasks", c.description])
+        failing = [t for t in c.tasks() if t.problem]
+        why = [*(["the challenge itself"] if c.problem else []),
+               *([f"{len(failing)} of {len(c.tasks())} tasks"] if failing else [])]
+        rows.append([c.name + (" (default)" if c.default else ""), f"no: {', '.join(why)}" if why else "yes",
+                     c.description])
     out += ["", "Challenges:", tabulate(rows, headers=["Challenge", "Runnable", "Description"], maxcolwidths=[None, None, 70])]
     shown = [track.find_challenge(challenge)] if challenge is not None else track.challenges
     for c in shown:
         out += ["", f"Schedule of challenge '{c.name}'{' (default)' if c.default else ''}:",
                 tabulate(schedule_rows(c), headers=["#", "Task", "Operation", "Type", "Clients", "Warmup",
                                                     "Measured", "Target throughput", "Notes", "bench"])]
+        if c.problem:
+            out.append(f"{NOT_RUNNABLE}: {c.problem}")
     return "\n".join(out)

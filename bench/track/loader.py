@@ -11,11 +11,10 @@ iteration per client; for bulk it means "until the corpus is consumed".
 
 from __future__ import annotations
 
-import importlib.metadata
+import contextlib
 import json
 import logging
 import re
-import sys
 import traceback
 from pathlib import Path
 from typing import Any
@@ -29,8 +28,9 @@ from bench.driver.runners import CORE_RUNNERS
 from bench.driver.schedule import OPS, has_scheduler, scheduler_names
 from bench.errors import TrackError
 from bench.home import project_root
+from bench.track import dependencies as track_dependencies
+from bench.track import legacy, notices, rally_helpers
 from bench.track import plugins as track_plugins
-from bench.track import rally_helpers
 from bench.track.generators import GENERATORS, generator_names
 from bench.track.model import Challenge, Operation, Parallel, Task, Track
 from bench.track.operations import check_operation
@@ -167,8 +167,43 @@ def _parse_json(text: str, file: Path, *, rendered: bool, params: dict[str, Any]
         ) from None
 
 
+def _render_json(env: jinja2.Environment, root: Path, rel: str, source: str, file: Path,
+                 undefined: list[str], params: dict[str, Any]) -> Any:
+    """Render (undefined variables print as '', as in Rally) and parse. The undefined variables that were printed
+    are named, with where each is first used, in one warning line and added to ``undefined``; when the empty value
+    leaves invalid JSON it is an error naming them instead."""
+    with rally_helpers.undefined_printed() as printed:
+        text = _render(env, root, rel, source)
+    names = [p.name for p in printed]
+    where = ", ".join(f"{p.name} ({_template_place(p, root, rel, source)})" for p in printed)
+    try:
+        data = _parse_json(text, file, rendered=True, params=params)
+    except TrackError as e:
+        if not printed or str(e).startswith("--track-params"):  # a parameter's value broke it: that message says so
+            raise
+        raise TrackError(f"{file}: undefined template variable(s) {where} render as empty (as in Rally), which "
+                         f"leaves invalid JSON ({str(e).removeprefix(f'{file} (rendered track) ')}); pass "
+                         f"{notices.params_hint(names)}") from None
+    if printed:
+        notices.warn(f"{file}: undefined template variable(s) {where} rendered as empty, as Rally does; pass "
+                     f"{notices.params_hint(names)} to set them")
+        undefined.extend(n for n in names if n not in undefined)
+    return data
+
+
+def _template_place(p: rally_helpers.PrintedUndefined, root: Path, rel: str, source: str) -> str:
+    """'file:line' of a printed undefined variable, relative to the track folder (collected parts resolved)."""
+    if p.file is None or p.line is None:
+        return rel
+    file, line = (rally_helpers.source_line(source, p.file, p.line) if p.file == str(root / rel)
+                  else (p.file, p.line))
+    with contextlib.suppress(ValueError):
+        file = str(Path(file).relative_to(root))
+    return f"{file}:{line}"
+
+
 def _load_template_file(
-    env: jinja2.Environment, root: Path, rel: str, owner: str, used: list[str]
+    env: jinja2.Environment, root: Path, rel: str, owner: str, used: list[str], undefined: list[str]
 ) -> dict[str, Any]:
     """Render and parse a body/template file referenced from the track (Rally renders them too)."""
     path = root / rel
@@ -178,8 +213,7 @@ def _load_template_file(
         used.extend(rally_helpers.template_files(env, root, rel))
     except jinja2.TemplateSyntaxError as e:
         raise _syntax_error(e, root) from None
-    data = _parse_json(_render(env, root, rel, path.read_text(encoding="utf-8")), path, rendered=True,
-                       params=env.globals)
+    data = _render_json(env, root, rel, path.read_text(encoding="utf-8"), path, undefined, env.globals)
     if not isinstance(data, dict):
         raise TrackError(f"{path}: must hold a JSON object")
     return data
@@ -274,7 +308,7 @@ def _operation(spec: Any, ops: dict[str, Operation], file: Path, where: str) -> 
         spec = {"name": spec, "operation-type": spec}
     if not isinstance(spec, dict):
         raise TrackError(f"{file}: {where}.operation must be an operation name or an object, got {spec!r}")
-    spec = dict(spec)
+    spec = legacy.operation_spec(dict(spec), file, f"{where}.operation", _runs_own)
     if "operation-type" not in spec:
         raise TrackError(f"{file}: {where}.operation has no 'operation-type'")
     spec.setdefault("name", spec["operation-type"])
@@ -409,6 +443,8 @@ def _operations(raw: dict[str, Any], file: Path) -> dict[str, Operation]:
         raise TrackError(f"{file}: 'operations' must be a list")
     ops: dict[str, Operation] = {}
     for i, spec in enumerate(specs):
+        if isinstance(spec, dict):
+            spec = legacy.operation_spec(spec, file, f"operations[{i}]", _runs_own)
         if not isinstance(spec, dict) or "name" not in spec or "operation-type" not in spec:
             raise TrackError(f"{file}: operations[{i}] needs a 'name' and an 'operation-type'")
         op = _normalized(_validate(Operation, spec, file, f"operations[{i}]"))
@@ -425,11 +461,12 @@ def _operations(raw: dict[str, Any], file: Path) -> dict[str, Operation]:
 
 def load_track(
     track_dir: Path, params: dict[str, Any], *, ignore_unused: bool = False, test_mode: bool = False,
-    challenge: str | None = None, check_challenge: bool = False,
+    challenge: str | None = None, check_challenge: bool = False, offline: bool = False,
 ) -> Track:
     """The track, every challenge parsed. The tasks bench cannot run carry their ``problem``; with
     ``check_challenge`` the selected challenge (``challenge``, else the default) must have none, else a
-    TrackError naming the file, challenge, task and construct. ``Track.challenge()`` checks the same."""
+    TrackError naming the file, challenge, task and construct. ``Track.challenge()`` checks the same. The track's
+    ``dependencies`` are installed first unless ``offline`` (then a missing one is an error)."""
     root = Path(track_dir).resolve()
     file = root / TRACK_FILE
     if not file.is_file():
@@ -440,18 +477,22 @@ def load_track(
     except jinja2.TemplateSyntaxError as e:
         raise _syntax_error(e, root) from None
     source = rally_helpers.assemble(root, file.read_text(encoding="utf-8"))
-    raw = _parse_json(_render(env, root, TRACK_FILE, source), file, rendered=True, params=params)
+    undefined: list[str] = []
+    raw = _render_json(env, root, TRACK_FILE, source, file, undefined, params)
     if not isinstance(raw, dict):
         raise TrackError(f"{file}: the rendered track must be a JSON object")
 
-    indices = []
-    for i, spec in enumerate(raw.get("indices", []) or []):
-        spec = dict(spec) if isinstance(spec, dict) else spec
-        if isinstance(spec, dict) and spec.get("body"):
-            spec["body_content"] = _load_template_file(
-                env, root, spec["body"], f"indices[{i}].body", used_files
-            )
-        indices.append(spec)
+    legacy.check_version(raw, file)
+    deprecations = legacy.Deprecations(file)
+
+    def load_body(rel: str, owner: str) -> dict[str, Any]:
+        return _load_template_file(env, root, rel, owner, used_files, undefined)
+
+    indices, legacy_corpora = legacy.indices(raw, file, load_body, deprecations)
+    legacy.note_target_types(raw, deprecations)
+    for i, spec in enumerate(indices):
+        if isinstance(spec, dict) and spec.get("body") and "body_content" not in spec:
+            spec["body_content"] = load_body(spec["body"], f"indices[{i}].body")
     templates: dict[str, list[Any]] = {}
     for key in ("templates", "composable-templates", "component-templates"):
         templates[key] = []
@@ -459,7 +500,7 @@ def load_track(
             spec = dict(spec) if isinstance(spec, dict) else spec
             if isinstance(spec, dict) and spec.get("template"):
                 spec["template_content"] = _load_template_file(
-                    env, root, spec["template"], f"{key}[{i}].template", used_files
+                    env, root, spec["template"], f"{key}[{i}].template", used_files, undefined
                 )
             templates[key].append(spec)
 
@@ -472,9 +513,11 @@ def load_track(
             f"it uses: {', '.join(sorted(used)) or '(none)'}"
         )
 
+    deps = track_dependencies.parse(raw.get("dependencies"), file)
+    track_dependencies.ensure(deps, file, offline=offline)
     # track.py (Rally's register(registry) API): its runners are operation types of this track only.
     plugins = track_plugins.load_plugins(root)
-    with track_plugins.active(plugins):
+    with track_plugins.active(plugins), legacy.collecting(deprecations):
         ops = _operations(raw, file)
         challenges = _challenges(raw, ops, file)
     data = {
@@ -486,50 +529,53 @@ def load_track(
         "composable-templates": templates["composable-templates"],
         "component-templates": templates["component-templates"],
         "data-streams": raw.get("data-streams", []) or [],
-        "corpora": raw.get("corpora", []) or [],
+        "corpora": (raw.get("corpora", []) or []) + legacy_corpora,
         "challenges": challenges,
         "params": dict(params),
-        "dependencies": _dependencies(raw.get("dependencies"), file),
+        "dependencies": deps,
+        "undefined-params": undefined,
     }
-    track = _validate(Track, data, file, "")
+    try:
+        track = _validate(Track, data, file, "")
+    except TrackError as e:
+        if undefined and "''" in str(e):
+            raise TrackError(f"{e}{_undefined_note(undefined)}") from None
+        raise
     _default_target_index(track, file)
     _check_corpora_refs(track, file)
     # Processors first: what they change in operation params is what the checks and the race see.
     track_plugins.run_after_load(track, plugins, challenge)
     track_plugins.check_constructs(track, plugins, file)
+    if undefined:
+        _blame_undefined(track, undefined)
+    legacy.apply_to_challenges(track, raw, _challenge_specs(raw), file, deprecations)
+    deprecations.warn()
     if check_challenge:
         track.challenge(challenge)
     return apply_test_mode(track) if test_mode else track
 
 
-def _dependencies(spec: Any, file: Path) -> list[str]:
-    """Rally's track-level ``dependencies`` (pip requirements): bench does not install into its environment;
-    a missing one is refused with the command that installs it."""
-    if spec is None:
-        return []
-    deps = [spec] if isinstance(spec, str) else spec
-    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
-        raise TrackError(f"{file}: dependencies must be a list of pip requirements, got {spec!r}")
-    missing = [d for d in deps if not _installed(d)]
-    if missing:
-        quoted = " ".join(f"'{d}'" if any(c in d for c in "<>=!~ ;[") else d for d in missing)
-        raise TrackError(f"{file}: the track needs {', '.join(missing)}, not installed in bench's environment: "
-                         f"run {sys.executable} -m pip install {quoted}")
-    return deps
+def _challenge_specs(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    specs = raw.get("challenges") or ([raw["challenge"]] if "challenge" in raw else [])
+    return [c for c in specs if isinstance(c, dict)] if isinstance(specs, list) else []
 
 
-def _installed(requirement: str) -> bool:
-    from packaging.requirements import InvalidRequirement, Requirement
+def _runs_own(operation_type: str) -> bool:
+    plugins = track_plugins.active_plugins()
+    return plugins is not None and plugins.runs(operation_type)
 
-    try:
-        req = Requirement(requirement)
-    except InvalidRequirement:
-        raise TrackError(f"dependencies: cannot read the pip requirement {requirement!r}") from None
-    try:
-        version = importlib.metadata.version(req.name)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return not req.specifier or req.specifier.contains(version, prereleases=True)
+
+def _blame_undefined(track: Track, undefined: list[str]) -> None:
+    """A task bench cannot run because of an empty value (shown as '') says which variables rendered empty."""
+    for ch in track.challenges:
+        for t in ch.tasks():
+            if t.problem and "''" in t.problem:
+                t.problem += _undefined_note(undefined)
+
+
+def _undefined_note(undefined: list[str]) -> str:
+    return (f" (the track leaves {', '.join(undefined)} undefined, rendered as empty: pass "
+            f"{notices.params_hint(undefined)})")
 
 
 def _default_target_index(track: Track, file: Path) -> None:

@@ -21,7 +21,7 @@ class _RallyModel(BaseModel):
 
 
 class IndexSpec(_RallyModel):
-    name: str
+    name: str = Field(min_length=1)  # Elasticsearch and OpenSearch refuse an empty index name
     body: str | None = None  # path relative to the track folder
     # The parsed JSON of ``body`` (settings/mappings), filled by the loader.
     body_content: dict[str, Any] | None = Field(default=None, exclude=True)
@@ -199,6 +199,9 @@ class Challenge(_RallyModel):
     index_settings: dict[str, Any] = Field(default_factory=dict)
     cluster_settings: dict[str, Any] = Field(default_factory=dict)
     schedule: list[Step]
+    # Why bench cannot run the challenge as a whole (a challenge-level construct it would not apply), set by the
+    # loader; the tasks' own problems come after it.
+    problem: str | None = Field(default=None, exclude=True)
 
     def tasks(self) -> list[Task]:
         out: list[Task] = []
@@ -208,7 +211,7 @@ class Challenge(_RallyModel):
 
     def problems(self) -> list[str]:
         """Why bench cannot run each task it cannot run (empty: the challenge is runnable)."""
-        return [t.problem for t in self.tasks() if t.problem]
+        return ([self.problem] if self.problem else []) + [t.problem for t in self.tasks() if t.problem]
 
 
 class Track(_RallyModel):
@@ -226,6 +229,8 @@ class Track(_RallyModel):
     params: dict[str, Any] = Field(default_factory=dict)
     # Rally's track-level "dependencies": pip requirements the track's code needs.
     dependencies: list[str] = Field(default_factory=list)
+    # Template variables the track printed without a value: rendered as '' (Rally's Jinja), named in a warning.
+    undefined_params: list[str] = Field(default_factory=list)
 
     def challenge(self, name: str | None) -> Challenge:
         """The named challenge, or the default one, checked to be runnable: a task bench cannot run is a

@@ -68,6 +68,14 @@ def check_operation(name: str, op_type: str, params: dict[str, Any], *, track_fi
         d = params["duration"]
         if not isinstance(d, (int, float)) or isinstance(d, bool) or d < 0:
             raise TrackError(f"{track_file}: operation '{name}' has duration {d!r}: use seconds >= 0")
+    if op_type == "cluster-health":
+        wanted = (params.get("request-params") or {}).get("wait_for_status") \
+            if isinstance(params.get("request-params"), dict) else None
+        if wanted is not None and str(wanted).lower() not in ("green", "yellow", "red"):
+            # Elasticsearch and OpenSearch answer any other value with HTTP 400, which retry-until-success would
+            # retry until it gives up.
+            raise TrackError(f"{track_file}: operation '{name}' has request-params wait_for_status {wanted!r}: use "
+                             f"green, yellow or red")
     if op_type == "raw-request" and not str(params["path"]).startswith("/"):
         raise TrackError(
             f"{track_file}: operation '{name}' has path {params['path']!r}: it must start with '/'"

@@ -8,9 +8,14 @@ Track parameters are globals, so included and collected files see them too.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import glob as _glob
 import re
+import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -66,14 +71,49 @@ def relative_glob(root: Path, pattern: str) -> list[str]:
     return sorted(str(Path(p).relative_to(root)) for p in _glob.glob(str(root / pattern)))
 
 
-class TrackUndefined(jinja2.StrictUndefined):
-    """An undefined variable fails where its value is used (printed, iterated), so a missing track parameter is
-    named instead of rendering as '' or as broken JSON; ``default()``, ``is defined``, a plain truth test
-    (``{% if x %}``) and a comparison (``{% if source_mode == "synthetic" %}``, as Rally's lenient Jinja allows:
-    nyc_taxis, random_vector) still treat it as absent."""
+# The undefined variables whose (empty) value a render printed or iterated, with the template file and line of
+# their first use, per render.
+_PRINTED: contextvars.ContextVar[list[PrintedUndefined] | None] = contextvars.ContextVar("bench_undefined_printed",
+                                                                                         default=None)
 
-    def __bool__(self) -> bool:
-        return False
+
+@dataclass(frozen=True)
+class PrintedUndefined:
+    name: str
+    file: str | None  # the template file (None when Jinja2 has no file for it)
+    line: int | None
+
+
+def _template_line() -> tuple[str | None, int | None]:
+    """The template file and line being rendered: the innermost frame of code Jinja2 compiled from a template."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        template = frame.f_globals.get("__jinja_template__")
+        if template is not None:
+            return template.filename, template.get_corresponding_lineno(frame.f_lineno)
+        frame = frame.f_back
+    return None, None
+
+
+class TrackUndefined(jinja2.Undefined):
+    """Rally's lenient undefined: printed it is '', iterated it is empty, a truth test is false, ``default()`` and
+    ``is defined`` treat it as absent. bench notes every one that is printed or iterated (``undefined_printed``) so
+    the loader can name them instead of letting '' pass unseen; a plain test or comparison (``{% if x %}``,
+    ``{% if source_mode == "synthetic" %}``) is how tracks ask for optional parameters, so it is not noted."""
+
+    def _note(self) -> None:
+        printed = _PRINTED.get()
+        name = self._undefined_name
+        if printed is not None and name is not None and all(p.name != name for p in printed):
+            printed.append(PrintedUndefined(name, *_template_line()))
+
+    def __str__(self) -> str:
+        self._note()
+        return ""
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        self._note()
+        return iter(())
 
     def __eq__(self, other: object) -> bool:
         return type(self) is type(other)
@@ -83,6 +123,17 @@ class TrackUndefined(jinja2.StrictUndefined):
 
     def __hash__(self) -> int:
         return id(type(self))
+
+
+@contextlib.contextmanager
+def undefined_printed() -> Iterator[list[PrintedUndefined]]:
+    """Collect the undefined variables a render inside the block printed or iterated (in first-use order)."""
+    printed: list[PrintedUndefined] = []
+    token = _PRINTED.set(printed)
+    try:
+        yield printed
+    finally:
+        _PRINTED.reset(token)
 
 
 def make_environment(
