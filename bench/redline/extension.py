@@ -1,0 +1,16 @@
+"""What the redline extension registers with bench's seams (published as a ``bench.extensions`` entry point)."""
+
+from __future__ import annotations
+
+from bench.compare.metrics import register_metric
+from bench.pipeline import register_race_hook
+from bench.redline.race_hook import RedlineHook
+from bench.redline.section import SECTION, SUSTAINED, is_headline_metric, redline_rows
+from bench.summary import register_section
+
+
+def setup() -> None:
+    register_race_hook(RedlineHook)
+    register_section(SECTION, rows=redline_rows, title="Redline", order=30, headline=is_headline_metric)
+    register_metric(rf"^{SUSTAINED}|^Redline sustained target", higher_is_better=True)
+    register_metric(r"^Redline lowest failing target", higher_is_better=True)
