@@ -89,3 +89,36 @@ def test_bad_redline_options_fail_in_one_line_before_anything_starts(tmp_path, c
         assert message in err and "Traceback" not in err and len(err.splitlines()) == 1, err
     with TrialStore() as store:
         assert store.list_trials() == []
+
+
+def test_redline_against_a_real_elasticsearch_stores_every_step_and_a_sustained_rate_it_met(tmp_path, es_target):
+    # A real cluster's knee is not known in advance: bounded to 6 short steps, the search must report a
+    # sustained target that a stored step met in full, and nothing above a failed one.
+    data = tmp_path / "docs.json"
+    data.write_text("".join(json.dumps({"n": i, "msg": f"line {i}"}) + "\n" for i in range(5000)))
+    track = write_track(
+        tmp_path / "t",
+        [{"operation": {"name": "drop", "operation-type": "delete-index"}},
+         {"operation": {"name": "make", "operation-type": "create-index"}},
+         {"operation": {"name": "load", "operation-type": "bulk", "bulk-size": 200, "corpora": "c"}, "clients": 2}],
+        indices=[{"name": "redline-es"}],
+        corpora=[{"name": "c", "documents": [{"source-file": str(data), "document-count": 5000,
+                                              "target-index": "redline-es"}]}])
+    assert race(f"--track-path={track}", f"--target-hosts={es_target}",
+                "--redline=task:load,p99:500ms,errors:0%,warmup:1s,measure:2s,start:4,steps:6") == 0
+    s, samples = _section()
+    assert 1 <= len(s.steps) <= 6 and s.task == "load"
+    assert set(samples["task"]) == {"drop", "make", *(st.task for st in s.steps)}
+    best = s.best()
+    assert best is not None, [(st.target, st.why) for st in s.steps]
+    assert best.met and best.errors == 0 and best.latency_ms["99"] <= 500
+    assert best.achieved >= 0.95 * best.target
+    mine = samples[(samples["task"] == best.task) & ~samples["warmup"]]
+    assert best.requests == len(mine) and mine["success"].all()
+    assert best.throughput == pytest.approx(mine["units"].sum() / best.duration_s, rel=1e-6)
+    assert all(st.target < s.lowest_failing for st in s.steps if st.met) if s.lowest_failing else True
+    with TrialStore() as store:
+        summary = store.summary(only_trial(store).id)
+    # The steps are in the redline section, not one task row each; the other tasks keep theirs.
+    assert summary is not None and [t.task for t in summary.tasks] == ["drop", "make"]
+    assert any(r.metric.startswith("Redline sustained throughput") and r.unit == "docs/s" for r in summary.rows())
