@@ -14,7 +14,7 @@ from bench.pipeline import RaceHook, RacePlan, RaceSchedule, RaceTargets
 from bench.redline.objective import OPTION, RedlineSpec, parse_redline
 from bench.redline.search import Outcome, decide
 from bench.redline.section import CURVE_HEADERS, SECTION, RedlineSection, curve_table, summary_line
-from bench.redline.step import RunawayWatch, StepResult, evaluate_step, samples_frame, step_task
+from bench.redline.step import RunawayWatch, StepResult, evaluate_step, lowest_target, samples_frame, step_task
 from bench.samples import RequestSample
 from bench.summary import Summary
 from bench.track.model import Parallel, Task
@@ -55,7 +55,8 @@ class RedlineHook(RaceHook):
         self.console.print(f"[bold]Redline[/bold] of {step.name}: {spec.objective}; steps of {spec.warmup_s:g} s "
                            f"warmup + {spec.measure_s:g} s measured, from {start:,.4g} requests/s", highlight=False)
         results: list[StepResult] = []
-        decision = decide(spec, [], start)
+        floor = lowest_target(spec, step.clients)
+        decision = decide(spec, [], start, floor)
         while decision.next_target is not None:
             target = decision.next_target
             task = step_task(step, target, len(results) + 1, spec)
@@ -76,7 +77,7 @@ class RedlineHook(RaceHook):
                                f"errors {result.error_rate * 100:.2g} %: "
                                + ("[green]met[/green]" if result.met else f"[red]{result.why}[/red]"),
                                highlight=False)
-            decision = decide(spec, [Outcome(target=r.target, passed=r.met) for r in results], start)
+            decision = decide(spec, [Outcome(target=r.target, passed=r.met) for r in results], start, floor)
         self.section = RedlineSection(
             task=step.name, objective=spec.objective, percentile=spec.percentile, latency_ms=spec.latency_ms,
             max_error_rate=spec.max_error_rate, tolerance=spec.tolerance, warmup_s=spec.warmup_s,

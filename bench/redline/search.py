@@ -41,8 +41,8 @@ def bracket(outcomes: list[Outcome]) -> tuple[float | None, float | None]:
     return lo, hi
 
 
-def decide(spec: RedlineSpec, outcomes: list[Outcome], start: float) -> Decision:
-    """The next target to try, or the end of the search with its result."""
+def decide(spec: RedlineSpec, outcomes: list[Outcome], start: float, floor: float = MIN_TARGET) -> Decision:
+    """The next target to try, or the end of the search with its result (no target below ``floor``)."""
     lo, hi = bracket(outcomes)
     tried = {round(o.target, 9) for o in outcomes}
 
@@ -53,7 +53,7 @@ def decide(spec: RedlineSpec, outcomes: list[Outcome], start: float) -> Decision
         return Decision(next_target=target, passed=lo, failed=hi, converged=False, reason="")
 
     if not outcomes:
-        return go(min(start, spec.max_target))
+        return go(max(min(start, spec.max_target), floor))
     if lo is not None and hi is not None and (hi - lo) / lo <= spec.tolerance:
         return end(f"bracketed within {spec.tolerance * 100:g} %", converged=True)
     if len(outcomes) >= spec.max_steps:
@@ -62,8 +62,8 @@ def decide(spec: RedlineSpec, outcomes: list[Outcome], start: float) -> Decision
     if lo is None:
         assert hi is not None
         nxt = hi / spec.factor
-        if nxt < MIN_TARGET:
-            return end(f"no target down to {MIN_TARGET:g} requests/s met the objective")
+        if nxt < floor:
+            return end(f"no target down to {max(floor, hi):,.4g} requests/s met the objective")
         return go(nxt)
     if hi is None:
         if lo >= spec.max_target:

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from bench.redline.step import StepResult
-from bench.sections import MetricRow
+from bench.sections import MetricRow, SectionTable
 
 SECTION = "redline"
 SUSTAINED = "Redline sustained throughput"
@@ -93,3 +93,8 @@ def summary_line(data: dict[str, Any]) -> str:
 
 def _ms(v: float | None) -> str:
     return "–" if v is None or v != v else f"{v:,.1f}"
+
+
+def redline_tables(data: dict[str, Any]) -> list[SectionTable]:
+    """The curve as a report table, titled with the objective and the result."""
+    return [SectionTable(name=f"Redline curve: {summary_line(data)}", headers=CURVE_HEADERS, rows=curve_table(data))]

@@ -40,16 +40,25 @@ def step_name(task: str, step: int) -> str:
 
 def step_task(task: Task, target: float, step: int, spec: RedlineSpec) -> Task:
     """The task as one open-model step: paced at ``target`` requests/s over all its clients, warmup and measured
-    periods by time, a bulk looped over its corpus so it never runs out before the period ends."""
+    periods by time, a bulk looped over its corpus so it never runs out before the period ends.
+
+    The clients are phased evenly (client i starts i / target s after the first, Rally's ramp-up), so requests
+    are due every 1 / target s rather than in bursts of one per client; the warmup is at least that ramp-up, so
+    every client runs before the measured period starts."""
     params = dict(task.operation.params)
     if task.operation.operation_type == "bulk":
         params["looped"] = True
-    ramp = task.ramp_up_time_period if (task.ramp_up_time_period or 0) <= spec.warmup_s else None
-    return task.model_copy(update={
+    ramp = task.clients / target
+    return Task.model_validate({**task.model_dump(by_alias=False), **{
         "name": step_name(task.name, step), "target_throughput": target, "throughput_unit": "ops/s",
-        "target_interval": None, "warmup_time_period": spec.warmup_s, "time_period": spec.measure_s,
+        "target_interval": None, "warmup_time_period": max(spec.warmup_s, ramp), "time_period": spec.measure_s,
         "warmup_iterations": None, "iterations": None, "ramp_up_time_period": ramp,
-        "operation": task.operation.model_copy(update={"params": params})})
+        "operation": task.operation.model_copy(update={"params": params})}})
+
+
+def lowest_target(spec: RedlineSpec, clients: int) -> float:
+    """Below one request per client per step the clients cannot be phased within a step of sensible length."""
+    return clients / (spec.warmup_s + spec.measure_s)
 
 
 def _pct(values: np.ndarray, p: float) -> float:
