@@ -53,6 +53,8 @@ class SectionKind:
     # Which of its rows belong in the headline (the short summary shown first), by metric name.
     headline: Callable[[str], bool] | None = None
     tables: SectionTables | None = None
+    # Which of its headline rows a comparison's sentence always states, "from X to Y", by metric name.
+    sentence: Callable[[str], bool] | None = None
     # Figures for HTML reports: (the report's PlotTrials, notes) -> bench.reporting.plots.Plot list.
     plots: Callable[..., list[Any]] | None = None
 
@@ -63,12 +65,14 @@ _SECTIONS: dict[str, SectionKind] = {}
 def register_section(name: str, *, rows: SectionRows, hides: Callable[[str], bool] | None = None,
                      title: str | None = None, order: int = 100,
                      headline: Callable[[str], bool] | None = None, tables: SectionTables | None = None,
-                     plots: Callable[..., list[Any]] | None = None) -> None:
+                     plots: Callable[..., list[Any]] | None = None,
+                     sentence: Callable[[str], bool] | None = None) -> None:
     """Register how the summary section ``name`` becomes report rows (``headline``: which of them, by metric
     name, the headline shows; ``tables``: tables of its own for reports; ``plots``: figures of its own for HTML
-    reports, given the report's ``PlotTrial`` list and notes); registering a name again replaces it."""
+    reports, given the report's ``PlotTrial`` list and notes; ``sentence``: which rows a comparison's sentence
+    states from baseline to candidate); registering a name again replaces it."""
     _SECTIONS[name] = SectionKind(name=name, rows=rows, hides=hides, title=title or name, order=order,
-                                  headline=headline, tables=tables, plots=plots)
+                                  headline=headline, tables=tables, plots=plots, sentence=sentence)
 
 
 def section_kinds() -> list[SectionKind]:

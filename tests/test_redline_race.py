@@ -34,6 +34,7 @@ def slow_sink():
 
 
 def _track(tmp_path, clients: int = CLIENTS):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     data = tmp_path / "docs.json"
     data.write_text("".join(json.dumps({"n": i}) + "\n" for i in range(2000)))
     return write_track(
@@ -122,3 +123,31 @@ def test_redline_against_a_real_elasticsearch_stores_every_step_and_a_sustained_
     # The steps are in the redline section, not one task row each; the other tasks keep theirs.
     assert summary is not None and [t.task for t in summary.tasks] == ["drop", "make"]
     assert any(r.metric.startswith("Redline sustained throughput") and r.unit == "docs/s" for r in summary.rows())
+
+
+def test_two_redlines_compare_side_by_side_and_report_their_curves(tmp_path, slow_sink, capsys):
+    from bench.cli import main
+
+    ids = []
+    for clients in (4, 2):  # half the clients: half the knee (C / d)
+        track = _track(tmp_path / f"c{clients}", clients)
+        assert race(f"--track-path={track}", f"--target-hosts={slow_sink}", f"--user-tag=clients:{clients}",
+                    "--redline=task:load,p99:200ms,warmup:1s,measure:2s,start:25,steps:3,tolerance:50%") == 0
+        with TrialStore() as store:
+            ids.append(store.list_trials()[0].id)
+    capsys.readouterr()
+    assert main(["compare", ids[0], ids[1]]) == 0
+    out = capsys.readouterr().out
+    metric = "Redline sustained throughput (p99 latency ≤ 200 ms, errors ≤ 0 %)"
+    assert metric in out
+    with TrialStore() as store:
+        values = [RedlineSection.model_validate(store.summary(i).sections[SECTION]).best() for i in ids]
+    assert all(values) and values[1].throughput < values[0].throughput
+    assert f"{metric} of load from" in " ".join(out.split()), out
+    html = tmp_path / "r.html"
+    assert main(["report", "--compare", ids[0], ids[1], "--format", "html", "--output", str(html)]) == 0
+    text = html.read_text()
+    assert "Redline curve" in text and "plot-redline-throughput" in text and "plot-redline-latency" in text
+    md = tmp_path / "r.md"
+    assert main(["report", ids[1], "--output", str(md)]) == 0
+    assert "Redline curve" in md.read_text() and "| 1 | 25 |" in md.read_text()

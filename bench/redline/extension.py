@@ -14,7 +14,7 @@ from bench.summary import register_section
 def setup() -> None:
     register_race_hook(RedlineHook)
     register_section(SECTION, rows=redline_rows, title="Redline", order=30, headline=is_headline_metric,
-                     tables=redline_tables, plots=_plots)
+                     tables=redline_tables, plots=_plots, sentence=is_headline_metric)
     register_metric(rf"^{SUSTAINED}|^Redline sustained target", higher_is_better=True)
     register_metric(r"^Redline lowest failing target", higher_is_better=True)
 
