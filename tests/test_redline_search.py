@@ -28,7 +28,20 @@ def test_search_brackets_a_known_knee_within_the_tolerance(knee, start):
     assert d.converged and d.passed is not None and d.failed is not None
     assert d.passed <= knee < d.failed
     assert (d.failed - d.passed) / d.passed <= 0.05
-    assert len(targets) <= 20 and len(set(targets)) == len(targets)
+    assert len(targets) <= 20
+    # Only a failed first step runs twice.
+    repeated = [t for t in set(targets) if targets.count(t) > 1]
+    assert repeated == ([start] if start > knee else [])
+
+
+def test_a_first_step_that_fails_cold_runs_again_and_the_search_goes_on_up():
+    spec = parse_redline("task:t,p99:100ms")
+    outcomes = [Outcome(target=10.0, passed=False)]
+    d = decide(spec, outcomes, 10.0)
+    assert d.next_target == 10.0
+    outcomes.append(Outcome(target=10.0, passed=True))  # warm now
+    d = decide(spec, outcomes, 10.0)
+    assert d.next_target == 20.0 and d.passed == 10.0 and d.failed is None
 
 
 def test_search_ends_at_the_step_limit_and_at_the_allowed_maximum_without_claiming_convergence():
@@ -38,7 +51,7 @@ def test_search_ends_at_the_step_limit_and_at_the_allowed_maximum_without_claimi
     targets, d = _search(1e9, 10.0, max="50")
     assert targets == [10.0, 20.0, 40.0, 50.0] and d.passed == 50.0 and not d.converged
     targets, d = _search(0.0, 1.0)
-    assert d.passed is None and "no target" in d.reason
+    assert d.passed is None and "no target" in d.reason and targets[:3] == [1.0, 1.0, 0.5]
 
 
 def test_a_noisy_pass_above_a_failure_does_not_raise_the_redline():
@@ -99,3 +112,21 @@ def test_runaway_watch_stops_a_step_once_it_cannot_pass():
     assert w.see([_sample(0.3, 0.5)]) and "p99" in (w.reason or "")
     w = RunawayWatch(spec, "s", 10.0, 1)
     assert w.see([_sample(0.0, 1.5, warmup=True)]) and "over 10 x" in (w.reason or "")
+
+
+@pytest.mark.parametrize("name", ["ccr-redline.yml", "ccr-redline-opensearch.yml"])
+def test_the_ccr_redline_experiments_run_the_redline_on_the_bulk_task_of_both_variants(name):
+    from pathlib import Path
+
+    from bench.experiment import load_experiment, plan, race_options
+    from bench.race import load_race_track
+
+    exp = load_experiment(Path(__file__).parent.parent / "experiments" / name)
+    races = plan(exp, "run")
+    assert {r.variant for r in races} == {"baseline", "ccr"}
+    for r in races:
+        opts = race_options(exp, r, run_id="run")
+        spec = parse_redline(opts.redline or "")
+        _, challenge, _ = load_race_track(opts)
+        # The CCR challenge names its bulk step like the baseline's, so both redlines are one compare row.
+        assert spec.task in [s.name for s in challenge.schedule]

@@ -3,7 +3,9 @@
 Exponential phase: from the start target, multiply by ``factor`` while steps pass (divide while they fail) until
 one passing and one failing target bracket the redline; binary phase: try the midpoint of the bracket until
 (fail - pass) / pass is within the tolerance. The answer is the highest passing target below the lowest failing
-one above it, so a noisy pass above a failure cannot raise it. It stops early at ``max_steps``, at the ``max``
+one above it, so a noisy pass above a failure cannot raise it. A first step that fails is run once more before
+the search goes down: it took the cluster's cold start (JIT, fresh index), which says nothing about the target;
+where a target ran twice, its last outcome counts. It stops early at ``max_steps``, at the ``max``
 target (the redline is above what was allowed) or when halving falls below ``MIN_TARGET`` (nothing passes).
 """
 
@@ -30,9 +32,10 @@ class Decision(BaseModel):
 
 
 def bracket(outcomes: list[Outcome]) -> tuple[float | None, float | None]:
-    """(highest pass below the lowest failure above it, that failure)."""
-    fails = sorted(o.target for o in outcomes if not o.passed)
-    passes = sorted(o.target for o in outcomes if o.passed)
+    """(highest pass below the lowest failure above it, that failure); a target's last outcome counts."""
+    last = {o.target: o.passed for o in outcomes}
+    fails = sorted(t for t, ok in last.items() if not ok)
+    passes = sorted(t for t, ok in last.items() if ok)
     if not passes:
         return None, (fails[0] if fails else None)
     # The lowest failure that has a pass below it bounds the redline; passes above it are noise.
@@ -45,6 +48,8 @@ def decide(spec: RedlineSpec, outcomes: list[Outcome], start: float, floor: floa
     """The next target to try, or the end of the search with its result (no target below ``floor``)."""
     lo, hi = bracket(outcomes)
     tried = {round(o.target, 9) for o in outcomes}
+    if len(outcomes) == 1 and not outcomes[0].passed and spec.max_steps > 1:
+        return Decision(next_target=outcomes[0].target, passed=lo, failed=hi, converged=False, reason="")
 
     def end(reason: str, converged: bool = False) -> Decision:
         return Decision(next_target=None, passed=lo, failed=hi, converged=converged, reason=reason)
