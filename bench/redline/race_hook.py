@@ -5,7 +5,7 @@ section instead of one task row per step."""
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
+from tabulate import tabulate
 
 from bench.driver.coordinator import RunStep
 from bench.errors import ConfigError
@@ -86,10 +86,9 @@ class RedlineHook(RaceHook):
             measure_s=spec.measure_s, steps=results, sustained=decision.passed, lowest_failing=decision.failed,
             converged=decision.converged, reason=decision.reason)
         data = self.section.model_dump(mode="json")
-        table = Table(*CURVE_HEADERS, title=summary_line(data), title_justify="left")
-        for row in curve_table(data):
-            table.add_row(*row)
-        self.console.print(table)
+        # Plain text, never wrapped: a cut number in a curve is worse than a wide line.
+        grid = tabulate(curve_table(data), headers=CURVE_HEADERS, tablefmt="simple", disable_numparse=True)
+        self.console.print(f"{summary_line(data)}\n\n{grid}", markup=False, highlight=False, soft_wrap=True)
         return True
 
     def finish(self, race: RaceTargets, summary: Summary | None) -> Summary | None:

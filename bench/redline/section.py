@@ -97,4 +97,6 @@ def _ms(v: float | None) -> str:
 
 def redline_tables(data: dict[str, Any]) -> list[SectionTable]:
     """The curve as a report table, titled with the objective and the result."""
-    return [SectionTable(name=f"Redline curve: {summary_line(data)}", headers=CURVE_HEADERS, rows=curve_table(data))]
+    s = RedlineSection.model_validate(data)
+    return [SectionTable(name=f"Redline curve of {s.task} ({s.objective})", headers=CURVE_HEADERS,
+                         rows=curve_table(data))]
