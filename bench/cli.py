@@ -318,6 +318,17 @@ def _setup_logging() -> Path:
     return path
 
 
+def _ensure_redline() -> None:
+    """A --redline (or an experiment's redline key) that no hook drives would run the task as declared and report no
+    redline at all, and a stored redline would not be shown: load the extension even where its entry point is not
+    installed (a source checkout on PYTHONPATH, an install older than the extension). Idempotent by name."""
+    from bench import extensions
+    from bench.redline.extension import setup as redline_setup
+
+    extensions.load()
+    extensions.register("redline", redline_setup)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # soft_wrap: an error (or a trial id) stays one line however narrow the terminal is; emoji=False: user
@@ -326,6 +337,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     err = Console(stderr=True, soft_wrap=True, emoji=False)
     try:
         _setup_logging()
+        if args.command in ("race", "experiment", "show", "compare", "report"):
+            _ensure_redline()
         if args.command == "race":
             return _race(args, console)
         if args.command == "loadgen":
