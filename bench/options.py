@@ -50,6 +50,8 @@ class RaceOptions(BaseModel):
     telemetry: list[str] = Field(default_factory=list)  # --telemetry devices (see bench/telemetry)
     telemetry_params: dict[str, Any] = Field(default_factory=dict)
     telemetry_profile: str | None = None
+    # --redline=task:NAME,p99:500ms,...: the highest throughput NAME sustains within the objective (bench/redline)
+    redline: str | None = None
 
     @property
     def pipeline(self) -> str:

@@ -3,7 +3,8 @@
 A race (``bench.race``) is a straight line::
 
     load track -> resolve clusters -> before provisioning -> trial -> prepare corpora -> start clusters
-      -> prepare -> [around the schedule: drive] -> collect totals -> summarise -> finish -> stop -> report
+      -> prepare -> [around the schedule: drive (each step: drive_step)] -> collect totals -> summarise -> finish
+      -> stop -> report
 
 An extension adds steps by registering a ``RaceHook`` subclass with ``register_race_hook`` from its ``setup()``.
 Each race makes one fresh instance of every registered hook (so a hook keeps per-race state on ``self``).
@@ -25,11 +26,12 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from bench.client import ClusterTarget
+    from bench.driver.coordinator import RunStep
     from bench.options import RaceOptions
     from bench.provision.car import CarConfig
     from bench.store import TrialStore
     from bench.summary import Summary
-    from bench.track.model import Challenge, Track
+    from bench.track.model import Challenge, Parallel, Task, Track
 
 # (cluster, node) -> the node's processes (psutil), for nodes bench started
 NodeProcesses = Callable[[], dict[tuple[str, str], list[Any]]]
@@ -105,6 +107,12 @@ class RaceHook:
     async def around_schedule(self, race: RaceSchedule) -> AsyncIterator[None]:
         """Entered right before the schedule starts, left once it ended however it ended."""
         yield
+
+    async def drive_step(self, race: RaceSchedule, step: Task | Parallel, run: RunStep) -> bool:
+        """Run a step of the schedule this hook's own way -- through ``run`` (the coordinator, samples stored as
+        usual), as many times and with whatever tasks it likes -- and return True; False leaves the step to the
+        next hook and finally to the coordinator. The first hook that returns True has run it."""
+        return False
 
     def finish(self, race: RaceTargets, summary: Summary | None) -> Summary | None:
         """After the schedule, while the clusters still run; returns the summary (amended or as given)."""

@@ -33,7 +33,7 @@ from bench.cluster_stats import (
     gc_totals,
     primary_shard_spread,
 )
-from bench.driver.coordinator import Coordinator
+from bench.driver.coordinator import Coordinator, RunStep, StepDriver
 from bench.driver.failure_log import FailureLog
 from bench.driver.progress import Progress
 from bench.driver.warmup import warmup_notes
@@ -47,7 +47,7 @@ from bench.summary import Summary, summarize
 from bench.track import plugins as track_plugins
 from bench.track.corpus import bulk_documents, prepare_corpora
 from bench.track.loader import find_track, load_track
-from bench.track.model import Challenge, DocumentsSpec, Track
+from bench.track.model import Challenge, DocumentsSpec, Parallel, Task, Track
 from bench.trial_run import INTERRUPTIONS, SampleBuffer, recorded_run
 from bench.trial_summary import enrich
 
@@ -189,13 +189,24 @@ async def _drive_and_collect(opts: RaceOptions, store: TrialStore, trial_id: str
             for hook in hooks:
                 await around.enter_async_context(hook.around_schedule(schedule))
             gc_before = await _gc_reading(targets[0]) if targets else None
-            await coord.run_challenge(track, challenge.schedule, documents, challenge.name)
+            await coord.run_challenge(track, challenge.schedule, documents, challenge.name,
+                                      step_driver=_step_driver(hooks, schedule))
     finally:
         coord.close()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         sink.flush()
     return facts, await _collect(targets, gc_before)
+
+
+def _step_driver(hooks: list[RaceHook], schedule: RaceSchedule) -> StepDriver:
+    """The first hook that drives a step runs it; else the coordinator does."""
+    async def drive(step: Task | Parallel, run: RunStep) -> bool:
+        for hook in hooks:
+            if await hook.drive_step(schedule, step, run):
+                return True
+        return False
+    return drive
 
 
 async def _collect(targets: list[ClusterTarget], gc_before: GcTotals | None) -> ClusterTotals | None:

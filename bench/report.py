@@ -27,7 +27,7 @@ from bench.fit_table import fit
 from bench.headline import Headline, race_headline
 from bench.numbers import compact, plain, rescale
 from bench.redact import redact, redact_text
-from bench.sections import MetricRow
+from bench.sections import MetricRow, section_tables
 from bench.summary import Summary
 
 ReportFormat = Literal["table", "markdown", "csv", "json"]
@@ -88,6 +88,10 @@ def render_summary(summary: Summary, fmt: ReportFormat = "table", *, full: bool 
         body = tabulate(table, headers=HEADERS, tablefmt="simple" if fmt == "table" else "github",
                         colalign=("left", "left", "right", "left"), disable_numparse=True)
         text += ("\n\n" if text else "") + ("## All metrics\n\n" if fmt == "markdown" and text else "") + body
+        for t in section_tables(summary.sections):  # e.g. a redline's curve, one row per step
+            grid = tabulate(t.rows, headers=t.headers, tablefmt="simple" if fmt == "table" else "github",
+                            disable_numparse=True)
+            text += f"\n\n{'## ' if fmt == 'markdown' else ''}{t.name}\n\n{grid}"
     else:
         text += f"\n\n({len(shown)} rows in the full table: add --all to see them)"
     text = redact_text(text)

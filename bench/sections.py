@@ -27,6 +27,18 @@ class MetricRow(BaseModel):
 SectionRows = Callable[[dict[str, Any]], list[MetricRow]]
 
 
+class SectionTable(BaseModel):
+    """A table of its own that a section adds to reports (e.g. a curve, one row per step), cells as text."""
+
+    name: str
+    headers: list[str]
+    rows: list[list[str]]
+
+
+# The tables a section adds to reports besides its rows, from the section as stored.
+SectionTables = Callable[[dict[str, Any]], list[SectionTable]]
+
+
 @dataclass(frozen=True)
 class SectionKind:
     """How one extension's summary section is shown (``register_section``)."""
@@ -40,6 +52,11 @@ class SectionKind:
     order: int  # sections appear by (order, name), after cluster totals and tasks
     # Which of its rows belong in the headline (the short summary shown first), by metric name.
     headline: Callable[[str], bool] | None = None
+    tables: SectionTables | None = None
+    # Which of its headline rows a comparison's sentence always states, "from X to Y", by metric name.
+    sentence: Callable[[str], bool] | None = None
+    # Figures for HTML reports: (the report's PlotTrials, notes) -> bench.reporting.plots.Plot list.
+    plots: Callable[..., list[Any]] | None = None
 
 
 _SECTIONS: dict[str, SectionKind] = {}
@@ -47,11 +64,15 @@ _SECTIONS: dict[str, SectionKind] = {}
 
 def register_section(name: str, *, rows: SectionRows, hides: Callable[[str], bool] | None = None,
                      title: str | None = None, order: int = 100,
-                     headline: Callable[[str], bool] | None = None) -> None:
+                     headline: Callable[[str], bool] | None = None, tables: SectionTables | None = None,
+                     plots: Callable[..., list[Any]] | None = None,
+                     sentence: Callable[[str], bool] | None = None) -> None:
     """Register how the summary section ``name`` becomes report rows (``headline``: which of them, by metric
-    name, the headline shows); registering a name again replaces it."""
+    name, the headline shows; ``tables``: tables of its own for reports; ``plots``: figures of its own for HTML
+    reports, given the report's ``PlotTrial`` list and notes; ``sentence``: which rows a comparison's sentence
+    states from baseline to candidate); registering a name again replaces it."""
     _SECTIONS[name] = SectionKind(name=name, rows=rows, hides=hides, title=title or name, order=order,
-                                  headline=headline)
+                                  headline=headline, tables=tables, plots=plots, sentence=sentence)
 
 
 def section_kinds() -> list[SectionKind]:
@@ -69,3 +90,13 @@ def section_title(metric: str, section: str) -> str | None:
         return owner.title
     kind = _SECTIONS.get(section)
     return kind.title if kind is not None else (section or None)
+
+
+def section_tables(sections: dict[str, dict[str, Any]], label: str = "") -> list[SectionTable]:
+    """The tables the registered sections make of a summary's ``sections`` (each name prefixed by ``label``)."""
+    out: list[SectionTable] = []
+    for kind in section_kinds():
+        data = sections.get(kind.name)
+        if kind.tables is not None and data:
+            out.extend(t.model_copy(update={"name": f"{label}{t.name}"}) for t in kind.tables(data))
+    return out

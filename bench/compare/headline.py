@@ -40,6 +40,10 @@ def _section_metric(metric: str) -> bool:
     return any(k.headline is not None and k.headline(metric) for k in section_kinds())
 
 
+def _sentence_metric(metric: str) -> bool:
+    return any(k.sentence is not None and k.sentence(metric) for k in section_kinds())
+
+
 def headline_rows(cmp: Comparison) -> list[CompareRow]:
     tasks = _headline_task_names(cmp)
     task_rows = [r for r in cmp.rows if r.metric in TASK_METRICS and r.task in tasks]
@@ -77,8 +81,8 @@ def _verdict_word(cell: CandidateCell) -> str:
 
 
 def sentences(cmp: Comparison, rows: list[CompareRow]) -> list[str]:
-    """One sentence per candidate: every headline task's median throughput; the other headline rows whose
-    change is significant; CCR catch-up as measured."""
+    """One sentence per candidate: every headline task's median throughput; the rows sections want stated from
+    baseline to candidate; the other headline rows whose change is significant; CCR catch-up as measured."""
     out = []
     for k, side in enumerate(cmp.candidates):
         parts = []
@@ -86,6 +90,9 @@ def sentences(cmp: Comparison, rows: list[CompareRow]) -> list[str]:
             cell = r.candidates[k]
             if r.metric == "Median Throughput":
                 parts.append(f"median throughput of {r.task} {_change(r, cell, cmp.confidence)}")
+            elif _sentence_metric(r.metric) and cell.value is not None and r.baseline is not None:
+                parts.append(f"{r.metric} of {r.task} from {compact(r.baseline)} to {compact(cell.value)} "
+                             f"{r.unit} {_change(r, cell, cmp.confidence)}")
             elif "catch-up time" in r.metric and cell.value is not None:
                 value, unit = rescale(cell.value, r.unit)
                 parts.append(f"{r.metric} {compact(value)} {unit} ({r.task})".replace("  ", " "))

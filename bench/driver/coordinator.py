@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bench.client import ClusterTarget
@@ -41,6 +41,16 @@ class StepListener:
     def samples(self, batch: list[RequestSample]) -> None: ...
     def task_done(self, task: str) -> None: ...
     def step_ended(self) -> None: ...
+
+
+# Told each batch of a step's samples; returns True to end the step early (its clients stop, in-flight requests
+# are answered and kept).
+SampleWatch = Callable[[list[RequestSample]], bool]
+# Runs one step (a task or a parallel block) now; what a step driver calls, as often as it likes.
+RunStep = Callable[[Task | Parallel, SampleWatch | None], Awaitable[None]]
+# Runs a step of the schedule its own way (through RunStep) and returns True, or returns False to leave it to the
+# coordinator: how an extension replaces a task by steps of its own (bench.pipeline.RaceHook.drive_step).
+StepDriver = Callable[[Task | Parallel, RunStep], Awaitable[bool]]
 
 
 class Coordinator:
@@ -83,7 +93,8 @@ class Coordinator:
 
     # -- running -------------------------------------------------------------------------------
     async def run_challenge(self, track: Track, schedule: list[Task | Parallel],
-                            documents: dict[str, list[DocumentsSpec]], challenge: str | None = None) -> None:
+                            documents: dict[str, list[DocumentsSpec]], challenge: str | None = None,
+                            step_driver: StepDriver | None = None) -> None:
         self._wake = asyncio.Event()
         self._track_code = plan_for(track, challenge)
         if self._interrupt:
@@ -91,9 +102,16 @@ class Coordinator:
         indices = {i.name: i.body_content for i in track.indices}
         self._definitions = track_definitions(track)
         for no, step in enumerate(schedule):
-            tasks = step.tasks if isinstance(step, Parallel) else [step]
-            completed_by = step.completed_by if isinstance(step, Parallel) else None
-            await self._run_step(no, tasks, completed_by, documents, indices)
+            async def run(s: Task | Parallel, watch: SampleWatch | None, no: int = no,
+                          step: Task | Parallel = step) -> None:
+                tasks = s.tasks if isinstance(s, Parallel) else [s]
+                completed_by = s.completed_by if isinstance(s, Parallel) else None
+                # A driven task's steps carry their own names: their bulk corpora are the original task's.
+                docs = {**documents, **{t.name: documents.get(_origin(t, step), []) for t in tasks}}
+                await self._run_step(no, tasks, completed_by, docs, indices, watch)
+
+            if step_driver is None or not await step_driver(step, run):
+                await run(step, None)
 
     def _plans(self, no: int, tasks: list[Task], documents: dict[str, list[DocumentsSpec]],
                indices: dict[str, Any]) -> list[StepPlan]:
@@ -110,7 +128,8 @@ class Coordinator:
         return plans
 
     async def _run_step(self, no: int, tasks: list[Task], completed_by: str | None,
-                        documents: dict[str, list[DocumentsSpec]], indices: dict[str, Any]) -> None:
+                        documents: dict[str, list[DocumentsSpec]], indices: dict[str, Any],
+                        watch: SampleWatch | None = None) -> None:
         assert self._wake is not None
         tasks = await with_shard_tables(tasks, self.targets, self.default_cluster, documents, list(indices))
         plans = self._plans(no, tasks, documents, indices)
@@ -179,6 +198,8 @@ class Coordinator:
             elif kind == "samples":
                 self.sink(msg[2])
                 self.listener.samples(msg[2])
+                if watch is not None and watch(msg[2]):  # told every batch, also the answers after a stop
+                    stop_all()
             elif kind == "task-done":
                 name = msg[2]
                 task_done_by[name].add(wid)
@@ -220,3 +241,9 @@ class Coordinator:
 
     async def _next_message(self) -> Message | None:
         return await self.pool.next_message(0.25)
+
+
+def _origin(task: Task, step: Task | Parallel) -> str:
+    """The schedule's task a driven task stands for: itself when named in the step, else the step's only task."""
+    names = [t.name for t in (step.tasks if isinstance(step, Parallel) else [step])]
+    return task.name if task.name in names or len(names) != 1 else names[0]

@@ -27,7 +27,7 @@ from bench.compare.render import side_lines, table_headers, table_rows, to_json
 from bench.redact import redact, redact_text
 from bench.report import format_value
 from bench.reporting.headline_view import compare_headline_view, trial_headline
-from bench.sections import section_kinds, section_title
+from bench.sections import section_kinds, section_tables, section_title
 from bench.summary import Summary, status_label
 from bench.trials import TrialInfo
 
@@ -185,7 +185,8 @@ def trial_context(info: TrialInfo, summary: Summary | None) -> dict[str, Any]:
         "environment_table": environment_table(sides, compare=False),
         "environment_summary": environment_summary(sides, compare=False),
         "headline": trial_headline(summary),
-        "sections": _sections(rows, ["Metric", "Task", "Value", "Unit"], of, tasks),
+        "sections": _sections(rows, ["Metric", "Task", "Value", "Unit"], of, tasks)
+                    + [t.model_dump() for t in section_tables(summary.sections if summary else {})],
         "summary_markdown": render_summary(summary, "markdown") if summary is not None else "",
         "notes": [redact_text(n) for n in (summary.notes if summary else [])],
         "errors": error_records(summary) if summary is not None else [],
@@ -216,7 +217,9 @@ def compare_context(cmp: Comparison) -> dict[str, Any]:
         "headline": compare_headline_view(cmp),
         "comparison": to_json(cmp),
         "headers": table_headers(cmp),
-        "sections": _sections(keyed, table_headers(cmp), of, tasks),
+        "sections": _sections(keyed, table_headers(cmp), of, tasks)
+                    + [t.model_dump() for s in (cmp.baseline, *cmp.candidates) for tr in s.trials if tr.summary
+                       for t in section_tables(tr.summary.sections, f"{s.label} · {tr.info.id[:8]}: ")],
         "comparison_markdown": render_comparison(cmp, "markdown"),
         "comparison_header": side_lines(cmp),
         "counts": {v: sum(1 for _, c in verdicts if c.verdict == v)

@@ -18,6 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from bench.errors import ConfigError
+from bench.sections import section_kinds
 from bench.stats import throughput_series
 from bench.summary import Summary, percentile_label
 
@@ -213,7 +214,9 @@ _ZERO = {"net-rx": "all zero: a node alone in its cluster sends nothing over tra
 
 def all_plots(trials: list[PlotTrial], notes: list[str] | None = None) -> list[Plot]:
     """Every figure the trials have data for; ``notes`` gets a line per figure that left series out."""
-    return [*throughput_plots(trials, notes), *latency_plots(trials, notes), *telemetry_plots(trials, notes)]
+    # Sections' own figures (``register_section(plots=...)``), after the core's.
+    extra = [p for kind in section_kinds() if kind.plots is not None for p in kind.plots(trials, notes)]
+    return [*throughput_plots(trials, notes), *latency_plots(trials, notes), *telemetry_plots(trials, notes), *extra]
 
 
 def plotly_js() -> str:
