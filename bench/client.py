@@ -208,35 +208,27 @@ class RawHttp:
         if self._session is not None:
             await self._session.close()
 
+    def _pool_for(self, url: str) -> Any:
+        from urllib.parse import urlsplit
+
+        from bench.driver.http1 import Http1Pool
+
+        u = urlsplit(url)
+        https = u.scheme == "https"
+        return Http1Pool(u.hostname or "127.0.0.1", u.port or (443 if https else 80), headers=self._headers,
+                         limit=self._connections, ssl_context=self._ssl if https else None,
+                         timeout=self._timeout.total or 60.0, send_buffer=SEND_BUFFER)
+
     def _bulk_pools(self) -> list[Any]:
         if not self._pools:
-            from urllib.parse import urlsplit
-
-            from bench.driver.http1 import Http1Pool
-
-            for url in self._urls:
-                u = urlsplit(url)
-                https = u.scheme == "https"
-                self._pools.append(Http1Pool(u.hostname or "127.0.0.1", u.port or (443 if https else 80),
-                                             headers=self._headers, limit=self._connections,
-                                             ssl_context=self._ssl if https else None,
-                                             timeout=self._timeout.total or 60.0, send_buffer=SEND_BUFFER))
+            self._pools = [self._pool_for(url) for url in self._urls]
         return self._pools
 
     def _node_pool(self, url: str) -> Any:
         """A bulk pool for one node's base URL (shard-aware bulks go straight to the node of their shards)."""
         pool = self._by_node.get(url)
         if pool is None:
-            from urllib.parse import urlsplit
-
-            from bench.driver.http1 import Http1Pool
-
-            u = urlsplit(url)
-            https = u.scheme == "https"
-            pool = self._by_node[url] = Http1Pool(
-                u.hostname or "127.0.0.1", u.port or (443 if https else 80), headers=self._headers,
-                limit=self._connections, ssl_context=self._ssl if https else None,
-                timeout=self._timeout.total or 60.0, send_buffer=SEND_BUFFER)
+            pool = self._by_node[url] = self._pool_for(url)
         return pool
 
     def _next_url(self) -> str:
