@@ -120,10 +120,7 @@ def shard_aware_problem(task: Task) -> str | None:
 def _routed_source(task: Task, documents: list[DocumentsSpec], *, client: int, bulk_size: int, ingest: float,
                    gzip_bodies: bool, default_index: str | None) -> Iterator[dict[str, Any]]:
     p = task.operation.params
-    problem = shard_aware_problem(task)
-    if problem:
-        raise TrackError(problem)
-    if SHARD_TABLE not in p:
+    if SHARD_TABLE not in p:  # the coordinator adds it after checking shard_aware_problem
         raise TrackError(f"task '{task.name}': shard-aware bulk has no routing table (the coordinator reads it "
                          f"before the task starts)")
     table = ShardTable.model_validate(p[SHARD_TABLE])

@@ -12,7 +12,7 @@ import mmap
 from itertools import zip_longest
 from pathlib import Path
 
-from bench.driver.bodies import BulkBody, client_slice
+from bench.driver.bodies import BulkBody, client_slice, newline_offsets
 from bench.driver.shard_routing import ShardTable
 from bench.errors import TrackError
 from bench.track.model import DocumentsSpec
@@ -45,16 +45,17 @@ def prepare_routed_bodies(documents: list[DocumentsSpec], *, client: int, client
         if path.stat().st_size == 0:
             continue
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            lines = mm[:].split(b"\n")
-        if lines and not lines[-1]:
-            lines.pop()
-        total = min(doc.document_count, len(lines))
-        start, end = client_slice(total, client, clients)
-        end = start + int((end - start) * ingest_percentage / 100.0)
-        for k in range(start, end):
+            nl = newline_offsets(path, mm)
+            total = min(doc.document_count, len(nl))
+            start, end = client_slice(total, client, clients)
+            end = start + int((end - start) * ingest_percentage / 100.0)
+            # only this client's documents are read out of the file
+            lo = 0 if start == 0 else int(nl[start - 1]) + 1
+            lines = mm[lo:int(nl[end - 1]) + 1].split(b"\n")[:-1] if end > start else []
+        for k, line in zip(range(start, end), lines, strict=True):
             doc_id = routed_id(table.id_prefix, set_no, k)
             action = json.dumps({"index": {"_index": index, "_id": doc_id}}, separators=(",", ":")).encode()
-            per_node.setdefault(table.url(doc_id), []).append(action + b"\n" + lines[k] + b"\n")
+            per_node.setdefault(table.url(doc_id), []).append(action + b"\n" + line + b"\n")
     batches: list[list[tuple[BulkBody, str]]] = []
     for url, docs in per_node.items():
         mine = []

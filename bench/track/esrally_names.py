@@ -53,10 +53,9 @@ class _EsrallyFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module: types.ModuleType) -> None:
         # importlib set the alias's spec on the shared module object: give it back its own.
-        name = next((alias for alias, own in self._specs.items() if module.__name__ == (own.name if own else "")),
-                    None)
-        if name is not None:
-            module.__spec__ = self._specs.pop(name)
+        alias = module.__spec__.name if module.__spec__ is not None else None
+        if alias in self._specs:
+            module.__spec__ = self._specs.pop(alias)
 
 
 _FINDER = _EsrallyFinder()
