@@ -16,6 +16,7 @@ import asyncio
 import io
 import json
 import time
+from pathlib import Path
 
 import psutil
 
@@ -77,14 +78,19 @@ def main() -> None:
     ap.add_argument("--bulk-size", type=int, default=5000)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--docs", type=int, default=200_000, help="documents to build bodies from (re-sent in a loop)")
+    ap.add_argument("--json-file", help="also write the result here")
     a = ap.parse_args()
     prebuilt = bodies(a.docs, a.bulk_size)
     me = psutil.Process()
     cpu0 = sum(me.cpu_times()[:2])
     docs, wall = asyncio.run(run(a.host, a.port, a.clients, prebuilt, a.seconds, a.bulk_size))
     cpu = sum(me.cpu_times()[:2]) - cpu0
-    print(json.dumps({"docs_per_s": round(docs / wall), "cpu_cores": round(cpu / wall, 2), "seconds": round(wall, 1),
-                      "bodies": len(prebuilt), "clients": a.clients, "bulk_size": a.bulk_size}))
+    result = json.dumps({"docs_per_s": round(docs / wall), "cpu_cores": round(cpu / wall, 2),
+                         "seconds": round(wall, 1), "bodies": len(prebuilt), "clients": a.clients,
+                         "bulk_size": a.bulk_size})
+    print(result)
+    if a.json_file:
+        Path(a.json_file).write_text(result + "\n")
 
 
 if __name__ == "__main__":

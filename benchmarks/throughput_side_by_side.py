@@ -41,6 +41,7 @@ from sidebyside.tools import (
     BENCH,
     OSB,
     OTHER_TOOLS,
+    RAW_PROBE,
     ToolSpec,
     command,
     ensure_tool,
@@ -52,6 +53,7 @@ from sidebyside.tools import (
 from sidebyside.workload import INDEX, TASK, Corpus, LoadSettings, corpus_file, sidebyside_dir, write_track
 from tabulate import tabulate
 
+from bench.nullsink import free_port, start_in_background
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterSpec
 
@@ -71,18 +73,18 @@ def index_facts(url: str) -> dict[str, Any]:
 
 
 def one_run(spec: ToolSpec, run_no: int, track_dir: Path, target: str, url: str, warmup_s: int,
-            timeout_s: float, work: Path) -> dict[str, Any]:
+            timeout_s: float, work: Path, *, sink: bool = False, probe: list[str] | None = None) -> dict[str, Any]:
     """Run one tool once; the row of reported numbers and ground truth, or a row with ``error``."""
     home = work / (f"bench-home-{run_no}" if spec.name == "bench" else f"{spec.name}-home")
     home.mkdir(parents=True, exist_ok=True)
-    report = work / f"run{run_no}-{spec.name}.{'json' if spec.name == 'bench' else 'csv'}"
+    report = work / f"run{run_no}-{spec.name}.{'csv' if spec.name in OTHER_TOOLS else 'json'}"
     out = work / f"run{run_no}-{spec.name}.out"
     row: dict[str, Any] = {"run": run_no, "tool": spec.name}
     t0 = time.monotonic()
     with open(out, "w") as log:
         marker = uuid.uuid4().hex
         env = {**environment(spec, home), MARKER_ENV: marker}
-        proc = subprocess.Popen(command(spec, track_dir, target, report), env=env,
+        proc = subprocess.Popen(command(spec, track_dir, target, report, probe=probe), env=env,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         poller = Poller(url, ToolProcesses(psutil.Process(proc.pid), marker))
         poller.start()
@@ -115,7 +117,8 @@ def one_run(spec: ToolSpec, run_no: int, track_dir: Path, target: str, url: str,
     except ValueError as e:
         row["error"] = f"{report}: {e}"
         return row
-    row["index"] = index_facts(url)
+    if not sink:
+        row["index"] = index_facts(url)
     gt = truth(poller.samples, warmup_s, poller.errors)
     row["truth"] = gt.model_dump() if gt else None
     row["polls"] = [[round(t, 3), n, round(c, 3)] for t, n, c in poller.samples]  # wall time, index_total, tool CPU s
@@ -154,6 +157,44 @@ def run_tool(tool: ToolSpec, args: argparse.Namespace, corpus: Corpus, load: Loa
                       f"mean {row['reported']['mean']:.0f} docs/s ({row['wall_s']} s)"), flush=True)
     finally:
         provisioner.stop_all()
+    return rows
+
+
+def run_sink(tools: list[ToolSpec], args: argparse.Namespace, corpus: Corpus, load: LoadSettings, work: Path,
+             run_counter: list[int]) -> list[dict[str, Any]]:
+    """Start the null sink (counting the documents it receives), run bench, the raw probe and the tools on it in
+    rotating order per pair (forwards, then backwards), stop it. A tool that fails its first run is dropped."""
+    tracks = sidebyside_dir() / "tracks" / f"sink-n{corpus.documents}"
+    lineup: list[tuple[ToolSpec, Path]] = [
+        (BENCH, write_track(tracks / "bench" / "sidebyside", BENCH.track_file, corpus, load, sink=True)),
+        (RAW_PROBE, tracks),
+        *((t, write_track(tracks / t.name / "sidebyside", t.track_file, corpus, load, sink=True)) for t in tools)]
+    timeout_s = load.warmup_s + load.time_period_s + 600
+    probe = [f"--clients={load.clients}", f"--bulk-size={load.bulk_size}",
+             f"--seconds={load.warmup_s + load.time_period_s}", f"--docs={min(corpus.documents, 200_000)}"]
+    port = free_port()
+    print(f"starting the null sink on 127.0.0.1:{port} ({args.sink_processes} process(es)) ...", flush=True)
+    sinks = start_in_background(port, args.sink_processes, count_docs=True)
+    url, target = f"http://127.0.0.1:{port}", f"127.0.0.1:{port}"
+    rows: list[dict[str, Any]] = []
+    try:
+        for pair in range(1, args.pairs + 1):
+            for spec, track in (lineup if pair % 2 else lineup[::-1]):
+                run_counter[0] += 1
+                row = one_run(spec, run_counter[0], track, target, url, load.warmup_s, timeout_s, work, sink=True,
+                              probe=probe)
+                row.update(pair=pair, cluster="null sink", compared_with="null sink")
+                rows.append(row)
+                if "error" in row and pair == 1 and spec.name in OTHER_TOOLS:
+                    print(f"  run {row['run']} {spec.name}: FAILED; {spec.name} cannot run against the null sink "
+                          f"here: {row['error']}", flush=True)
+                    lineup = [(t, p) for t, p in lineup if t is not spec]
+                    continue
+                print(f"  run {row['run']} {spec.name}: " + (f"FAILED {row['error']}" if "error" in row else
+                      f"mean {row['reported']['mean']:,.0f} docs/s ({row['wall_s']} s)"), flush=True)
+    finally:
+        for sink in sinks:
+            sink.terminate()
     return rows
 
 
@@ -196,6 +237,10 @@ def truth_table(rows: list[dict[str, Any]]) -> str:
 
 
 def _value(r: dict[str, Any], stat: str) -> float | None:
+    if stat == "docs_per_cpu_s":  # documents the cluster (or sink) received per CPU second of the tool
+        gt = r.get("truth") or {}
+        cores = gt.get("client_cpu_cores")
+        return gt["mean"] / cores if gt.get("mean") and cores and cores == cores else None
     if stat in ("latency_p50", "latency_p99", *STATS):
         return r["reported"].get(stat)
     gt = r.get("truth") or {}
@@ -203,17 +248,19 @@ def _value(r: dict[str, Any], stat: str) -> float | None:
 
 
 def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """bench/tool per pair for every reported statistic (and for the ground truth mean as a yardstick)."""
+    """bench/tool per pair and target for every reported statistic (and for the ground truth mean as a
+    yardstick); against the raw probe only the means exist."""
     out = []
     ok = [r for r in rows if "error" not in r]
-    for tool in sorted({r["compared_with"] for r in ok}):
-        for pair in sorted({r["pair"] for r in ok if r["compared_with"] == tool}):
-            b = [r for r in ok if r["compared_with"] == tool and r["pair"] == pair and r["tool"] == "bench"]
-            o = [r for r in ok if r["compared_with"] == tool and r["pair"] == pair and r["tool"] == tool]
-            if not b or not o:
+    for cluster, pair in sorted({(r["cluster"], r["pair"]) for r in ok}):
+        mine = [r for r in ok if (r["cluster"], r["pair"]) == (cluster, pair)]
+        b = [r for r in mine if r["tool"] == "bench"]
+        for tool in sorted({r["tool"] for r in mine} - {"bench"}):
+            o = [r for r in mine if r["tool"] == tool]
+            if not b:
                 continue
-            entry: dict[str, Any] = {"pair": pair, "tool": tool}
-            for stat in (*STATS, "latency_p50", "latency_p99", "true_mean"):
+            entry: dict[str, Any] = {"pair": pair, "tool": tool, "cluster": cluster}
+            for stat in (*STATS, "latency_p50", "latency_p99", "true_mean", "docs_per_cpu_s"):
                 x, y = _value(b[0], stat), _value(o[0], stat)
                 entry[stat] = x / y if x is not None and y else None
             out.append(entry)
@@ -234,6 +281,15 @@ def spreads(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append({"tool": key[0], "cluster": key[1], "statistic": stat, "runs": len(vals), "min": vals[0],
                         "max": vals[-1], "range_pct_of_median": 100 * (vals[-1] - vals[0]) / mid if mid else None})
     return out
+
+
+def _ratio_groups(rat: list[dict[str, Any]]) -> dict[tuple[str, str], list[float]]:
+    """The per-pair true-mean ratios of bench over each tool, per target."""
+    groups: dict[tuple[str, str], list[float]] = {}
+    for e in rat:
+        if e["true_mean"] is not None:
+            groups.setdefault((e["cluster"], e["tool"]), []).append(e["true_mean"])
+    return groups
 
 
 def hide_esrally_from_argv() -> None:
@@ -286,7 +342,10 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--bulk-size", type=int, default=5000)
     ap.add_argument("--docs", type=int, default=500_000, help="documents in the generated corpus (looped)")
-    ap.add_argument("--tool", choices=["osb", "esrally", "both"], default=os.environ.pop(TOOL_ENV, "osb"))
+    ap.add_argument("--tool", choices=["osb", "esrally", "both"], default=os.environ.pop(TOOL_ENV, "both"))
+    ap.add_argument("--target", choices=["sink", "cluster", "both"], default="both",
+                    help="the null sink (with the raw probe), a real local cluster, or both (sink first)")
+    ap.add_argument("--sink-processes", type=int, default=1)
     ap.add_argument("--heap", default="1gheap", help="car config for the node's heap")
     ap.add_argument("--json-file", help="where to write the JSON results (default: under the bench cache)")
     a = ap.parse_args()
@@ -303,8 +362,10 @@ def main() -> None:
     os.environ["BENCH_HOME"] = str(work / "provisioner-home")  # the provisioner's trial files, not the user's
     rows: list[dict[str, Any]] = []
     counter = [0]
+    if a.target in ("sink", "both"):
+        rows += run_sink(tools, a, corpus, load, work, counter)
     requested = [t.name for t in tools]
-    while tools:
+    while tools and a.target in ("cluster", "both"):
         t = tools.pop(0)
         done = run_tool(t, a, corpus, load, work, counter)
         rows += done
@@ -327,17 +388,23 @@ def main() -> None:
             print(f"run {r['run']} ({r['tool']}) failed: {r['error']}")
     rat = ratios(rows)
     if rat:
-        print("\nbench / tool, per pair")
-        print(tabulate([[e["pair"], e["tool"], *(fmt(e[s], 3) for s in (*STATS, "latency_p50", "latency_p99",
-                                                                           "true_mean"))] for e in rat],
-                       headers=["pair", "tool", "min", "median", "max", "mean", "p50", "p99", "true mean"],
+        print("\nbench / tool, per pair (true mean: the documents the cluster or sink counted; per CPU s: true "
+              "docs per CPU second of the tool)")
+        print(tabulate([[e["cluster"], e["pair"], e["tool"],
+                         *(fmt(e[s], 3) for s in (*STATS, "latency_p50", "latency_p99", "true_mean",
+                                                  "docs_per_cpu_s"))] for e in rat],
+                       headers=["target", "pair", "tool", "min", "median", "max", "mean", "p50", "p99", "true mean",
+                                "per CPU s"],
                        disable_numparse=True))
+        for (cluster, tool), vals in _ratio_groups(rat).items():
+            print(f"  {cluster}, bench / {tool}: true mean {fmt(statistics.mean(vals), 3)} over {len(vals)} pair(s)"
+                  f" (range {fmt(min(vals), 3)} .. {fmt(max(vals), 3)})")
     spr = spreads(rows)
     if spr:
         print("\nrun-to-run spread per tool: min .. max over its runs (range as % of the median run)")
         print(spread_table(spr))
     result = {
-        "settings": {"pairs": a.pairs, "time_period_s": a.time_period, "warmup_s": a.warmup, "clients": a.clients,
+        "settings": {"target": a.target, "sink_processes": a.sink_processes, "pairs": a.pairs, "time_period_s": a.time_period, "warmup_s": a.warmup, "clients": a.clients,
                      "bulk_size": a.bulk_size, "documents": corpus.documents,
                      "uncompressed_bytes": corpus.uncompressed_bytes, "heap": a.heap,
                      "tools": {t.name: f"{t.package}=={t.version}" for t in tools}},

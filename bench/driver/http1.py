@@ -70,6 +70,11 @@ class _Response(asyncio.Protocol):
             self._waiter.set_result((self._status, body))
 
 
+def _expire(waiter: asyncio.Future[tuple[int, bytes]]) -> None:
+    if not waiter.done():
+        waiter.set_exception(asyncio.TimeoutError())
+
+
 def _dechunk(buf: bytearray, pos: int) -> bytes | None:
     """The body of a complete chunked message, or None while incomplete."""
     out = bytearray()
@@ -127,11 +132,16 @@ class Http1Pool:
             conn.transport.write(b"POST " + path.encode() + b" HTTP/1.1\r\n" + self._head_tail + extra_headers
                                  + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
             conn.transport.write(body)
+            # A timer on the answer's future instead of asyncio.wait_for, which wraps every request in another
+            # future and callbacks: measurable at thousands of bulks per second.
+            timer = asyncio.get_running_loop().call_later(self._timeout, _expire, waiter)
             try:
-                result = await asyncio.wait_for(waiter, self._timeout)
+                result = await waiter
             except BaseException:
                 conn.transport.close()  # a late answer must not be read as the next request's
                 raise
+            finally:
+                timer.cancel()
             if conn.keep_alive and not conn.closed:
                 self._idle.append(conn)
             else:

@@ -36,16 +36,19 @@ ESRALLY = ToolSpec(name="esrally", package="esrally", version="2.13.0", executab
                    track_file="track.json", engine="elasticsearch", engine_version="8.19.21")
 BENCH = ToolSpec(name="bench", package=None, version=None, executable=None, track_file="track.json",
                  engine="any", engine_version="any")
+# The ceiling into the null sink: bare asyncio re-sending prebuilt bodies (benchmarks/raw_probe.py), no track.
+RAW_PROBE = ToolSpec(name="raw-probe", package=None, version=None, executable=None, track_file="track.json",
+                     engine="null sink", engine_version="-")
 OTHER_TOOLS = {"osb": OSB, "esrally": ESRALLY}
 
 
 class ToolResult(BaseModel):
     """What a tool reports for the bulk task (docs/s and ms)."""
 
-    min: float
+    min: float | None  # None: the tool reports only a mean (the raw probe)
     mean: float
-    median: float
-    max: float
+    median: float | None
+    max: float | None
     latency_p50: float | None
     latency_p99: float | None
 
@@ -73,8 +76,14 @@ def ensure_tool(spec: ToolSpec) -> Path:
     return exe
 
 
-def command(spec: ToolSpec, track_dir: Path, target: str, report: Path) -> list[str]:
-    """The benchmark-only command line of one run against ``target`` (host:port)."""
+def command(spec: ToolSpec, track_dir: Path, target: str, report: Path, *, probe: list[str] | None = None
+            ) -> list[str]:
+    """The benchmark-only command line of one run against ``target`` (host:port); ``probe``: the raw probe's
+    load arguments (clients, bulk size, seconds)."""
+    if spec.name == "raw-probe":
+        host, _, port = target.rpartition(":")
+        return [sys.executable, str(Path(__file__).resolve().parent.parent / "raw_probe.py"), f"--host={host}",
+                f"--port={port}", *(probe or []), f"--json-file={report}"]
     if spec.name == "bench":
         return [sys.executable, "-m", "bench", "--quiet", "race", f"--track-path={track_dir}",
                 f"--target-hosts={target}", "--report-format=json", f"--report-file={report}"]
@@ -164,4 +173,8 @@ def parse_bench_report(text: str, task: str) -> ToolResult:
 
 def parse_report(spec: ToolSpec, report: Path, task: str) -> ToolResult:
     text = report.read_text()
+    if spec.name == "raw-probe":
+        probe = json.loads(text)
+        return ToolResult(min=None, mean=probe["docs_per_s"], median=None, max=None, latency_p50=None,
+                          latency_p99=None)
     return parse_bench_report(text, task) if spec.name == "bench" else parse_csv_report(text, task)

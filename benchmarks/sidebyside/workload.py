@@ -51,8 +51,15 @@ def corpus_file(documents: int) -> Corpus:
     return Corpus(path=path, documents=documents, uncompressed_bytes=path.stat().st_size)
 
 
-def track_body(corpus: Corpus, load: LoadSettings) -> dict[str, object]:
-    """One track in the field names bench, Rally and OSB share (version 2, top-level schedule)."""
+def track_body(corpus: Corpus, load: LoadSettings, *, sink: bool = False) -> dict[str, object]:
+    """One track in the field names bench, Rally and OSB share (version 2, top-level schedule). Into the null
+    sink only the bulk task runs: the sink has no index to delete, create or wait for."""
+    admin = [] if sink else [
+        {"operation": {"operation-type": "delete-index"}},
+        {"operation": {"operation-type": "create-index"}},
+        {"operation": {"operation-type": "cluster-health", "index": INDEX,
+                       "request-params": {"wait_for_status": "green"}, "retry-until-success": True}},
+    ]
     return {
         "version": 2,
         "description": "side by side: generated nginx documents bulk-indexed in a loop into one shard",
@@ -64,10 +71,7 @@ def track_body(corpus: Corpus, load: LoadSettings) -> dict[str, object]:
             "target-index": INDEX,
         }]}],
         "schedule": [
-            {"operation": {"operation-type": "delete-index"}},
-            {"operation": {"operation-type": "create-index"}},
-            {"operation": {"operation-type": "cluster-health", "index": INDEX,
-                           "request-params": {"wait_for_status": "green"}, "retry-until-success": True}},
+            *admin,
             {"name": TASK,
              "operation": {"operation-type": "bulk", "bulk-size": load.bulk_size, "looped": True, "corpora": "nginx"},
              "clients": load.clients, "warmup-time-period": load.warmup_s, "time-period": load.time_period_s},
@@ -78,10 +82,10 @@ def track_body(corpus: Corpus, load: LoadSettings) -> dict[str, object]:
 INDEX_BODY = {"settings": {"index": {"number_of_shards": 1, "number_of_replicas": 0}}}
 
 
-def write_track(folder: Path, track_file: str, corpus: Corpus, load: LoadSettings) -> Path:
+def write_track(folder: Path, track_file: str, corpus: Corpus, load: LoadSettings, *, sink: bool = False) -> Path:
     """Write ``track_file`` (track.json or workload.json), index.json and the documents link into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / track_file).write_text(json.dumps(track_body(corpus, load), indent=2))
+    (folder / track_file).write_text(json.dumps(track_body(corpus, load, sink=sink), indent=2))
     (folder / "index.json").write_text(json.dumps(INDEX_BODY, indent=2))
     link = folder / "documents.json"
     if link.is_symlink() or link.exists():
