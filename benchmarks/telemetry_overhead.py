@@ -4,7 +4,9 @@ Starts one local Elasticsearch node (bench's provisioner, 127.0.0.1), then bulk-
 documents into a fresh one-shard index repeatedly, alternating without and with ``--telemetry=node-stats,host``
 (order ABBA ABBA ... so slow drift of the machine hits both sides alike). Reports each run's mean indexing
 throughput, each side's mean and standard deviation, the difference of the means, and the run-to-run noise
-(the baseline's standard deviation and range). Numbers are printed, never judged.
+(the baseline's standard deviation and range). Every race is stored with the tag ``telemetry=off|on``, and
+``bench compare tag:telemetry=off tag:telemetry=on`` (bench's own compare, run on them) gives the difference's
+confidence interval and verdict. Numbers are printed, never judged.
 
     python benchmarks/telemetry_overhead.py [--pairs 3] [--docs 200000] [--clients 2] [--interval 1]
 """
@@ -17,6 +19,8 @@ import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -51,9 +55,9 @@ TRACK = """{
 """
 
 
-def one_race(track: Path, target: str, params: dict[str, object], telemetry: bool, interval: float
-             ) -> tuple[float, int]:
-    opts = RaceOptions(track_path=track, track_params=params, target_hosts=target,
+def one_race(track: Path, target: str, params: dict[str, object], telemetry: bool, interval: float,
+             tags: dict[str, str] | None = None) -> tuple[float, int]:
+    opts = RaceOptions(track_path=track, track_params=params, target_hosts=target, user_tags=tags or {},
                        progress=False, telemetry=["node-stats", "host"] if telemetry else [],
                        telemetry_params={"node-stats-sample-interval": interval, "host-sample-interval": interval}
                        if telemetry else {})
@@ -92,7 +96,8 @@ def main() -> None:
         order = [False, True, True, False] * ((a.pairs + 1) // 2)
         for telemetry in order[: 2 * a.pairs]:
             t0 = time.monotonic()
-            docs_s, samples = one_race(track, target, params, telemetry, a.interval)
+            docs_s, samples = one_race(track, target, params, telemetry, a.interval,
+                                       {"telemetry": "on" if telemetry else "off"})
             runs.append({"telemetry": telemetry, "docs_per_s": round(docs_s), "telemetry_samples": samples,
                          "wall_s": round(time.monotonic() - t0, 1)})
             print(json.dumps(runs[-1]), flush=True)
@@ -117,7 +122,24 @@ def main() -> None:
         "machine": f"{platform.node()} {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
                    f"load avg {os.getloadavg()[0]:.1f}, Python {platform.python_version()}",
     }
+    result["bench_compare"] = compare_sides()
     print(json.dumps(result, indent=2))
+
+
+def compare_sides() -> dict[str, object]:
+    """bench's own compare of the tagged runs: its table, and the throughput row's CI and verdict."""
+    cmd = [sys.executable, "-m", "bench", "compare", "tag:telemetry=off", "tag:telemetry=on"]
+    table = subprocess.run([*cmd, "--format=markdown"], capture_output=True, text=True)
+    print(table.stdout or table.stderr, flush=True)
+    done = subprocess.run([*cmd, "--format=json"], capture_output=True, text=True)
+    if done.returncode != 0:
+        return {"error": done.stderr.strip()[-500:]}
+    rows = json.loads(done.stdout)["rows"]
+    mean = next((r for r in rows if r["metric"] == "Mean Throughput" and r["task"] == "index-append"), None)
+    if mean is None:
+        return {"error": "no Mean Throughput row for index-append in the comparison"}
+    return {k: mean[k] for k in ("baseline_value", "candidate_value", "diff_pct", "ci_low", "ci_high", "ci_method",
+                                 "result", "baseline_n", "candidate_n")}
 
 
 if __name__ == "__main__":

@@ -34,9 +34,34 @@ async def placement(es, params):
     return {"weight": 1, "unit": "ops", "routing_num_shards": meta["routing_num_shards"], "shards": shards}
 
 
+async def exclude(es, params):
+    """Move every primary of an index off the node holding most of them, while a shard-aware bulk runs."""
+    import asyncio
+    import time
+
+    index = params["index"]
+    await asyncio.sleep(params["after"])
+    table = (await es.cluster.state(metric="routing_table", index=index))["routing_table"]["indices"][index]
+    held = {}
+    for copies in table["shards"].values():
+        for c in copies:
+            if c["primary"]:
+                held[c["node"]] = held.get(c["node"], 0) + 1
+    node_id = max(held, key=held.get)
+    node = (await es.nodes.info(node_id=node_id, metric="http"))["nodes"][node_id]
+    started = time.time()
+    await es.indices.put_settings(index=index, settings={"index.routing.allocation.exclude._name": node["name"]})
+    await es.cluster.health(index=index, wait_for_no_relocating_shards=True, timeout="60s")
+    table = (await es.cluster.state(metric="routing_table", index=index))["routing_table"]["indices"][index]
+    still = [s for s, copies in table["shards"].items() for c in copies if c["primary"] and c["node"] == node_id]
+    return {"weight": 1, "unit": "ops", "url": "http://" + node["http"]["publish_address"].rsplit("/", 1)[-1],
+            "started": started, "done": time.time(), "still_there": still}
+
+
 def register(registry):
     registry.register_runner("pressure", pressure, async_runner=True)
     registry.register_runner("placement", placement, async_runner=True)
+    registry.register_runner("exclude", exclude, async_runner=True)
 '''
 
 
@@ -47,12 +72,15 @@ def shard_aware_track(root: Path) -> Path:
     return write(root, {
         "track.py": TRACK_PY, "docs.json": docs, "index.json": index,
         "track.json": {
-            "indices": [{"name": "plain", "body": "index.json"}, {"name": "routed", "body": "index.json"}],
+            "indices": [{"name": "plain", "body": "index.json"}, {"name": "routed", "body": "index.json"},
+                        {"name": "moving", "body": "index.json"}],
             "corpora": [
                 {"name": "test-shard-aware-plain", "documents": [{"source-file": "docs.json", "document-count": DOCS,
                                                                   "target-index": "plain"}]},
                 {"name": "test-shard-aware-routed", "documents": [{"source-file": "docs.json",
                                                                    "document-count": DOCS, "target-index": "routed"}]},
+                {"name": "test-shard-aware-moving", "documents": [{"source-file": "docs.json",
+                                                                   "document-count": DOCS, "target-index": "moving"}]},
             ],
             "schedule": [
                 {"operation": {"operation-type": "delete-index"}},
@@ -67,6 +95,19 @@ def shard_aware_track(root: Path) -> Path:
                 {"name": "after", "operation": {"name": "p2", "operation-type": "pressure"}},
                 {"operation": {"operation-type": "refresh"}},
                 {"name": "where", "operation": {"name": "w", "operation-type": "placement", "index": "routed"}},
+                # Primaries move while a slow shard-aware bulk runs: its routing watch (every 0.3 s) sends the
+                # next bulks to the nodes now holding them.
+                {"parallel": {"tasks": [
+                    {"name": "moving-bulk", "operation": {"operation-type": "bulk", "bulk-size": 20,
+                                                          "corpora": "test-shard-aware-moving", "shard-aware": True,
+                                                          "routing-refresh-interval": 0.3},
+                     "clients": 2, "target-throughput": 12},
+                    {"name": "exclude", "operation": {"name": "x", "operation-type": "exclude", "index": "moving",
+                                                      "after": 2}},
+                ]}},
+                {"name": "refresh-moving", "operation": {"operation-type": "refresh"}},
+                {"name": "where-moved", "operation": {"name": "wm", "operation-type": "placement",
+                                                      "index": "moving"}},
             ],
         },
     })
@@ -101,3 +142,16 @@ def test_shard_aware_bulk_goes_to_the_primarys_node(tmp_path: Path, capsys: pyte
     placed = {doc_id: int(shard) for shard, ids in where["shards"].items() for doc_id in ids}
     assert len(placed) == DOCS
     assert all(routing.shard(doc_id) == shard for doc_id, shard in placed.items())
+
+    # The moving index: every document arrived, and once the primaries had left the excluded node (plus one
+    # refresh interval and a request in flight), no bulk went there any more; before, some did.
+    moving = df[df["task"] == "moving-bulk"]
+    assert moving["success"].all() and moving["units"].sum() == DOCS
+    moved = meta("exclude")
+    assert moved["still_there"] == []
+    nodes = moving["meta"].map(lambda m: json.loads(m)["node"])
+    before = nodes[moving["absolute_time"] < moved["started"]]
+    after = nodes[moving["absolute_time"] > moved["done"] + 1.0]
+    assert (before == moved["url"]).any(), (moved, before.value_counts())
+    assert len(after) > 0 and not (after == moved["url"]).any(), (moved, after.value_counts())
+    assert sum(len(ids) for ids in meta("where-moved")["shards"].values()) == DOCS

@@ -19,9 +19,10 @@ from typing import Any
 
 from bench import extensions
 from bench.driver.bodies import IdConflicts, prepare_bodies
-from bench.driver.param_types import param_bool, param_int
+from bench.driver.param_types import param_bool, param_float, param_int
 from bench.driver.registry import callable_name
-from bench.driver.routed_bodies import prepare_routed_bodies
+from bench.driver.routed_bodies import RoutedBody, prepare_routed_bodies
+from bench.driver.routing_watch import DEFAULT_INTERVAL, RoutingWatch
 from bench.driver.shard_routing import ShardTable
 from bench.errors import ConfigError, TrackError
 from bench.track.model import DocumentsSpec, Task
@@ -114,6 +115,10 @@ def shard_aware_problem(task: Task) -> str | None:
         if key in p and p[key] not in (False, None):
             return (f"task '{task.name}': shard-aware bulk cannot be combined with '{key}' (its documents get "
                     f"client-side ids, sent once, in bulks of bulk-size documents per node)")
+    interval = p.get("routing-refresh-interval", DEFAULT_INTERVAL)
+    if isinstance(interval, bool) or not isinstance(interval, int | float) or interval < 0:
+        return (f"task '{task.name}': routing-refresh-interval must be a number of seconds >= 0 (0: read the "
+                f"routing table only when the task starts), got {interval!r}")
     return None
 
 
@@ -127,9 +132,9 @@ def _routed_source(task: Task, documents: list[DocumentsSpec], *, client: int, b
     bodies = prepare_routed_bodies(documents, client=client, clients=task.clients, bulk_size=bulk_size, table=table,
                                    where=f"task '{task.name}'", ingest_percentage=ingest, gzip_bodies=gzip_bodies,
                                    default_index=default_index)
-    path = bulk_path(p)
     base = {k: v for k, v in p.items() if k == "cluster"}
-    return CorpusSource([{**base, "body": b, "path": path, "node": url} for b, url in bodies])
+    watch = RoutingWatch.shared(table, p.get("cluster"), param_float(p, "routing-refresh-interval", DEFAULT_INTERVAL))
+    return RoutedSource(bodies, {**base, "path": bulk_path(p)}, watch)
 
 
 class CorpusSource(Iterator[dict[str, Any]]):
@@ -142,6 +147,21 @@ class CorpusSource(Iterator[dict[str, Any]]):
 
     def __next__(self) -> dict[str, Any]:
         return next(self._items)
+
+
+class RoutedSource(CorpusSource):
+    """A client's shard-aware bodies, each sent to the node its watch says holds most of its documents' primaries
+    now (the worker runs the watch while the task runs)."""
+
+    def __init__(self, bodies: list[RoutedBody], base: dict[str, Any], watch: RoutingWatch) -> None:
+        self.count = len(bodies)
+        self._bodies = iter(bodies)
+        self._base = base
+        self.routing_watch = watch
+
+    def __next__(self) -> dict[str, Any]:
+        b = next(self._bodies)
+        return {**self._base, "body": b.body, "node": self.routing_watch.node(b)}
 
 
 def search_source(task: Task, *, client: int) -> Iterator[dict[str, Any]]:

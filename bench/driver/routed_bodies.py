@@ -1,7 +1,9 @@
 """Shard-aware bulk bodies (the INFINI gateway's ``bulk_reshuffle``): each document gets a client-side id, its shard
 is computed as the engine routes it (``bench.driver.shard_routing``), and a client's documents are grouped by the node
 holding their shard's primary, then cut into bulks of ``bulk-size`` documents, each sent straight to that node: no
-node forwards a document to another. Built before the clock starts, like every bulk body.
+node forwards a document to another. Built before the clock starts, like every bulk body. Each body remembers how
+many of its documents belong to each shard, so that when primaries move during the task
+(``bench.driver.routing_watch`` re-reads the table) it goes to the node that now holds most of them.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import gzip
 import json
 import mmap
+from collections import Counter
+from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
 
@@ -23,14 +27,29 @@ def routed_id(prefix: str, doc_set: int, number: int) -> str:
     return f"{prefix}{doc_set}-{number:010d}"
 
 
+@dataclass(frozen=True)
+class RoutedBody:
+    body: BulkBody
+    url: str  # the node holding most of its documents' primaries when the task started
+    shards: tuple[tuple[int, int], ...]  # (shard, documents) pairs, most documents first
+
+
+def node_for(shards: tuple[tuple[int, int], ...], primary_urls: dict[int, str]) -> str:
+    """The node holding the primaries of most of a body's documents."""
+    per_node: Counter[str] = Counter()
+    for shard, docs in shards:
+        per_node[primary_urls[shard]] += docs
+    return per_node.most_common(1)[0][0]
+
+
 def prepare_routed_bodies(documents: list[DocumentsSpec], *, client: int, clients: int, bulk_size: int,
                           table: ShardTable, where: str, ingest_percentage: float = 100.0,
-                          gzip_bodies: bool = False, default_index: str | None = None) -> list[tuple[BulkBody, str]]:
-    """One client's bodies with the node URL each goes to, alternating between nodes in sending order."""
+                          gzip_bodies: bool = False, default_index: str | None = None) -> list[RoutedBody]:
+    """One client's bodies with the node each goes to, alternating between nodes in sending order."""
     if bulk_size < 1:
         raise TrackError(f"{where}: bulk-size must be at least 1, got {bulk_size}")
     index = table.routing.index
-    per_node: dict[str, list[bytes]] = {}
+    per_node: dict[str, list[tuple[int, bytes]]] = {}
     for set_no, doc in enumerate(documents):
         target = doc.target_index or default_index
         if doc.target_data_stream or target != index:
@@ -54,14 +73,17 @@ def prepare_routed_bodies(documents: list[DocumentsSpec], *, client: int, client
             lines = mm[lo:int(nl[end - 1]) + 1].split(b"\n")[:-1] if end > start else []
         for k, line in zip(range(start, end), lines, strict=True):
             doc_id = routed_id(table.id_prefix, set_no, k)
+            shard = table.routing.shard(doc_id)
             action = json.dumps({"index": {"_index": index, "_id": doc_id}}, separators=(",", ":")).encode()
-            per_node.setdefault(table.url(doc_id), []).append(action + b"\n" + line + b"\n")
-    batches: list[list[tuple[BulkBody, str]]] = []
+            per_node.setdefault(table.primary_urls[shard], []).append((shard, action + b"\n" + line + b"\n"))
+    batches: list[list[RoutedBody]] = []
     for url, docs in per_node.items():
         mine = []
         for i in range(0, len(docs), bulk_size):
-            chunk = b"".join(docs[i:i + bulk_size])
+            part = docs[i:i + bulk_size]
+            chunk = b"".join(d for _, d in part)
             wire = gzip.compress(chunk, compresslevel=1) if gzip_bodies else chunk
-            mine.append((BulkBody(wire, min(bulk_size, len(docs) - i), len(chunk), gzip_bodies), url))
+            shards = tuple(Counter(shard for shard, _ in part).most_common())
+            mine.append(RoutedBody(BulkBody(wire, len(part), len(chunk), gzip_bodies), url, shards))
         batches.append(mine)
     return [b for group in zip_longest(*batches) for b in group if b is not None]

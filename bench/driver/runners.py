@@ -80,8 +80,12 @@ async def bulk(ctx: Context, p: dict[str, Any]) -> Result:
             body = raw[:300].decode(errors="replace")
         return _fail(status, body, units=b.docs, unit="docs", bytes_sent=b.size)
     if b'"errors":false' in raw[:128]:
-        return Result(units=b.docs, unit="docs", bytes_sent=b.size, bytes_received=len(raw), status=status)
-    return bulk_result(raw, status, docs=b.docs, bytes_sent=b.size)
+        res = Result(units=b.docs, unit="docs", bytes_sent=b.size, bytes_received=len(raw), status=status)
+    else:
+        res = bulk_result(raw, status, docs=b.docs, bytes_sent=b.size)
+    if "node" in p:  # a shard-aware bulk: which node it went to is part of the record
+        res.meta = {"node": p["node"]}
+    return res
 
 
 def bulk_result(raw: bytes, status: int, *, docs: int, bytes_sent: int) -> Result:

@@ -125,7 +125,8 @@ def shard_table(index: str, state: dict[str, Any], nodes: dict[str, Any], scheme
     routing = routing_of(index, meta)
     urls: dict[int, str] = {}
     for shard, copies in table["shards"].items():
-        primary = next((c for c in copies if c.get("primary") and c.get("state") == "STARTED"), None)
+        # A relocating primary still is the primary, on its old node, until the new copy takes over.
+        primary = next((c for c in copies if c.get("primary") and c.get("state") in ("STARTED", "RELOCATING")), None)
         if primary is None:
             raise ValueError(f"index {index}: shard {shard} has no started primary")
         node = nodes.get("nodes", {}).get(primary["node"], {})

@@ -112,6 +112,19 @@ def worker_main(wid: int, commands: Any, results: Any, extensions: dict[str, str
             loop.close()
 
 
+def _routing_watchers(jobs: list[tuple[Any, ...]], https: dict[str, RawHttp], targets: list[ClusterTarget],
+                      default_cluster: str) -> list[asyncio.Task[None]]:
+    """One task per shard-aware routing watch of this worker's clients (shared by the clients of a task run)."""
+    watches = {id(w): w for *_, source, _ in jobs if (w := getattr(source, "routing_watch", None)) is not None
+               and w.interval > 0}
+    out = []
+    for w in watches.values():
+        name = w.cluster or default_cluster
+        scheme = next(t for t in targets if t.name == name).urls()[0].split("://", 1)[0]
+        out.append(asyncio.create_task(w.run(https[name], scheme)))
+    return out
+
+
 def _listen(commands: Any, loop: asyncio.AbstractEventLoop, stop: asyncio.Event, cancel: asyncio.Event,
             go: asyncio.Future[float]) -> None:
     def call(fn: Any) -> None:
@@ -213,11 +226,14 @@ async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event,
 
         fl = asyncio.create_task(flusher())
         cn = asyncio.create_task(canceller())
+        watchers = _routing_watchers(jobs, https, plan.targets, plan.default_cluster)
         try:
             await asyncio.gather(*(watch(n, ts) for n, ts in by_task.items()))
         finally:
             fl.cancel()
             cn.cancel()
+            for w in watchers:
+                w.cancel()
             if cancelled:
                 results.put(("cancelled", wid, cancelled))
             if buffer:
