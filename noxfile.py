@@ -65,3 +65,12 @@ def bench(session: nox.Session) -> None:
     session.install("-e", ".")
     session.run("python", "benchmarks/driver_ceiling.py", *session.posargs)
     session.run("python", "benchmarks/store_writes.py")
+
+
+@nox.session(python="3.11")
+def sidebyside(session: nox.Session) -> None:
+    """bench next to the raw probe, OpenSearch Benchmark and Rally, into the null sink and a real cluster (prints
+    numbers; installs OSB and esrally into venvs under the bench cache on first use)."""
+    session.install("-e", ".")
+    session.run("python", "benchmarks/throughput_side_by_side.py", *session.posargs)
+

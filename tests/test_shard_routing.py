@@ -77,3 +77,33 @@ def test_routing_factor_maps_routing_shards_onto_shards() -> None:
     r = IndexRouting(index="i", number_of_shards=2, routing_num_shards=8)
     assert r.routing_factor == 4
     assert {r.shard(f"id{i}") for i in range(100)} == {0, 1}
+
+
+def test_a_body_follows_the_node_holding_most_of_its_documents() -> None:
+    from bench.driver.bodies import BulkBody
+    from bench.driver.routed_bodies import RoutedBody, node_for
+    from bench.driver.routing_watch import RoutingWatch
+    from bench.driver.shard_routing import ShardTable
+
+    routing = IndexRouting(index="i", number_of_shards=3, routing_num_shards=3)
+    table = ShardTable(routing=routing, primary_urls={0: "http://a", 1: "http://a", 2: "http://b"}, id_prefix="p-")
+    body = RoutedBody(BulkBody(b"", 10, 0, False), "http://a", ((0, 6), (1, 4)))
+    assert node_for(body.shards, table.primary_urls) == "http://a"
+    watch = RoutingWatch(table, None, 1.0)
+    assert watch.node(body) == "http://a"
+    assert watch.update({0: "http://a", 1: "http://a", 2: "http://b"}) == []
+    # shard 0 (6 of the 10 documents) moves to c: the body goes where most of its documents are
+    assert watch.update({0: "http://c", 1: "http://a", 2: "http://b"}) == ["shard 0: http://a -> http://c"]
+    assert watch.node(body) == "http://c"
+    assert watch.moves == 1
+
+
+@pytest.mark.parametrize("interval", [-1, "soon", True])
+def test_a_bad_refresh_interval_is_refused(interval: object) -> None:
+    from bench.driver.params import shard_aware_problem
+    from bench.track.model import Operation, Task
+
+    task = Task(name="t", operation=Operation(name="b", operation_type="bulk",
+                                              params={"shard-aware": True, "routing-refresh-interval": interval}))
+    problem = shard_aware_problem(task)
+    assert problem is not None and "routing-refresh-interval" in problem
