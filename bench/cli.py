@@ -105,6 +105,8 @@ def _parser() -> argparse.ArgumentParser:
     inf.add_argument("--track-path", help="a folder containing track.json")
     inf.add_argument("--track-params", help="k:v,k2:v2 or a JSON file")
     inf.add_argument("--challenge", help="show only this challenge's schedule")
+    inf.add_argument("--offline", action="store_true",
+                     help="never install the track's dependencies (a missing one is an error naming the pip command)")
 
     ls = sub.add_parser("list", help="list trials, tracks, cars or telemetry devices")
     ls.add_argument("what", nargs="?", default="trials", choices=["trials", "tracks", "cars", "telemetry"],
@@ -219,7 +221,7 @@ def _info(a: argparse.Namespace, console: Console) -> int:
     if not a.track and not a.track_path:
         raise ConfigError("bench info needs --track=NAME (see 'bench list tracks') or --track-path=DIR")
     track = load_track(find_track(a.track, a.track_path), _params(a.track_params, "--track-params"),
-                       ignore_unused=True)
+                       ignore_unused=True, offline=a.offline)
     console.print(render_info(track, a.challenge), highlight=False, markup=False, soft_wrap=True)
     return 0
 

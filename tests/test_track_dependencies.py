@@ -101,6 +101,16 @@ def test_offline_a_missing_dependency_is_refused_with_the_pip_command(tmp_path, 
     assert not (bench_home / "libs").exists()
 
 
+def test_bench_info_offline_installs_nothing(tmp_path, bench_home, capsys):
+    from bench.cli import main
+
+    folder = _track(tmp_path / "t", ["surely-not-installed-pkg==1.0"], track_py=None)
+    assert main(["info", f"--track-path={folder}", "--offline"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and "--offline forbids installing" in err and "pip install" in err
+    assert not (bench_home / "libs").exists()
+
+
 def test_a_failing_install_is_one_line_with_the_log_file(tmp_path, bench_home, capsys):
     folder = _track(tmp_path / "t", ["surely-not-a-real-package-bench-xyz==1.0"], track_py=None)
     rc = main(["--quiet", "race", f"--track-path={folder}", "--target-hosts=127.0.0.1:1"])
