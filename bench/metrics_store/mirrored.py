@@ -7,6 +7,7 @@ the metrics store otherwise, so trials run on other machines (nightly runs) can 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ from bench.metrics_store.config import StoreConfig
 from bench.metrics_store.http import StoreUnavailable
 from bench.metrics_store.pusher import Pusher
 from bench.metrics_store.reader import StoreReader
+from bench.redact import redact_text
 from bench.samples import RequestSample
 from bench.store import PushState, TrialStore
 from bench.summary import Summary
@@ -34,6 +36,7 @@ class MirroredStore:
         self.remote = StoreReader(config)
         self.pusher = Pusher(config, self.local.path)
         self.unreachable: str | None = None  # why the last read from the metrics store failed
+        self._recorded: set[str] = set()  # trials whose push record exists (no query per sample batch)
 
     @property
     def path(self) -> Any:
@@ -41,8 +44,11 @@ class MirroredStore:
 
     # -- writes: local first, then mirrored ---------------------------------------------------------------
     def _mirror(self, trial_id: str) -> None:
-        if self.local.push_state(trial_id, self.config.key) is None:
-            self.local.set_push_state(trial_id, self.config.key, PushState())
+        if trial_id not in self._recorded:
+            # Recorded before the first push, so a trial the pusher never reached is still found unpushed.
+            if self.local.push_state(trial_id, self.config.key) is None:
+                self.local.set_push_state(trial_id, self.config.key, PushState())
+            self._recorded.add(trial_id)
         self.pusher.note(trial_id)
 
     def create_trial(self, info: TrialInfo) -> None:
@@ -132,9 +138,11 @@ class MirroredStore:
     def close(self) -> None:
         left = self.pusher.close()
         if left:
-            log.warning("metrics store %s: %d trial(s) not pushed yet (%s): they stay in %s; push them with "
-                        "'bench store push'", self.remote.http.name, len(left),
-                        ", ".join(sorted(t[:12] for t in left)), self.local.path)
+            line = (f"metrics store {self.remote.http.name}: {len(left)} trial(s) not pushed yet "
+                    f"({', '.join(sorted(t[:12] for t in left))}): they stay in {self.local.path}; push them with "
+                    "'bench store push'")
+            log.warning("%s", line)
+            print(f"note: {redact_text(line)}", file=sys.stderr)
         self.remote.close()
         self.local.close()
 

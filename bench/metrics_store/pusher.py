@@ -163,7 +163,7 @@ class Pusher:
                     self._down = str(e)
                 return
 
-    def close(self, timeout: float = 15.0) -> set[str]:
+    def close(self, timeout: float = 10.0) -> set[str]:
         """Push what is left (for at most ``timeout`` s), stop the thread; the trials that did not make it."""
         if self._thread is None:
             return set()
