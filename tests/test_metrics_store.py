@@ -147,11 +147,12 @@ def test_store_frozen_mid_race_spools_then_push_and_a_migrated_trial_compares(
     flags = [f"--metrics-store={store_url}", "--metrics-store-options=index_prefix:spool"]
     http = _http(store_url)
     # 1. A trial stored locally only, before any metrics store (to be migrated).
-    migrated = _race(capsys, es_target, "--user-tag=variant:base")
+    migrated = _race(capsys, es_target, "--challenge=index-only", "--user-tag=variant:base")
 
     # 2. A race whose store freezes (SIGSTOP: it takes connections and answers nothing) once samples flow.
     race = _bench(bench_home, "race", "--quiet", "--track=nginx", f"--target-hosts={es_target}", *flags,
-                  "--track-params=doc_count:40000,bulk_size:200", "--user-tag=variant:cand")
+                  "--challenge=index-only",
+                  "--track-params=doc_count:30000,bulk_size:50,warmup_time_period:0", "--user-tag=variant:cand")
     deadline = time.monotonic() + 90
     pid = opensearch_store.nodes[0].pid
     assert pid is not None

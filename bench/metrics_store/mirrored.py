@@ -54,6 +54,9 @@ class MirroredStore:
     def create_trial(self, info: TrialInfo) -> None:
         self.local.create_trial(info)
         self._mirror(info.id)
+        # What earlier runs left unpushed (the store was down, bench was killed) goes along with this one.
+        for trial_id in self.local.pending_pushes(self.config.key):
+            self.pusher.note(trial_id)
 
     def update_trial(self, trial_id: str, **fields: Any) -> None:
         self.local.update_trial(trial_id, **fields)
