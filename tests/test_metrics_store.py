@@ -240,3 +240,24 @@ def test_bad_store_configuration_is_one_line(capsys: pytest.CaptureFixture[str],
     assert main(["list", "trials"]) == 0  # an unreachable store: local trials, and a note saying why
     captured = capsys.readouterr()
     assert "cannot be reached" in captured.out and "s3cr3t-pw" not in captured.out + captured.err
+
+
+def test_rallys_ini_keys_and_the_flag_before_the_subcommand(bench_home: Path, capsys: pytest.CaptureFixture[str],
+                                                            tmp_path: Path) -> None:
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    bench_home.mkdir(parents=True, exist_ok=True)
+    (bench_home / "bench.ini").write_text(
+        "[system]\nenv.name = nightly\n[reporting]\ndatastore.type = elasticsearch\ndatastore.host = metrics.example\n"
+        "datastore.port = 9243\ndatastore.secure = true\ndatastore.user = racer\ndatastore.password = pw-from-ini\n"
+        f"datastore.ssl.verification_mode = none\ndatastore.ssl.certificate_authorities = {ca}\n"
+        "metrics.request.downsample.factor = 5\n")
+    cfg = store_config.configured_store()
+    assert cfg is not None and cfg.url == "https://metrics.example:9243" and cfg.environment == "nightly"
+    assert cfg.downsample == 5 and cfg.prefix == "rally" and cfg.options.basic_auth_user == "racer"
+    assert cfg.options.verify_certs is False and cfg.options.ca_certs == ca
+    assert "pw-from-ini" not in cfg.key + store_config.describe(cfg)
+    # The flag wins over the ini file, also written before the subcommand.
+    assert main(["--metrics-store=http://127.0.0.1:1", "list", "trials"]) == 0
+    out = capsys.readouterr().out
+    assert "note: metrics store http://127.0.0.1:1 (rally-*) cannot be reached" in out

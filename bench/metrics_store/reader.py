@@ -32,7 +32,8 @@ class StoreReader:
     def _race_docs(self, query: dict[str, Any], size: int) -> list[dict[str, Any]]:
         # Only bench's races: Rally's own documents in the same indices have no bench object to read back.
         q = {"bool": {"filter": [query, {"exists": {"field": "bench-version"}}]}}
-        return self._search(self._races, {"query": q, "size": size, "sort": [{"race-timestamp": "desc"}]})
+        return self._search(self._races, {"query": q, "size": size,
+                                          "sort": [{"race-timestamp": {"order": "desc", "unmapped_type": "date"}}]})
 
     def race_doc(self, trial_id: str) -> dict[str, Any] | None:
         docs = self._race_docs({"term": {"race-id": trial_id}}, 1)
@@ -70,7 +71,9 @@ class StoreReader:
         q = {"bool": {"filter": [{"term": {"race-id": trial_id}}, {"term": {"bench-record": record}}, *extra]}}
         after: list[Any] | None = None
         while True:
-            body: dict[str, Any] = {"query": q, "size": _PAGE, "sort": [{"bench-seq": "asc"}]}
+            # unmapped_type: Rally's own metrics indices under the same pattern have no bench-seq.
+            body: dict[str, Any] = {"query": q, "size": _PAGE,
+                                    "sort": [{"bench-seq": {"order": "asc", "unmapped_type": "long"}}]}
             if after is not None:
                 body["search_after"] = after
             hits = self._search(self._metrics, body)
