@@ -83,13 +83,15 @@ def test_race_into_a_secured_elasticsearch_store_with_rallys_documents(
     # The password through the environment, the user in the URL: as a nightly job's secret store would pass it.
     monkeypatch.setenv(store_config.ENV_PASSWORD, pw)
     store_flags = [f"--metrics-store=http://{user}@{host}", "--metrics-store-options=index_prefix:sec,environment:ci"]
-    trial_id = _race(capsys, es_target, *store_flags, "--user-tag=variant:baseline,night:n1")
+    trial_id = _race(capsys, es_target, *store_flags, "--user-tag=variant:baseline,night:n1",
+                     "--telemetry=node-stats", "--telemetry-params=node-stats-sample-interval:0.5")
 
     http = _http(f"http://{host}", basic_auth_user=user, basic_auth_password=pw)
     with TrialStore() as local:
         samples = local.samples(trial_id)
+        telemetry = local.telemetry(trial_id)
         summary = local.summary(trial_id)
-    assert summary is not None and len(samples) > 0
+    assert summary is not None and len(samples) > 0 and len(telemetry) > 0
     race = _docs(http, "sec-races-*", {"term": {"race-id": trial_id}})
     assert len(race) == 1
     r = race[0]
@@ -107,10 +109,15 @@ def test_race_into_a_secured_elasticsearch_store_with_rallys_documents(
                   "car", "name", "value", "unit", "task", "operation", "operation-type", "sample-type", "meta"):
         assert field in one, field
     assert one["meta"]["tag_variant"] == "baseline" and one["meta"]["success"] is True and one["unit"] == "ms"
+    node_stats = _docs(http, "sec-metrics-*", {"bool": {"filter": [{"term": {"race-id": trial_id}},
+                                                                   {"term": {"meta.device": "node-stats"}}]}})
+    assert len(node_stats) == len(telemetry) and all(d["bench-record"] == "telemetry" for d in node_stats)
     results = _docs(http, "sec-results-*", {"term": {"race-id": trial_id}})
     tp = next(d for d in results if d["name"] == "throughput" and d["task"] == "index-append")
     assert tp["value"]["median"] == pytest.approx(summary.task("index-append").throughput.median)  # type: ignore[union-attr]
     assert {"latency", "service_time", "error_rate"} <= {d["name"] for d in results}
+    # The telemetry section's report rows (CPU, GC, ...) as Rally-style single values.
+    assert any((d.get("meta") or {}).get("section") == "telemetry" and "single" in d["value"] for d in results)
 
     # Another machine (an empty BENCH_HOME) lists, shows and reads the trial from the store alone.
     monkeypatch.setenv("BENCH_HOME", str(tmp_path / "other-machine"))
@@ -124,6 +131,7 @@ def test_race_into_a_secured_elasticsearch_store_with_rallys_documents(
 
     with open_store() as remote:
         pd.testing.assert_frame_equal(remote.samples(trial_id), samples)
+        pd.testing.assert_frame_equal(remote.telemetry(trial_id), telemetry)
         assert remote.summary(trial_id) == summary
 
     # The password is nowhere: not in the store's documents, the local files or the output.
