@@ -3,17 +3,12 @@ store is configured (``bench.metrics_store.config``), the local store mirrored t
 
 from __future__ import annotations
 
-from typing import Any
-
 from bench.metrics_store.config import configured_store
+from bench.metrics_store.mirrored import MirroredStore
 from bench.store import TrialStore
 
 
-def open_store() -> Any:
-    """A ``bench.trials.Trials`` (with ``close()`` and use as a context manager)."""
+def open_store() -> TrialStore | MirroredStore:
+    """Both implement ``bench.trials.Trials`` (with ``close()``) and are context managers."""
     config = configured_store()
-    if config is None:
-        return TrialStore()
-    from bench.metrics_store.mirrored import MirroredStore
-
-    return MirroredStore(config)
+    return TrialStore() if config is None else MirroredStore(config)

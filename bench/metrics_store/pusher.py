@@ -17,7 +17,7 @@ from typing import Any
 
 from bench.errors import StoreError
 from bench.metrics_store import documents
-from bench.metrics_store.config import StoreConfig
+from bench.metrics_store.config import StoreConfig, describe
 from bench.metrics_store.http import StoreHttp, StoreUnavailable
 from bench.metrics_store.templates import index_templates
 from bench.store import PushState, TrialStore
@@ -187,7 +187,7 @@ def push_command(config: StoreConfig, selectors: list[str]) -> tuple[list[str], 
             ids = [t.id for t in reversed(local.list_trials(ALL_TRIALS))
                    if not (local.push_state(t.id, config.key) or PushState()).done]
         if not ids:
-            return [f"Every local trial is in the metrics store {StoreHttp(config).name} already."], False
+            return [f"Nothing to push: every local trial is in the metrics store {describe(config)} already."], False
         push = TrialPush(local, config)
         try:
             results = push.push_all(ids)
