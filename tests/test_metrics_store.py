@@ -5,12 +5,16 @@ from a machine (BENCH_HOME) that has neither locally."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -269,3 +273,51 @@ def test_rallys_ini_keys_and_the_flag_before_the_subcommand(bench_home: Path, ca
     assert main(["--metrics-store=http://127.0.0.1:1", "list", "trials"]) == 0
     out = capsys.readouterr().out
     assert "note: metrics store http://127.0.0.1:1 (rally-*) cannot be reached" in out
+
+
+@contextlib.contextmanager
+def _tls_proxy(tmp_path: Path, upstream_port: int) -> Iterator[tuple[int, Path]]:
+    """HTTPS on 127.0.0.1 (a self-signed certificate) in front of the plain-HTTP store: (port, CA file)."""
+    from tests.tls_server import self_signed_cert
+
+    cert, key = self_signed_cert(tmp_path / "tls")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+    loop = asyncio.new_event_loop()
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, ssl.SSLError):
+            pass
+        finally:
+            writer.close()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", upstream_port)
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    server = loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", 0, ssl=ctx))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.sockets[0].getsockname()[1], cert
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+
+
+def test_a_tls_store_needs_its_ca(opensearch_store: ClusterInfo, es_target: str, capsys: pytest.CaptureFixture[str],
+                                  tmp_path: Path) -> None:
+    trial_id = _race(capsys, es_target)
+    with _tls_proxy(tmp_path, opensearch_store.nodes[0].http_port) as (port, ca):
+        url = f"--metrics-store=https://127.0.0.1:{port}"
+        assert main(["store", "push", trial_id, url, "--metrics-store-options=index_prefix:tls"]) == 1
+        out = capsys.readouterr().out.strip()
+        assert len(out.splitlines()) == 1 and "TLS verification failed" in out and "ca_certs:" in out
+        assert "template" not in out
+        assert main(["store", "push", trial_id, url, f"--metrics-store-options=index_prefix:tls,ca_certs:{ca}"]) == 0
+        assert f"{trial_id[:12]}: pushed" in capsys.readouterr().out
+    assert _docs(_http(opensearch_store.hosts[0]), "tls-races-*", {"term": {"race-id": trial_id}})

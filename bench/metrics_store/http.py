@@ -23,6 +23,10 @@ class StoreUnavailable(StoreError):
     """The store cannot be reached or did not answer in time: what is not pushed stays in the local store."""
 
 
+class StoreRefused(StoreError):
+    """The store answered a request with an error of its own (not credentials): e.g. a conflicting template."""
+
+
 def _ssl_context(config: StoreConfig) -> ssl.SSLContext:
     o = config.options
     ctx = ssl.create_default_context(cafile=str(o.ca_certs) if o.ca_certs else None)
@@ -80,7 +84,7 @@ class StoreHttp:
                                  f"write and read on {self.config.prefix}-* and manage_index_templates")
             if r.status in (429, 502, 503, 504):
                 raise StoreUnavailable(f"metrics store {self.name} is overloaded or unavailable (HTTP {r.status})")
-            raise StoreError(f"metrics store {self.name}: {method} {path.split('?')[0]} failed: HTTP {r.status}: "
+            raise StoreRefused(f"metrics store {self.name}: {method} {path.split('?')[0]} failed: HTTP {r.status}: "
                              f"{_reason(parsed, r.data)}")
         return r.status, parsed
 

@@ -18,7 +18,7 @@ from typing import Any
 from bench.errors import StoreError
 from bench.metrics_store import documents
 from bench.metrics_store.config import StoreConfig, describe
-from bench.metrics_store.http import StoreHttp, StoreUnavailable
+from bench.metrics_store.http import StoreHttp, StoreRefused, StoreUnavailable
 from bench.metrics_store.templates import index_templates
 from bench.store import PushState, TrialStore
 
@@ -41,9 +41,7 @@ class TrialPush:
         for name, body in index_templates(self.config.prefix).items():
             try:
                 self.http.request("PUT", f"/_index_template/{name}", body)
-            except StoreUnavailable:
-                raise
-            except StoreError as e:
+            except StoreRefused as e:
                 raise StoreError(f"{e} (index template {name} for {body['index_patterns'][0]}: remove the "
                                  "conflicting template, or set another index_prefix)") from None
         self._templates = True
