@@ -34,10 +34,21 @@ def _kv_list(values: list[str] | None, what: str) -> dict[str, str]:
     return out
 
 
+def _store_flags(p: argparse.ArgumentParser, default: Any) -> None:
+    """The metrics store options, accepted before the subcommand and after it."""
+    p.add_argument("--metrics-store", default=default, metavar="URL",
+                   help="a shared Elasticsearch/OpenSearch metrics store, http(s)://[user@]host:port (Rally's layout; "
+                        "also BENCH_METRICS_STORE or [reporting] in $BENCH_HOME/bench.ini)")
+    p.add_argument("--metrics-store-options", default=default, metavar="K:V,...",
+                   help="k:v,... or a JSON file: --client-options' keys, plus index_prefix (default rally), "
+                        "environment (default local), downsample_factor (default 1)")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bench", description="Benchmark Elasticsearch and OpenSearch clusters.")
     p.add_argument("--version", action="version", version=f"bench {__version__}")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    _store_flags(p, None)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     r = sub.add_parser("race", help="run a benchmark (a trial) and print its summary")
@@ -129,6 +140,14 @@ def _parser() -> argparse.ArgumentParser:
     from bench.reporting.commands import add_report_parsers
 
     add_report_parsers(sub)  # compare, report, experiment
+
+    sto = sub.add_parser("store", help="the shared metrics store: push trials from the local store into it")
+    sto_sub = sto.add_subparsers(dest="store_command", required=True, metavar="ACTION")
+    push = sto_sub.add_parser("push", help="push trials (default: every local trial not yet wholly in the store)")
+    push.add_argument("trials", nargs="*", help="trial ids or unique prefixes")
+    _store_flags(push, argparse.SUPPRESS)
+    for name in ("race", "loadgen", "list", "show", "compare", "report", "experiment", "store"):
+        _store_flags(sub.choices[name], argparse.SUPPRESS)
     return p
 
 
@@ -248,13 +267,19 @@ def _list(a: argparse.Namespace, console: Console) -> int:
 
         console.print(tabulate(list_cars(), headers=["Name", "Type", "Description"]), markup=False)
     else:
-        from bench.store import TrialStore
         from bench.summary import status_label
         from bench.trial_list import render_trial_list
+        from bench.trial_stores import open_store
 
-        with TrialStore() as store:
+        with open_store() as store:
             trials = store.list_trials(a.limit)
             statuses = {t.id: status_label(t.status, store.summary(t.id)) for t in trials}
+            # With a metrics store, where each trial is: only in the local file, in the store, or both.
+            where = store.locations([t.id for t in trials]) if hasattr(store, "locations") else {}
+            statuses = {k: f"{v} [{where[k]}]" if k in where else v for k, v in statuses.items()}
+            unreachable = getattr(store, "unreachable", None)
+        if unreachable:
+            console.print(f"note: {redact.redact_text(unreachable)}: local trials only", markup=False, highlight=False)
         console.print(render_trial_list(trials, statuses, console.width if console.is_terminal else None),
                       markup=False, highlight=False, soft_wrap=True)
     return 0
@@ -271,11 +296,11 @@ def _terminal_report(summary: Any, report: str, a: argparse.Namespace, console: 
 
 def _show(a: argparse.Namespace, console: Console) -> int:
     from bench.report import render_summary
-    from bench.store import TrialStore
     from bench.summary import status_label
+    from bench.trial_stores import open_store
     from bench.trial_summary import stored_summary
 
-    with TrialStore() as store:
+    with open_store() as store:
         trial = store.get_trial(a.trial)
         summary = stored_summary(store, trial.id)
     console.print(f"Trial {trial.id}: {trial.track}/{trial.challenge}, {status_label(trial.status, summary)}, started "
@@ -289,12 +314,38 @@ def _show(a: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _configure_store(a: argparse.Namespace) -> None:
+    """--metrics-store for this process; without it the environment or bench.ini decide (when a store is used)."""
+    from bench.metrics_store import config
+
+    if getattr(a, "metrics_store", None):
+        config.configure(config.from_cli(a.metrics_store, getattr(a, "metrics_store_options", None)))
+    elif getattr(a, "metrics_store_options", None):
+        raise ConfigError("--metrics-store-options needs --metrics-store URL")
+    else:
+        config.reset()
+
+
+def _store(a: argparse.Namespace, console: Console) -> int:
+    from bench.metrics_store.config import configured_store
+    from bench.metrics_store.pusher import push_command
+
+    cfg = configured_store()
+    if cfg is None:
+        raise ConfigError("bench store push needs a metrics store: --metrics-store URL, BENCH_METRICS_STORE or "
+                          "[reporting] datastore.* in $BENCH_HOME/bench.ini")
+    lines, failed = push_command(cfg, a.trials)
+    for line in lines:
+        console.print(line, highlight=False, markup=False)
+    return 1 if failed else 0
+
+
 def _stop(a: argparse.Namespace, console: Console) -> int:
     from bench.home import trials_dir
     from bench.provision.stop import stop_trial
-    from bench.store import TrialStore
+    from bench.trial_stores import open_store
 
-    with TrialStore() as store:
+    with open_store() as store:
         trial = store.get_trial(a.trial)
     for line in stop_trial(trial.id, trials_dir() / trial.id):
         console.print(line, highlight=False, markup=False)
@@ -339,6 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     err = Console(stderr=True, soft_wrap=True, emoji=False)
     try:
         _setup_logging()
+        _configure_store(args)
         if args.command in ("race", "experiment", "show", "compare", "report"):
             _ensure_redline()
         if args.command == "race":
@@ -357,6 +409,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _show(args, console)
         if args.command == "stop":
             return _stop(args, console)
+        if args.command == "store":
+            return _store(args, console)
         if args.command in ("compare", "report", "experiment"):
             from bench.reporting.commands import run_report_command
 

@@ -42,14 +42,16 @@ from bench.home import data_dir
 from bench.options import RaceOptions
 from bench.pipeline import RaceHook, RacePlan, RaceResult, RaceSchedule, RaceTargets, race_hooks
 from bench.report import check_report_file, render_summary, write_report
-from bench.store import TrialInfo, TrialStore, machine_info, new_trial_id, utcnow
+from bench.store import TrialInfo, machine_info, new_trial_id, utcnow
 from bench.summary import Summary, summarize
 from bench.track import plugins as track_plugins
 from bench.track.corpus import bulk_documents, prepare_corpora
 from bench.track.loader import find_track, load_track
 from bench.track.model import Challenge, DocumentsSpec, Parallel, Task, Track
 from bench.trial_run import INTERRUPTIONS, SampleBuffer, recorded_run
+from bench.trial_stores import open_store
 from bench.trial_summary import enrich
+from bench.trials import Trials
 
 __all__ = ["RaceResult", "load_race_track", "run_race"]
 
@@ -96,7 +98,7 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     for hook in hooks:
         hook.before_provisioning(RacePlan(opts, track, challenge, clusters.planned))
 
-    store = TrialStore()
+    store = open_store()
     trial = TrialInfo(id=new_trial_id(), track=track.name, challenge=challenge.name,
                       car=[] if opts.target_hosts else opts.car, track_params=track.params,
                       user_tags=opts.user_tags, options=_stored_options(opts, track), pipeline=opts.pipeline,
@@ -146,7 +148,7 @@ def _documents_per_task(track: Track, challenge: Challenge) -> dict[str, list[Do
             if t.operation.operation_type == "bulk"}
 
 
-def _summary_of_stored(store: TrialStore, trial_id: str, totals: ClusterTotals | None,
+def _summary_of_stored(store: Trials, trial_id: str, totals: ClusterTotals | None,
                        hidden: set[str] | None = None) -> Summary | None:
     """The summary of the stored samples; tasks with include-in-reporting false are stored, not summarised."""
     df = store.samples(trial_id)
@@ -162,7 +164,7 @@ def _summary_of_stored(store: TrialStore, trial_id: str, totals: ClusterTotals |
     return enrich(summary, store, trial_id)
 
 
-async def _drive_and_collect(opts: RaceOptions, store: TrialStore, trial_id: str, track: Track,
+async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, track: Track,
                              challenge: Challenge, documents: dict[str, list[DocumentsSpec]],
                              targets: list[ClusterTarget], hooks: list[RaceHook], clusters: RaceClusters,
                              console: Console) -> tuple[list[dict[str, Any]], ClusterTotals | None]:

@@ -19,7 +19,7 @@ import threading
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import pandas as pd
 import psutil
@@ -35,8 +35,8 @@ from bench.trial_summary import summarize_stored
 # The row types live with the store protocol (bench.trials); re-exported for code written against this module.
 from bench.trials import STATUSES, TelemetryRow, TrialInfo, TrialStatus
 
-__all__ = ["STATUSES", "TelemetryRow", "TrialInfo", "TrialStatus", "TrialStore", "machine_info", "new_trial_id",
-           "utcnow"]
+__all__ = ["STATUSES", "PushState", "TelemetryRow", "TrialInfo", "TrialStatus", "TrialStore", "machine_info",
+           "new_trial_id", "utcnow"]
 
 # Each entry migrates the schema from version i to i+1. Never edit a shipped entry; append.
 MIGRATIONS: list[str] = [
@@ -113,6 +113,20 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE samples ADD COLUMN meta TEXT;
     """,
+    # 6: what of each trial has reached a shared metrics store (named by its URL without credentials), so a
+    # store that is down only delays pushing: the rows after these row ids are pushed when it is back.
+    """
+    CREATE TABLE pushes (
+        trial_id TEXT NOT NULL,
+        store TEXT NOT NULL,
+        samples_rowid INTEGER NOT NULL DEFAULT 0,
+        samples_seen INTEGER NOT NULL DEFAULT 0,
+        telemetry_rowid INTEGER NOT NULL DEFAULT 0,
+        telemetry_seen INTEGER NOT NULL DEFAULT 0,
+        done INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (trial_id, store)
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -121,6 +135,17 @@ log = logging.getLogger(__name__)
 _JSON_FIELDS = ("car", "track_params", "clusters", "user_tags", "options", "machine")
 _TRIAL_COLUMNS = list(TrialInfo.model_fields)
 _TELEMETRY_COLUMNS = ["timestamp", "cluster", "node", "device", "metric", "value", "raw"]
+
+
+class PushState(NamedTuple):
+    """How far a trial's rows have reached one metrics store: the last pushed row ids and how many rows were
+    read up to them (the sequence numbers of the next ones); ``done`` once a finished trial is there whole."""
+
+    samples_rowid: int = 0
+    samples_seen: int = 0
+    telemetry_rowid: int = 0
+    telemetry_seen: int = 0
+    done: bool = False
 
 
 def new_trial_id() -> str:
@@ -446,3 +471,49 @@ class TrialStore:
             row = self.conn.execute("SELECT summary FROM summaries WHERE trial_id = ?",
                                     (trial_id,)).fetchone()
         return Summary.model_validate_json(row[0]) if row else None
+
+    # -- pushing to a metrics store ------------------------------------------------------------------
+    def sample_rows_after(self, trial_id: str, rowid: int, limit: int) -> list[tuple[int, RequestSample]]:
+        """Up to ``limit`` samples of a trial stored after row ``rowid``, with their row ids, in order."""
+        with self._lock:
+            rows = self.conn.execute(
+                f"SELECT rowid, {', '.join(SAMPLE_COLUMNS)} FROM samples WHERE trial_id = ? AND rowid > ? "
+                "ORDER BY rowid LIMIT ?", (trial_id, int(rowid), int(limit))).fetchall()
+        return [(r[0], RequestSample(*r[1:])) for r in rows]
+
+    def telemetry_rows_after(self, trial_id: str, rowid: int, limit: int) -> list[tuple[int, TelemetryRow]]:
+        with self._lock:
+            rows = self.conn.execute(
+                f"SELECT rowid, {', '.join(_TELEMETRY_COLUMNS)} FROM telemetry WHERE trial_id = ? AND rowid > ? "
+                "ORDER BY rowid LIMIT ?", (trial_id, int(rowid), int(limit))).fetchall()
+        return [(r[0], TelemetryRow(*r[1:7], json.loads(r[7]) if isinstance(r[7], str) else None)) for r in rows]
+
+    def push_state(self, trial_id: str, store: str) -> PushState | None:
+        """How far the trial has reached ``store``; None if it was never pushed there."""
+        with self._lock:
+            row = self.conn.execute("SELECT samples_rowid, samples_seen, telemetry_rowid, telemetry_seen, done "
+                                    "FROM pushes WHERE trial_id = ? AND store = ?", (trial_id, store)).fetchone()
+        return PushState(*row[:4], bool(row[4])) if row else None
+
+    def set_push_state(self, trial_id: str, store: str, state: PushState) -> None:
+        self._write("INSERT INTO pushes (trial_id, store, samples_rowid, samples_seen, telemetry_rowid, telemetry_seen, "
+                    "done) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(trial_id, store) DO UPDATE SET "
+                    "samples_rowid = excluded.samples_rowid, samples_seen = excluded.samples_seen, "
+                    "telemetry_rowid = excluded.telemetry_rowid, telemetry_seen = excluded.telemetry_seen, "
+                    "done = excluded.done", (trial_id, store, *state[:4], int(state.done)))
+
+    def pending_pushes(self, store: str) -> list[str]:
+        """Trials meant for ``store`` that have not fully reached it."""
+        with self._lock:
+            rows = self.conn.execute("SELECT trial_id FROM pushes WHERE store = ? AND done = 0", (store,)).fetchall()
+        return [r[0] for r in rows]
+
+    def unpushed_rows(self, trial_id: str, state: PushState | None) -> int:
+        """Samples and telemetry rows of the trial not yet pushed (all of them without a state)."""
+        s = state or PushState()
+        with self._lock:
+            a = self.conn.execute("SELECT count(*) FROM samples WHERE trial_id = ? AND rowid > ?",
+                                  (trial_id, s.samples_rowid)).fetchone()[0]
+            b = self.conn.execute("SELECT count(*) FROM telemetry WHERE trial_id = ? AND rowid > ?",
+                                  (trial_id, s.telemetry_rowid)).fetchone()[0]
+        return int(a) + int(b)

@@ -16,8 +16,8 @@ from typing import Any
 
 from bench.errors import BenchError, RaceInterrupted
 from bench.samples import RequestSample
-from bench.store import TrialStore
 from bench.summary import Summary
+from bench.trials import Trials
 
 
 class SampleBuffer:
@@ -26,7 +26,7 @@ class SampleBuffer:
     with an empty batch when idle, so pending samples are written on time even when no new batch comes.
     ``flush()`` writes the rest."""
 
-    def __init__(self, store: TrialStore, trial_id: str, *, every: float = 0.5, most: int = 50_000) -> None:
+    def __init__(self, store: Trials, trial_id: str, *, every: float = 0.5, most: int = 50_000) -> None:
         self._store, self._trial_id, self._every, self._most = store, trial_id, every, most
         self._pending: list[RequestSample] = []
         self._last = time.monotonic()
@@ -87,7 +87,7 @@ class Outcome:
 
 
 @contextmanager
-def recorded_run(store: TrialStore, trial_id: str, what: str,
+def recorded_run(store: Trials, trial_id: str, what: str,
                  stored_summary: Callable[[], Summary | None]) -> Iterator[Outcome]:
     """Run the block, then store how it ended. An interruption is re-raised as RaceInterrupted.
 

@@ -119,6 +119,7 @@ def drive_on_host(opts: RaceOptions, dep: lifecycle.Deployment, host: DriverHost
     with TrialStore() as store:
         import_trial(store, snapshot, remote_id, as_id=dep.trial_id, updates={"clusters": clusters})
     snapshot.unlink(missing_ok=True)
+    _push_to_metrics_store(dep.trial_id, console)
     for name, node_host in (node_log_hosts or {}).items():
         cluster = next((r.cluster for r in dep.instances("node") if r.name == name), "nodes")
         try:
@@ -130,6 +131,17 @@ def drive_on_host(opts: RaceOptions, dep: lifecycle.Deployment, host: DriverHost
             log.warning("could not copy logs of node %s: %s", name, e)
             console.print(f"[yellow]could not copy logs of node {name}: {redact_text(str(e))}[/yellow]")
     return dep.trial_id
+
+
+def _push_to_metrics_store(trial_id: str, console: Console) -> None:
+    """The driver's trial reached the local store by import, not through a race here: push it like one."""
+    from bench.metrics_store.config import configured_store
+    from bench.metrics_store.pusher import push_command
+
+    config = configured_store()
+    if config is not None:
+        for line in push_command(config, [trial_id])[0]:
+            console.print(line, highlight=False, markup=False)
 
 
 def run_cloud_race(opts: RaceOptions, topo: Topology, console: Console) -> RaceResult:

@@ -33,10 +33,12 @@ from bench.loadgen.conditions import Response
 from bench.loadgen.config import LoadgenPlan, load_plan
 from bench.loadgen.summary import render_loadgen, summarize_loadgen
 from bench.report import render_summary
-from bench.store import TrialInfo, TrialStore, machine_info, new_trial_id, utcnow
+from bench.store import TrialInfo, machine_info, new_trial_id, utcnow
 from bench.summary import Summary, summarize
 from bench.track.model import Challenge, Operation, Task, Track
 from bench.trial_run import SampleBuffer, recorded_run
+from bench.trial_stores import open_store
+from bench.trials import Trials
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +150,7 @@ def run_loadgen(opts: LoadgenOptions, *, console: Console | None = None) -> Load
     for w in plan.warnings:
         console.print(f"note: {w}", highlight=False, markup=False)
     targets, clusters = _targets(plan, opts)
-    store = TrialStore()
+    store = open_store()
     trial = TrialInfo(id=new_trial_id(), track="loadgen", challenge=plan.path.name, user_tags=opts.user_tags,
                       options=opts.public(), pipeline="benchmark-only", start_time=utcnow(), machine=machine_info())
     store.create_trial(trial)
@@ -169,7 +171,7 @@ def run_loadgen(opts: LoadgenOptions, *, console: Console | None = None) -> Load
 
 
 async def _drive(plan: LoadgenPlan, opts: LoadgenOptions, targets: list[ClusterTarget], clusters: dict[str, str],
-                 store: TrialStore, trial_id: str, console: Console) -> tuple[Summary | None, str]:
+                 store: Trials, trial_id: str, console: Console) -> tuple[Summary | None, str]:
     infos = []
     for t in targets:
         try:

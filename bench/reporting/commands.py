@@ -89,10 +89,10 @@ def _build_comparison(store: Any, baseline: str, candidates: list[str], a: argpa
 def _compare(a: argparse.Namespace, console: Console) -> int:
     from bench.compare import comparison_renderable, render_comparison
     from bench.report import write_report
-    from bench.store import TrialStore
+    from bench.trial_stores import open_store
 
     baseline, candidates = _selectors(a)
-    with TrialStore() as store:
+    with open_store() as store:
         cmp = _build_comparison(store, baseline, candidates, a)
     if a.output:
         path = write_report(render_comparison(cmp, a.format), a.output, option="--output")
@@ -120,11 +120,11 @@ def _emit(report: Any, output: str | None, default_name: str, console: Console) 
 
 def _report(a: argparse.Namespace, console: Console) -> int:
     from bench.reporting.render import compare_report, trial_report
-    from bench.store import TrialStore
+    from bench.trial_stores import open_store
 
     if bool(a.trial) == bool(a.compare):
         raise ConfigError("bench report needs a TRIAL or --compare BASELINE CANDIDATE... (not both)")
-    with TrialStore() as store:
+    with open_store() as store:
         if a.compare:
             if len(a.compare) < 2:
                 raise ConfigError("--compare needs a baseline and at least one candidate")
@@ -150,7 +150,7 @@ def _experiment_overrides(a: argparse.Namespace) -> dict[str, Any]:
 def _experiment(a: argparse.Namespace, console: Console) -> int:
     from bench.experiment import comparison_selectors, load_experiment, run_experiment
     from bench.reporting.render import compare_report
-    from bench.store import TrialStore
+    from bench.trial_stores import open_store
 
     _check_noise(a)
     if a.history is not None and a.history < 1:
@@ -169,14 +169,14 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
     say = lambda text: console.print(text, highlight=False, markup=False)
     if exp.study is not None and exp.study.note:
         say(exp.study.note)
-    with TrialStore() as store:
+    with open_store() as store:
         result = run_experiment(exp, store=store, resume=a.resume, run_id=a.run_id, say=say)
     say(f"Experiment {exp.name} run {result.run_id}: {result.planned} races planned, {len(result.ran)} run now, "
         f"{result.skipped} done before, {len(result.failed)} failed.")
     for f in result.failed:
         say(f"  failed: {f}")
     regressed = False
-    with TrialStore() as store:
+    with open_store() as store:
         for ti, track in enumerate(exp.track_entries()):
             baseline, candidates = comparison_selectors(exp, result.run_id, ti)
             if not candidates:
