@@ -6,7 +6,8 @@ Reports docs/s and MB/s (from the stored samples, warmup excluded) and the CPU c
 (bench's process tree, sink excluded) and the sink used. Against the same sink it also runs the raw probe
 (benchmarks/raw_probe.py: bare asyncio re-sending prebuilt bodies of the same documents, the same clients and bulk
 size, no bookkeeping) as the ceiling, alternating bench and probe (``--pairs``: bench, probe, probe, bench, ...), and
-prints bench's docs/s as a share of the probe's. Numbers are printed, never judged.
+prints bench's docs/s as a share of the probe's, and its documents per CPU second of the driver as a share of the
+probe's (the driver's own cost, whatever else the machine ran). Numbers are printed, never judged.
 
     python benchmarks/driver_ceiling.py [--workers 1] [--sink-processes 1] [--time-period 60] [--pairs 1]
 """
@@ -132,10 +133,19 @@ def main() -> None:
         xs = [r["docs_per_s"] for r in runs if r["tool"] == tool]
         return sum(xs) / len(xs) if xs else None
 
+    def per_cpu(tool: str) -> float | None:
+        # docs per CPU second of the driver: what the driver's own code costs, whatever else ran on the machine
+        key = "driver_cpu_cores" if tool == "bench" else "cpu_cores"
+        xs = [r["docs_per_s"] / r[key] for r in runs if r["tool"] == tool and r.get(key, 0) > 0]
+        return sum(xs) / len(xs) if xs else None
+
     b, p = mean("bench"), mean("raw-probe")
+    bc, pc = per_cpu("bench"), per_cpu("raw-probe")
     print(json.dumps({
         "bench_docs_per_s": round(b) if b else None, "raw_probe_docs_per_s": round(p) if p else None,
         "bench_share_of_probe": round(b / p, 3) if b and p else None,
+        "bench_docs_per_cpu_s": round(bc) if bc else None, "raw_probe_docs_per_cpu_s": round(pc) if pc else None,
+        "bench_share_of_probe_per_cpu_s": round(bc / pc, 3) if bc and pc else None,
         "bulk_size": a.bulk_size, "clients": a.clients, "workers": a.workers, "sink_processes": a.sink_processes,
         "machine": f"{platform.node()} {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
                    f"Python {platform.python_version()}, load avg {os.getloadavg()[0]:.1f}",
