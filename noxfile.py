@@ -44,7 +44,8 @@ def tests(session: nox.Session) -> None:
     # Only the project's declared dependencies: no user site-packages (tests/conftest.py also refuses a venv
     # that sees the base interpreter's).
     session.env["PYTHONNOUSERSITE"] = "1"
-    session.install("-e", ".[test]")
+    # .[ray]: the Ray load-driver tests start a two-node Ray cluster of their own
+    session.install("-e", ".[test,ray]")
     # The live CCR tests need the OpenSearch replication plugin, published on no registry reachable here; CI
     # (and a developer with the shared folder) has it beside the project.
     plugin = replication_plugin()

@@ -84,8 +84,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--report-file", help="also write the summary to this file")
     r.add_argument("--all", action="store_true", help="print the full table after the headline (report files always have it)")
     r.add_argument("--keep-cluster", action="store_true", help="leave the local cluster running")
-    r.add_argument("--worker-processes", type=int, default=1,
-                   help="load driver processes (clients are dealt out to them; default 1)")
+    r.add_argument("--worker-processes", type=int, default=None,
+                   help="load driver processes (clients are dealt out to them; default 1, with "
+                        "--load-driver=ray:... one per CPU of each Ray node)")
+    r.add_argument("--load-driver", help="BACKEND:ADDRESS: drive from a distributed backend's workers instead of "
+                                         "local processes, e.g. ray:auto or ray:HOST:PORT (needs bench[ray])")
+    r.add_argument("--ray-address", help="auto|HOST:PORT: the same as --load-driver=ray:ADDRESS")
     r.add_argument("--topology", help="a topology file (topologies/): its clusters, locally or in a cloud")
     r.add_argument("--yes", action="store_true", help="with a cloud --topology: create machines without asking")
     r.add_argument("--max-instances", type=int, default=8, help="with a cloud --topology: refuse more machines")
@@ -165,6 +169,11 @@ def _race(a: argparse.Namespace, console: Console) -> int:
         raise ConfigError("--topology and --target-hosts exclude each other: the topology's clusters are the targets")
     if not a.track and not a.track_path:
         raise ConfigError("bench race needs --track=NAME (see 'bench list tracks') or --track-path=DIR")
+    if a.ray_address and a.load_driver:
+        raise ConfigError("--ray-address and --load-driver exclude each other: --ray-address=X is --load-driver=ray:X")
+    load_driver = f"ray:{a.ray_address}" if a.ray_address else a.load_driver
+    if load_driver and load_driver.startswith("ray:"):
+        _ensure_ray()
     raw_client_options = _params(a.client_options, "--client-options")
     for key in ("basic_auth_password", "api_key"):
         if raw_client_options.get(key):
@@ -180,7 +189,7 @@ def _race(a: argparse.Namespace, console: Console) -> int:
             offline=a.offline, corpus_dir=a.corpus_dir,
             on_error=a.on_error, user_tags=_kv_list(a.user_tag, "--user-tag"), report_format=a.report_format,
             report_file=a.report_file, keep_cluster=a.keep_cluster, worker_processes=a.worker_processes,
-            progress=not a.quiet,
+            load_driver=load_driver, progress=not a.quiet,
             telemetry=[d.strip() for d in (a.telemetry or "").split(",") if d.strip()],
             telemetry_params=_params(a.telemetry_params, "--telemetry-params"), telemetry_profile=a.telemetry_profile,
             topology=a.topology, yes=a.yes, max_instances=a.max_instances,
@@ -380,6 +389,16 @@ def _ensure_redline() -> None:
 
     extensions.load()
     extensions.register("redline", redline_setup)
+
+
+def _ensure_ray() -> None:
+    """--load-driver=ray:... where the Ray extension's entry point is not installed (a source checkout on
+    PYTHONPATH, an install older than the extension): register it in-process, idempotent by name."""
+    from bench import extensions
+    from bench.ray.extension import setup as ray_setup
+
+    extensions.load()
+    extensions.register("ray", ray_setup)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,6 +12,7 @@ extension adds with the registry of the seam it extends -- each seam owns its re
 - telemetry devices ........................................ ``bench.telemetry.config`` (the device table)
 - summary/report sections .................................. ``bench.summary.register_section``
 - compare row metadata (direction, unit) ................... ``bench.compare.metrics.register_metric``
+- load-driver backends (where the workers run) ............. ``bench.driver.backends.register_pool_backend``
 
 The core calls ``load()`` before it consults a registry (also in each load-driver worker process, which
 starts from scratch under ``spawn``). Like pluggy's ``load_setuptools_entrypoints``, but with one hook per

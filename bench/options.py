@@ -41,7 +41,10 @@ class RaceOptions(BaseModel):
     report_format: ReportFormat = "table"
     report_file: Path | None = None
     keep_cluster: bool = False
-    worker_processes: int = Field(default=1, ge=1, le=64)
+    # Load-driver workers: local processes (default 1), or with --load-driver=BACKEND:ADDRESS a registered
+    # backend's (bench.driver.backends; e.g. ray:auto), whose default follows its cluster (Ray: one per CPU).
+    worker_processes: int | None = Field(default=None, ge=1, le=1024)
+    load_driver: str | None = None
     # --topology: clusters (and, in a cloud, machines) from a topology file; see bench/cloud/.
     topology: Path | None = None
     yes: bool = False  # no confirmation before creating cloud machines

@@ -33,6 +33,7 @@ from bench.cluster_stats import (
     gc_totals,
     primary_shard_spread,
 )
+from bench.driver.backends import OpenedPool, open_pool
 from bench.driver.coordinator import Coordinator, RunStep, StepDriver
 from bench.driver.failure_log import FailureLog
 from bench.driver.progress import Progress
@@ -94,6 +95,9 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     result = clusters.take_over(opts, console)
     if result is not None:
         return result
+    # A distributed driver's cluster is joined (or found unreachable, one line) before any cluster starts; the
+    # coordinator closes the pool.
+    pool = open_pool(opts.load_driver, opts.worker_processes)
     hooks = race_hooks()
     for hook in hooks:
         hook.before_provisioning(RacePlan(opts, track, challenge, clusters.planned))
@@ -125,7 +129,7 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
             for hook in hooks:
                 opts = hook.prepare(RaceTargets(opts, track, challenge, targets, clusters.cars, console))
             facts, totals = asyncio.run(_drive_and_collect(
-                opts, store, trial.id, track, challenge, documents, targets, hooks, clusters, console))
+                opts, store, trial.id, track, challenge, documents, targets, hooks, clusters, console, pool))
             outcome.summary = _summary_of_stored(store, trial.id, totals, hidden)
             for hook in hooks:  # while the clusters still run
                 outcome.summary = hook.finish(RaceTargets(opts, track, challenge, targets, clusters.cars, console),
@@ -167,7 +171,7 @@ def _summary_of_stored(store: Trials, trial_id: str, totals: ClusterTotals | Non
 async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, track: Track,
                              challenge: Challenge, documents: dict[str, list[DocumentsSpec]],
                              targets: list[ClusterTarget], hooks: list[RaceHook], clusters: RaceClusters,
-                             console: Console) -> tuple[list[dict[str, Any]], ClusterTotals | None]:
+                             console: Console, pool: OpenedPool) -> tuple[list[dict[str, Any]], ClusterTotals | None]:
     """The schedule against the targets (the hooks around it), then the cluster totals it left."""
     facts = [await check_cluster(t) for t in targets]
     store.update_trial(trial_id, clusters=facts)
@@ -178,9 +182,9 @@ async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, tr
 
     sink = SampleBuffer(store, trial_id)
     progress = Progress(Console(stderr=True), enabled=opts.progress)
-    coord = Coordinator(processes=opts.worker_processes, targets=targets, default_cluster=default,
+    coord = Coordinator(processes=pool.workers, targets=targets, default_cluster=default,
                         on_error=opts.on_error, sink=FailureLog(sink), listener=progress,
-                        health_check=clusters.health_check())
+                        health_check=clusters.health_check(), pool=pool.pool)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, coord.interrupt, "Ctrl-C" if sig == signal.SIGINT else "SIGTERM")

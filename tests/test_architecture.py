@@ -15,7 +15,7 @@ import pytest
 from bench.home import project_root
 
 # What plugs in: the core reaches these only through bench.extensions (entry points), never by import.
-EXTENSIONS = ("bench.ccr", "bench.cloud", "bench.loadgen", "bench.redline", "bench.telemetry")
+EXTENSIONS = ("bench.ccr", "bench.cloud", "bench.loadgen", "bench.ray", "bench.redline", "bench.telemetry")
 # The command line is the composition root: it may name an extension's subcommand.
 COMPOSITION_ROOT = ("bench.cli",)
 

@@ -38,7 +38,7 @@ def race_args(opts: RaceOptions, dep: lifecycle.Deployment, remote_dir: str) -> 
     else:
         args = ["--track", str(opts.track)]
     hosts = ",".join(f"{c.name}:{h}" for c in dep.topology.clusters for h in dep.http_hosts(c.name))
-    args += ["--target-hosts", hosts, "--on-error", opts.on_error, "--worker-processes", str(opts.worker_processes),
+    args += ["--target-hosts", hosts, "--on-error", opts.on_error, "--worker-processes", str(opts.worker_processes or 1),
              "--report-format", "json"]
     if opts.challenge:
         args += ["--challenge", opts.challenge]

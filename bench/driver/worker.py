@@ -57,7 +57,7 @@ class StepPlan:
     track_code: TrackCodePlan | None = None  # the track has a track.py: its runners, sources, schedulers
 
 
-def _raise_nofile_limit() -> None:
+def raise_nofile_limit() -> None:
     """Thousands of clients need as many sockets: lift the soft file-descriptor limit to the hard one."""
     try:
         import resource
@@ -78,10 +78,17 @@ def _die_with_parent() -> None:
 
 
 def worker_main(wid: int, commands: Any, results: Any, extensions: dict[str, str] | None = None) -> None:
+    """A local worker process's main: the process set up as a child of bench, then the worker loop."""
     _die_with_parent()
     # Ctrl-C in a terminal reaches the whole process group: the coordinator decides when we stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _raise_nofile_limit()
+    raise_nofile_limit()
+    run_worker(wid, commands, results, extensions)
+
+
+def run_worker(wid: int, commands: Any, results: Any, extensions: dict[str, str] | None = None) -> None:
+    """The worker loop, in any thread of any process: ``commands`` has a blocking ``get()``, ``results`` a
+    ``put(message)`` (multiprocessing queues locally; another backend's queue-like objects elsewhere)."""
     while True:
         cmd = commands.get()
         if cmd[0] == "shutdown":

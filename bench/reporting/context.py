@@ -32,7 +32,7 @@ from bench.summary import Summary, status_label
 from bench.trials import TrialInfo
 
 # Options worth showing in a report; client options and anything secret-like never are.
-_SHOWN_OPTIONS = ("distribution_version", "nodes", "target_hosts", "car_params", "worker_processes", "on_error",
+_SHOWN_OPTIONS = ("distribution_version", "nodes", "target_hosts", "car_params", "worker_processes", "load_driver", "on_error",
                   "telemetry", "telemetry_params", "telemetry_profile", "undefined_track_params")
 
 

@@ -1,0 +1,247 @@
+"""The load-driver workers as Ray actors on a Ray cluster's nodes: a WorkerPool for ``--load-driver=ray:ADDRESS``.
+
+Each actor runs the worker loop of a local worker process (``bench.ray.actor``). Commands are actor calls (in
+order: one thread serves them); messages come back by long polls, one in flight per actor, read by a thread that
+hands them to the coordinator's loop. The common start ("go") is sent in each node's own monotonic clock, whose
+offset to ours is measured at start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+import bench
+from bench.driver.backends import OpenedPool
+from bench.driver.pool import Command, Message
+from bench.errors import ConfigError, RaceError
+from bench.ray.actor import RayWorker
+from bench.ray.connect import connect
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT = 60.0  # for every actor to answer once (a node pulling a runtime env takes a while)
+POLL_WAIT = 0.25  # how long a poll waits on an idle worker: also how late the reader sees a close
+STOP_TIMEOUT = 3.0  # for the workers' loops to end before their actors are killed
+CLOCK_PROBES = 5  # round trips per worker; the one with the shortest round trip gives the clock offset
+
+
+@dataclass
+class RayNode:
+    node_id: str
+    ip: str
+    cpus: int
+
+    @property
+    def name(self) -> str:
+        return f"Ray node {self.ip} ({self.node_id[:8]})"
+
+
+def cluster_nodes() -> list[RayNode]:
+    """The live nodes with CPUs, the one bench runs on first (ray.init joined through it), then by id."""
+    here = ray.get_runtime_context().get_node_id()
+    nodes = [RayNode(n["NodeID"], n["NodeManagerAddress"], int(n["Resources"].get("CPU", 0)))
+             for n in ray.nodes() if n.get("Alive")]
+    nodes = [n for n in nodes if n.cpus > 0]
+    return sorted(nodes, key=lambda n: (n.node_id != here, n.node_id))
+
+
+def placement(nodes: list[RayNode], workers: int | None) -> list[RayNode]:
+    """The node of each worker: ``workers`` dealt round-robin over the nodes, or one per CPU of each node (also
+    round-robin, so the clients the coordinator deals out in worker order spread over the nodes as Rally's do)."""
+    if workers is not None:
+        return [nodes[i % len(nodes)] for i in range(workers)]
+    left = {n.node_id: n.cpus for n in nodes}
+    out: list[RayNode] = []
+    while any(left.values()):
+        for n in nodes:
+            if left[n.node_id]:
+                left[n.node_id] -= 1
+                out.append(n)
+    return out
+
+
+def open_ray_pool(address: str, workers: int | None) -> OpenedPool:
+    started = time.monotonic()
+    resolved = connect(address)
+    nodes = cluster_nodes()
+    if not nodes:
+        ray.shutdown()
+        raise ConfigError(f"the Ray cluster at {resolved} has no live node with a CPU to run load-driver workers on")
+    where = placement(nodes, workers)
+    return OpenedPool(RayWorkerPool(resolved, where, started), len(where))
+
+
+class RayWorkerPool:
+    def __init__(self, address: str, where: list[RayNode], started: float) -> None:
+        self.address = address
+        self._where = where
+        self._started = started  # when joining the cluster began: start-up cost counts from there
+        self._actors: list[Any] = []
+        self._pids: dict[int, int] = {}
+        self._local_ip = ray.util.get_node_ip_address()
+        self.clock_offsets: dict[str, float] = {}  # node name -> its monotonic clock minus ours (seconds)
+        self._offset: list[float] = []
+        self.startup_seconds: float | None = None
+        self._lost: set[int] = set()  # workers whose loss the coordinator has been told about
+        self._messages: asyncio.Queue[Message] | None = None
+        self._reader: threading.Thread | None = None
+        self._closing = threading.Event()
+        self._closed = False
+
+    # -- WorkerPool ------------------------------------------------------------------------------
+    def start(self, count: int, extensions: dict[str, str]) -> None:
+        assert count == len(self._where), "the coordinator starts as many workers as open_ray_pool placed"
+        remote = ray.remote(concurrency_groups={"results": 1})(RayWorker)
+        env = {"env_vars": {"PYTHONPATH": _bench_root()}}
+        try:
+            for wid, node in enumerate(self._where):
+                self._actors.append(remote.options(
+                    num_cpus=0, runtime_env=env, name=None,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
+                ).remote(wid, extensions, node.name))
+            infos = self._await([a.info.remote() for a in self._actors], "start")
+            self._pids = {wid: i["pid"] for wid, i in enumerate(infos) if i["ip"] == self._local_ip}
+            self._offset = [self._measure_offset(a) for a in self._actors]
+        except BaseException:
+            self.close()
+            raise
+        for wid, node in enumerate(self._where):
+            self.clock_offsets.setdefault(node.name, self._offset[wid])
+        self.startup_seconds = time.monotonic() - self._started
+        per_node: dict[str, int] = {}
+        for node in self._where:
+            per_node[node.name] = per_node.get(node.name, 0) + 1
+        log.info("Ray load driver at %s: %s; clock offsets %s; started in %.2f s", self.address,
+                 ", ".join(f"{k}: {v} worker(s)" for k, v in per_node.items()),
+                 ", ".join(f"{k}: {v * 1000:+.3f} ms" for k, v in self.clock_offsets.items()), self.startup_seconds)
+
+    def send(self, wid: int, cmd: Command) -> None:
+        if cmd[0] == "go":  # the common start in the worker's own clock
+            cmd = ("go", cmd[1] + self._offset[wid])
+        self._actors[wid].send.remote(cmd)
+
+    def broadcast(self, cmd: Command) -> None:
+        for wid in range(len(self._actors)):
+            self.send(wid, cmd)
+
+    async def next_message(self, timeout: float) -> Message | None:
+        if self._messages is None:
+            self._messages = asyncio.Queue()
+            self._reader = threading.Thread(target=self._read, args=(asyncio.get_running_loop(), self._messages),
+                                            daemon=True, name="bench-ray-results")
+            self._reader.start()
+        try:
+            msg = await asyncio.wait_for(self._messages.get(), timeout)
+        except asyncio.TimeoutError:
+            return None
+        if msg[0] == "lost":
+            # Only now does the worker count as exited: the coordinator reads the node's name first.
+            self._lost.add(msg[1])
+            return ("error", msg[1], msg[2])
+        return msg
+
+    def exit_codes(self) -> dict[int, int | None]:
+        return {wid: (-1 if wid in self._lost else None) for wid in range(len(self._actors))}
+
+    def pids(self) -> list[int]:
+        """The workers on this machine only: host telemetry cannot see another machine's processes."""
+        return list(self._pids.values())
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._closing.set()
+        live = [a for wid, a in enumerate(self._actors) if wid not in self._lost]
+        try:
+            ray.wait([a.stop.remote(STOP_TIMEOUT) for a in live], num_returns=len(live), timeout=STOP_TIMEOUT + 2)
+        except Exception as e:  # noqa: BLE001 - the actors are killed below whatever the answer
+            log.debug("stopping Ray workers: %s", e)
+        for a in self._actors:
+            try:
+                ray.kill(a)
+            except Exception as e:  # noqa: BLE001 - an actor of a lost node is gone already
+                log.debug("killing a Ray worker: %s", e)
+        if self._reader is not None:
+            self._reader.join(POLL_WAIT + 5)
+        self._actors.clear()
+        ray.shutdown()
+
+    # -- internals -------------------------------------------------------------------------------
+    def _await(self, refs: list[Any], what: str) -> list[Any]:
+        ready, pending = ray.wait(refs, num_returns=len(refs), timeout=START_TIMEOUT)
+        if pending:
+            late = sorted({self._where[refs.index(r)].name for r in pending})
+            raise RaceError(f"Ray load-driver workers did not {what} within {START_TIMEOUT:.0f} s on "
+                            f"{', '.join(late)}")
+        try:
+            return ray.get(refs)
+        except Exception as e:  # noqa: BLE001 - e.g. bench cannot be imported on a node
+            raise RaceError(f"Ray load-driver workers failed to {what}: {_first_line(e)}") from None
+
+    def _measure_offset(self, actor: Any) -> float:
+        best = (float("inf"), 0.0)
+        for _ in range(CLOCK_PROBES):
+            t0 = time.monotonic()
+            remote = ray.get(actor.monotonic.remote(), timeout=START_TIMEOUT)
+            t1 = time.monotonic()
+            best = min(best, (t1 - t0, remote - (t0 + t1) / 2))
+        return best[1]
+
+    def _read(self, loop: asyncio.AbstractEventLoop, messages: asyncio.Queue[Message]) -> None:
+        def deliver(msg: Message) -> bool:
+            try:
+                loop.call_soon_threadsafe(messages.put_nowait, msg)
+                return True
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                return False
+
+        def poll(wid: int) -> Any:
+            return self._actors[wid].poll.options(concurrency_group="results").remote(POLL_WAIT)
+
+        pending = {poll(wid): wid for wid in range(len(self._actors))}
+        while pending and not self._closing.is_set():
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_WAIT * 2)
+            for ref in ready:
+                wid = pending.pop(ref)
+                try:
+                    batch = ray.get(ref)
+                except Exception as e:  # noqa: BLE001 - the actor or its node is gone: the race fails naming it
+                    if self._closing.is_set():
+                        return
+                    if not deliver(("lost", wid, self._loss(wid, e))):
+                        return
+                    continue
+                for msg in batch:
+                    if not deliver(msg):
+                        return
+                pending[poll(wid)] = wid
+
+    def _loss(self, wid: int, e: BaseException) -> str:
+        node = self._where[wid]
+        try:
+            alive = any(n["NodeID"] == node.node_id and n.get("Alive") for n in ray.nodes())
+        except Exception:  # noqa: BLE001 - the cluster itself may be going: then the node is lost too
+            alive = False
+        what = f"{node.name} lost" if not alive else f"bench-worker-{wid} on {node.name} died"
+        return f"{what} during the race ({type(e).__name__}); what was measured until then is kept"
+
+
+def _bench_root() -> str:
+    """The folder bench is imported from here: on one machine (or a shared path) a checkout run through
+    PYTHONPATH is then the bench the actors run too; elsewhere the nodes' installed bench is used."""
+    return str(Path(bench.__file__).resolve().parent.parent)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[-1] if text else ''}"

@@ -1,0 +1,172 @@
+"""The load driver on a real two-node Ray cluster on 127.0.0.1 (``--ray-address``): races into the null sink
+and a real Elasticsearch, an unreachable cluster, a node killed mid-race, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray", reason="the Ray load driver needs bench[ray]")
+
+from bench.nullsink import free_port, start_in_background  # noqa: E402
+from bench.store import TrialStore  # noqa: E402
+from tests.ray_cluster import RayTestCluster, start_ray_cluster  # noqa: E402
+from tests.test_cli_errors import one_line_error  # noqa: E402
+from tests.test_faults import RaceProcess, race, start_race, stored_trial  # noqa: E402,F401
+from tests.test_race import only_trial, write_track  # noqa: E402
+from tests.test_race import race as race_in_process  # noqa: E402
+
+pytestmark = pytest.mark.timeout(180)
+
+DOCS = 20000
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[RayTestCluster]:
+    # A short folder: Ray's unix sockets live under it, and their paths may not exceed 107 bytes.
+    folder = Path(tempfile.mkdtemp(prefix="bray-"))
+    cluster = start_ray_cluster(folder, nodes=2)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def sink() -> Iterator[str]:
+    port = free_port()
+    procs = start_in_background(port)
+    yield f"127.0.0.1:{port}"
+    for p in procs:
+        p.terminate()
+        p.join(10)
+
+
+def bulk_track(root: Path, *, index: str = "ray", clients: int = 4, looped: bool = False,
+               time_period: float | None = None, throughput: float | None = None) -> Path:
+    data = root / "docs.json"
+    root.mkdir(parents=True, exist_ok=True)
+    data.write_text("".join(json.dumps({"n": i, "msg": f"document {i}"}) + "\n" for i in range(DOCS)))
+    task: dict = {"operation": {"name": "load", "operation-type": "bulk", "bulk-size": 500, "corpora": "c",
+                                **({"looped": True} if looped else {})}, "clients": clients}
+    if time_period is not None:
+        task["time-period"] = time_period
+    if throughput is not None:
+        task["target-throughput"] = throughput
+    return write_track(root / "track", [
+        {"operation": {"operation-type": "delete-index"}},
+        {"operation": {"operation-type": "create-index"}},
+        task,
+    ], indices=[{"name": index}],
+       corpora=[{"name": "c", "documents": [{"source-file": str(data), "document-count": DOCS,
+                                             "target-index": index}]}])
+
+
+def placement_line(home: Path) -> str:
+    lines = [line for line in (home / "logs" / "bench.log").read_text().splitlines() if "Ray load driver at" in line]
+    assert lines, "the Ray pool logged no placement"
+    return lines[-1]
+
+
+def test_two_node_race_into_the_null_sink(tmp_path: Path, bench_home: Path, ray_cluster: RayTestCluster,
+                                          sink: str) -> None:
+    # By default one worker per CPU of each node: one on each of the two nodes, clients dealt round-robin.
+    track = bulk_track(tmp_path, looped=True, time_period=3)
+    assert race_in_process(f"--track-path={track}", f"--target-hosts={sink}",
+                           f"--ray-address={ray_cluster.address}") == 0
+    with TrialStore() as store:
+        trial = only_trial(store)
+        df = store.samples(trial.id)
+    assert trial.status == "complete" and trial.options["load_driver"] == f"ray:{ray_cluster.address}"
+    bulks = df[df["task"] == "load"]
+    assert bulks["success"].all() and len(bulks) > 20
+    assert set(bulks["client_id"]) == {0, 1, 2, 3}
+    line = placement_line(bench_home)
+    assert len(re.findall(r"Ray node \S+ \(\w+\): 1 worker\(s\)", line)) == 2, line
+    assert "clock offsets" in line
+
+
+def test_ray_race_indexes_the_whole_corpus_into_elasticsearch(tmp_path: Path, ray_cluster: RayTestCluster,
+                                                              es_target: str) -> None:
+    # Three workers round-robin over two nodes; each client sends its slice of the corpus once: the index must
+    # hold every document exactly once, and the samples must count them all.
+    import urllib.request
+
+    track = bulk_track(tmp_path, index="ray-es", clients=3)
+    assert race_in_process(f"--track-path={track}", f"--target-hosts={es_target}",
+                           f"--ray-address={ray_cluster.address}", "--worker-processes=3") == 0
+    with TrialStore() as store:
+        df = store.samples(only_trial(store).id)
+    bulks = df[df["task"] == "load"]
+    assert bulks["success"].all() and int(bulks["units"].sum()) == DOCS
+    host = es_target.split(",")[0]
+    urllib.request.urlopen(f"http://{host}/ray-es/_refresh", data=b"").read()
+    count = json.loads(urllib.request.urlopen(f"http://{host}/ray-es/_count").read())["count"]
+    assert count == DOCS
+
+
+def test_unreachable_ray_address_is_one_line(tmp_path: Path, race: list[RaceProcess], sink: str) -> None:
+    track = bulk_track(tmp_path, time_period=1)
+    address = f"127.0.0.1:{free_port()}"
+    r = start_race(race, tmp_path / "home", f"--track-path={track}", f"--target-hosts={sink}",
+                   f"--ray-address={address}")
+    started = time.monotonic()
+    assert r.wait_exit(60) not in (0, 130)
+    assert time.monotonic() - started < 30
+    one_line_error(r.stderr, "unreachable", address)
+
+
+def test_ctrl_c_stops_every_nodes_clients_within_two_seconds(tmp_path: Path, race: list[RaceProcess],
+                                                             ray_cluster: RayTestCluster, sink: str) -> None:
+    track = bulk_track(tmp_path, looped=True, time_period=120, throughput=40)
+    home = tmp_path / "home"
+    r = start_race(race, home, f"--track-path={track}", f"--target-hosts={sink}",
+                   f"--ray-address={ray_cluster.address}")
+    trial_id = r.wait_trial()
+    r.wait_measuring(60)
+    time.sleep(1)
+    interrupted_at = time.time()
+    r.proc.send_signal(signal.SIGINT)
+    assert r.wait_exit(30) == 130
+    trial, taken = stored_trial(home, trial_id)
+    assert trial.status == "aborted" and (trial.error or "").startswith("interrupted (Ctrl-C")
+    assert taken > 0
+    with TrialStore(home / "bench.db") as store:
+        df = store.samples(trial_id)
+    # No request of any node's clients was sent later than 2 s after the interruption (wall clock: one machine).
+    assert df["absolute_time"].max() < interrupted_at + 2.0
+
+
+def test_a_lost_node_fails_the_race_naming_it_with_the_samples_so_far(tmp_path: Path, race: list[RaceProcess],
+                                                                      ray_cluster: RayTestCluster,
+                                                                      sink: str) -> None:
+    # A third node for this test alone, whose raylet is killed mid-race: three workers, one on each node.
+    doomed = ray_cluster.add_node()
+    try:
+        track = bulk_track(tmp_path, looped=True, time_period=120, throughput=30, clients=3)
+        home = tmp_path / "home"
+        r = start_race(race, home, f"--track-path={track}", f"--target-hosts={sink}",
+                       f"--ray-address={ray_cluster.address}", "--worker-processes=3")
+        trial_id = r.wait_trial()
+        r.wait_measuring(60)
+        time.sleep(1)
+        doomed.raylet().kill()
+        killed_at = time.monotonic()
+        rc = r.wait_exit(60)
+        detected = time.monotonic() - killed_at
+        assert rc not in (0, 130), r.stderr
+        trial, taken = stored_trial(home, trial_id)
+        assert trial.status == "failed", trial
+        assert re.search(r"Ray node \S+ \(\w{8}\)", trial.error or ""), trial.error
+        assert taken > 0
+        print(f"lost node detected and the race ended {detected:.1f} s after its raylet was killed")
+    finally:
+        doomed.stop()
+        ray_cluster.nodes.remove(doomed)
