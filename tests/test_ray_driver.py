@@ -19,7 +19,7 @@ from bench.nullsink import free_port, start_in_background  # noqa: E402
 from bench.store import TrialStore  # noqa: E402
 from tests.ray_cluster import RayTestCluster, start_ray_cluster  # noqa: E402
 from tests.test_cli_errors import one_line_error  # noqa: E402
-from tests.test_faults import RaceProcess, race, start_race, stored_trial  # noqa: E402,F401
+from tests.test_faults import RaceProcess, start_race, stored_trial  # noqa: E402
 from tests.test_race import only_trial, write_track  # noqa: E402
 from tests.test_race import race as race_in_process  # noqa: E402
 
@@ -37,6 +37,15 @@ def ray_cluster() -> Iterator[RayTestCluster]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture
+def races() -> Iterator[list[RaceProcess]]:
+    """bench races in subprocesses, none of which outlives the test."""
+    started: list[RaceProcess] = []
+    yield started
+    for r in started:
+        r.cleanup()
 
 
 @pytest.fixture(scope="module")
@@ -112,10 +121,10 @@ def test_ray_race_indexes_the_whole_corpus_into_elasticsearch(tmp_path: Path, ra
     assert count == DOCS
 
 
-def test_unreachable_ray_address_is_one_line(tmp_path: Path, race: list[RaceProcess], sink: str) -> None:
+def test_unreachable_ray_address_is_one_line(tmp_path: Path, races: list[RaceProcess], sink: str) -> None:
     track = bulk_track(tmp_path, time_period=1)
     address = f"127.0.0.1:{free_port()}"
-    r = start_race(race, tmp_path / "home", f"--track-path={track}", f"--target-hosts={sink}",
+    r = start_race(races, tmp_path / "home", f"--track-path={track}", f"--target-hosts={sink}",
                    f"--ray-address={address}")
     started = time.monotonic()
     assert r.wait_exit(60) not in (0, 130)
@@ -123,11 +132,11 @@ def test_unreachable_ray_address_is_one_line(tmp_path: Path, race: list[RaceProc
     one_line_error(r.stderr, "unreachable", address)
 
 
-def test_ctrl_c_stops_every_nodes_clients_within_two_seconds(tmp_path: Path, race: list[RaceProcess],
+def test_ctrl_c_stops_every_nodes_clients_within_two_seconds(tmp_path: Path, races: list[RaceProcess],
                                                              ray_cluster: RayTestCluster, sink: str) -> None:
     track = bulk_track(tmp_path, looped=True, time_period=120, throughput=40)
     home = tmp_path / "home"
-    r = start_race(race, home, f"--track-path={track}", f"--target-hosts={sink}",
+    r = start_race(races, home, f"--track-path={track}", f"--target-hosts={sink}",
                    f"--ray-address={ray_cluster.address}")
     trial_id = r.wait_trial()
     r.wait_measuring(60)
@@ -144,7 +153,7 @@ def test_ctrl_c_stops_every_nodes_clients_within_two_seconds(tmp_path: Path, rac
     assert df["absolute_time"].max() < interrupted_at + 2.0
 
 
-def test_a_lost_node_fails_the_race_naming_it_with_the_samples_so_far(tmp_path: Path, race: list[RaceProcess],
+def test_a_lost_node_fails_the_race_naming_it_with_the_samples_so_far(tmp_path: Path, races: list[RaceProcess],
                                                                       ray_cluster: RayTestCluster,
                                                                       sink: str) -> None:
     # A third node for this test alone, whose raylet is killed mid-race: three workers, one on each node.
@@ -152,7 +161,7 @@ def test_a_lost_node_fails_the_race_naming_it_with_the_samples_so_far(tmp_path: 
     try:
         track = bulk_track(tmp_path, looped=True, time_period=120, throughput=30, clients=3)
         home = tmp_path / "home"
-        r = start_race(race, home, f"--track-path={track}", f"--target-hosts={sink}",
+        r = start_race(races, home, f"--track-path={track}", f"--target-hosts={sink}",
                        f"--ray-address={ray_cluster.address}", "--worker-processes=3")
         trial_id = r.wait_trial()
         r.wait_measuring(60)
@@ -166,7 +175,7 @@ def test_a_lost_node_fails_the_race_naming_it_with_the_samples_so_far(tmp_path: 
         assert trial.status == "failed", trial
         assert re.search(r"Ray node \S+ \(\w{8}\)", trial.error or ""), trial.error
         assert taken > 0
-        print(f"lost node detected and the race ended {detected:.1f} s after its raylet was killed")
+        print(f"race ended {detected:.1f} s after the raylet was killed: {trial.error}; stderr: {r.stderr.strip()}")
     finally:
         doomed.stop()
         ray_cluster.nodes.remove(doomed)

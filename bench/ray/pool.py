@@ -32,6 +32,7 @@ START_TIMEOUT = 60.0  # for every actor to answer once (a node pulling a runtime
 POLL_WAIT = 0.25  # how long a poll waits on an idle worker: also how late the reader sees a close
 STOP_TIMEOUT = 3.0  # for the workers' loops to end before their actors are killed
 CLOCK_PROBES = 5  # round trips per worker; the one with the shortest round trip gives the clock offset
+BUSY_SHARE = 0.8  # a node whose workers used more than this share of a core each was the bottleneck, not the cluster
 
 
 @dataclass
@@ -96,6 +97,8 @@ class RayWorkerPool:
         self._reader: threading.Thread | None = None
         self._closing = threading.Event()
         self._closed = False
+        self._cpu_at_go: tuple[float, list[float]] | None = None  # (our monotonic, each worker's CPU seconds)
+        self.node_cpu: dict[str, float] = {}  # node name -> CPU cores per worker from the first start to the end
 
     # -- WorkerPool ------------------------------------------------------------------------------
     def start(self, count: int, extensions: dict[str, str]) -> None:
@@ -126,6 +129,8 @@ class RayWorkerPool:
 
     def send(self, wid: int, cmd: Command) -> None:
         if cmd[0] == "go":  # the common start in the worker's own clock
+            if self._cpu_at_go is None and wid == 0:
+                self._cpu_at_go = (time.monotonic(), self._cpu_seconds())
             cmd = ("go", cmd[1] + self._offset[wid])
         self._actors[wid].send.remote(cmd)
 
@@ -161,6 +166,7 @@ class RayWorkerPool:
             return
         self._closed = True
         self._closing.set()
+        self._report_cpu()
         live = [a for wid, a in enumerate(self._actors) if wid not in self._lost]
         try:
             ray.wait([a.stop.remote(STOP_TIMEOUT) for a in live], num_returns=len(live), timeout=STOP_TIMEOUT + 2)
@@ -187,6 +193,41 @@ class RayWorkerPool:
             return ray.get(refs)
         except Exception as e:  # noqa: BLE001 - e.g. bench cannot be imported on a node
             raise RaceError(f"Ray load-driver workers failed to {what}: {_first_line(e)}") from None
+
+    def _cpu_seconds(self) -> list[float]:
+        """Each worker's CPU seconds (NaN where it does not answer at once: lost, or too busy to tell)."""
+        refs = [None if wid in self._lost else a.cpu_seconds.remote() for wid, a in enumerate(self._actors)]
+        asked = [r for r in refs if r is not None]
+        ready, _ = ray.wait(asked, num_returns=len(asked), timeout=2.0)
+        out = []
+        for r in refs:
+            try:
+                out.append(float(ray.get(r)) if r is not None and r in ready else float("nan"))
+            except Exception:  # noqa: BLE001 - a lost worker: no figure for it
+                out.append(float("nan"))
+        return out
+
+    def _report_cpu(self) -> None:
+        """The driver's CPU per node (host telemetry sees this machine's workers only): a node whose workers
+        each used more than BUSY_SHARE of a core may have limited the load, and is flagged."""
+        if self._cpu_at_go is None or not self._actors:
+            return
+        t0, before = self._cpu_at_go
+        after = self._cpu_seconds()
+        wall = time.monotonic() - t0
+        per_node: dict[str, list[float]] = {}
+        for wid, node in enumerate(self._where):
+            used = after[wid] - before[wid]
+            if used == used:  # not NaN
+                per_node.setdefault(node.name, []).append(used / wall if wall > 0 else 0.0)
+        for name, shares in per_node.items():
+            self.node_cpu[name] = sum(shares) / len(shares)
+            if self.node_cpu[name] > BUSY_SHARE:
+                log.warning("%s drove with %.0f %% of a core per worker (over %.0f %%): the load driver there may "
+                            "have limited the load; add nodes or workers", name, self.node_cpu[name] * 100,
+                            BUSY_SHARE * 100)
+        log.info("Ray load driver CPU per worker: %s",
+                 ", ".join(f"{k}: {v * 100:.0f} %" for k, v in self.node_cpu.items()))
 
     def _measure_offset(self, actor: Any) -> float:
         best = (float("inf"), 0.0)
@@ -232,7 +273,9 @@ class RayWorkerPool:
             alive = any(n["NodeID"] == node.node_id and n.get("Alive") for n in ray.nodes())
         except Exception:  # noqa: BLE001 - the cluster itself may be going: then the node is lost too
             alive = False
-        what = f"{node.name} lost" if not alive else f"bench-worker-{wid} on {node.name} died"
+        # Right after a node dies the cluster may still list it alive (its health checks have not failed yet).
+        what = (f"{node.name} lost" if not alive
+                else f"{node.name} (or its worker bench-worker-{wid}) stopped answering")
         return f"{what} during the race ({type(e).__name__}); what was measured until then is kept"
 
 
