@@ -100,17 +100,22 @@ def test_two_node_race_into_the_null_sink(tmp_path: Path, bench_home: Path, ray_
     line = placement_line(bench_home)
     assert len(re.findall(r"Ray node \S+ \(\w+\): 1 worker\(s\)", line)) == 2, line
     assert "clock offsets" in line
+    # The driver's CPU per node, read from the workers themselves (host telemetry sees only this machine's).
+    cpu = [x for x in (bench_home / "logs" / "bench.log").read_text().splitlines() if "CPU per worker" in x]
+    assert cpu and len(re.findall(r"Ray node \S+ \(\w+\): \d+ %", cpu[-1])) == 2, cpu
 
 
 def test_ray_race_indexes_the_whole_corpus_into_elasticsearch(tmp_path: Path, ray_cluster: RayTestCluster,
-                                                              es_target: str) -> None:
+                                                              es_target: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # Three workers round-robin over two nodes; each client sends its slice of the corpus once: the index must
-    # hold every document exactly once, and the samples must count them all.
+    # hold every document exactly once, and the samples must count them all. The cluster is found as Ray's own
+    # tools find it: "auto" reads $RAY_ADDRESS.
     import urllib.request
 
+    monkeypatch.setenv("RAY_ADDRESS", ray_cluster.address)
     track = bulk_track(tmp_path, index="ray-es", clients=3)
-    assert race_in_process(f"--track-path={track}", f"--target-hosts={es_target}",
-                           f"--ray-address={ray_cluster.address}", "--worker-processes=3") == 0
+    assert race_in_process(f"--track-path={track}", f"--target-hosts={es_target}", "--ray-address=auto",
+                           "--worker-processes=3") == 0
     with TrialStore() as store:
         df = store.samples(only_trial(store).id)
     bulks = df[df["task"] == "load"]

@@ -97,7 +97,8 @@ class RayWorkerPool:
         self._reader: threading.Thread | None = None
         self._closing = threading.Event()
         self._closed = False
-        self._cpu_at_go: tuple[float, list[float]] | None = None  # (our monotonic, each worker's CPU seconds)
+        # (our monotonic at the first "go", each worker's CPU seconds then: answers read only at the end)
+        self._cpu_at_go: tuple[float, list[Any]] | None = None
         self.node_cpu: dict[str, float] = {}  # node name -> CPU cores per worker from the first start to the end
 
     # -- WorkerPool ------------------------------------------------------------------------------
@@ -129,8 +130,8 @@ class RayWorkerPool:
 
     def send(self, wid: int, cmd: Command) -> None:
         if cmd[0] == "go":  # the common start in the worker's own clock
-            if self._cpu_at_go is None and wid == 0:
-                self._cpu_at_go = (time.monotonic(), self._cpu_seconds())
+            if self._cpu_at_go is None and wid == 0:  # asked, not awaited: the start must not wait for it
+                self._cpu_at_go = (time.monotonic(), self._ask_cpu())
             cmd = ("go", cmd[1] + self._offset[wid])
         self._actors[wid].send.remote(cmd)
 
@@ -194,10 +195,14 @@ class RayWorkerPool:
         except Exception as e:  # noqa: BLE001 - e.g. bench cannot be imported on a node
             raise RaceError(f"Ray load-driver workers failed to {what}: {_first_line(e)}") from None
 
-    def _cpu_seconds(self) -> list[float]:
-        """Each worker's CPU seconds (NaN where it does not answer at once: lost, or too busy to tell)."""
-        refs = [None if wid in self._lost else a.cpu_seconds.remote() for wid, a in enumerate(self._actors)]
+    def _ask_cpu(self) -> list[Any]:
+        return [None if wid in self._lost else a.cpu_seconds.remote() for wid, a in enumerate(self._actors)]
+
+    def _cpu_seconds(self, refs: list[Any]) -> list[float]:
+        """Each worker's CPU seconds (NaN where it does not answer soon: lost, or too busy to tell)."""
         asked = [r for r in refs if r is not None]
+        if not asked:
+            return [float("nan")] * len(refs)
         ready, _ = ray.wait(asked, num_returns=len(asked), timeout=2.0)
         out = []
         for r in refs:
@@ -212,8 +217,9 @@ class RayWorkerPool:
         each used more than BUSY_SHARE of a core may have limited the load, and is flagged."""
         if self._cpu_at_go is None or not self._actors:
             return
-        t0, before = self._cpu_at_go
-        after = self._cpu_seconds()
+        t0, asked = self._cpu_at_go
+        before = self._cpu_seconds(asked)
+        after = self._cpu_seconds(self._ask_cpu())
         wall = time.monotonic() - t0
         per_node: dict[str, list[float]] = {}
         for wid, node in enumerate(self._where):
