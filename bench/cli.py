@@ -90,6 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--load-driver", help="BACKEND:ADDRESS: drive from a distributed backend's workers instead of "
                                          "local processes, e.g. ray:auto or ray:HOST:PORT (needs bench[ray])")
     r.add_argument("--ray-address", help="auto|HOST:PORT: the same as --load-driver=ray:ADDRESS")
+    r.add_argument("--load-driver-hosts", help="IP,...: drive only from the Ray nodes on these machines (Rally's "
+                                               "flag; without --ray-address/--load-driver it means ray:auto)")
     r.add_argument("--topology", help="a topology file (topologies/): its clusters, locally or in a cloud")
     r.add_argument("--yes", action="store_true", help="with a cloud --topology: create machines without asking")
     r.add_argument("--max-instances", type=int, default=8, help="with a cloud --topology: refuse more machines")
@@ -172,6 +174,9 @@ def _race(a: argparse.Namespace, console: Console) -> int:
     if a.ray_address and a.load_driver:
         raise ConfigError("--ray-address and --load-driver exclude each other: --ray-address=X is --load-driver=ray:X")
     load_driver = f"ray:{a.ray_address}" if a.ray_address else a.load_driver
+    driver_hosts = [h.strip() for h in (a.load_driver_hosts or "").split(",") if h.strip()]
+    if driver_hosts and not load_driver and any(h not in ("localhost", "127.0.0.1") for h in driver_hosts):
+        load_driver = "ray:auto"  # Rally's flag names machines: bench drives from other machines through Ray
     if load_driver and load_driver.startswith("ray:"):
         _ensure_ray()
     raw_client_options = _params(a.client_options, "--client-options")
@@ -189,7 +194,7 @@ def _race(a: argparse.Namespace, console: Console) -> int:
             offline=a.offline, corpus_dir=a.corpus_dir,
             on_error=a.on_error, user_tags=_kv_list(a.user_tag, "--user-tag"), report_format=a.report_format,
             report_file=a.report_file, keep_cluster=a.keep_cluster, worker_processes=a.worker_processes,
-            load_driver=load_driver, progress=not a.quiet,
+            load_driver=load_driver, load_driver_hosts=driver_hosts, progress=not a.quiet,
             telemetry=[d.strip() for d in (a.telemetry or "").split(",") if d.strip()],
             telemetry_params=_params(a.telemetry_params, "--telemetry-params"), telemetry_profile=a.telemetry_profile,
             topology=a.topology, yes=a.yes, max_instances=a.max_instances,

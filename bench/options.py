@@ -45,6 +45,7 @@ class RaceOptions(BaseModel):
     # backend's (bench.driver.backends; e.g. ray:auto), whose default follows its cluster (Ray: one per CPU).
     worker_processes: int | None = Field(default=None, ge=1, le=1024)
     load_driver: str | None = None
+    load_driver_hosts: list[str] = Field(default_factory=list)  # Rally's: the backend's machines to drive from
     # --topology: clusters (and, in a cloud, machines) from a topology file; see bench/cloud/.
     topology: Path | None = None
     yes: bool = False  # no confirmation before creating cloud machines

@@ -97,7 +97,7 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
         return result
     # A distributed driver's cluster is joined (or found unreachable, one line) before any cluster starts; the
     # coordinator closes the pool.
-    pool = open_pool(opts.load_driver, opts.worker_processes)
+    pool = open_pool(opts.load_driver, opts.worker_processes, opts.load_driver_hosts)
     hooks = race_hooks()
     for hook in hooks:
         hook.before_provisioning(RacePlan(opts, track, challenge, clusters.planned))

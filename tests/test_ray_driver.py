@@ -137,12 +137,27 @@ def test_unreachable_ray_address_is_one_line(tmp_path: Path, races: list[RacePro
     one_line_error(r.stderr, "unreachable", address)
 
 
+def test_driver_hosts_outside_the_ray_cluster_are_one_line(tmp_path: Path, races: list[RaceProcess],
+                                                            ray_cluster: RayTestCluster, sink: str) -> None:
+    track = bulk_track(tmp_path, time_period=1)
+    r = start_race(races, tmp_path / "home", f"--track-path={track}", f"--target-hosts={sink}",
+                   f"--ray-address={ray_cluster.address}", "--load-driver-hosts=10.255.255.1")
+    assert r.wait_exit(60) not in (0, 130)
+    one_line_error(r.stderr, "--load-driver-hosts", "no Ray node at 10.255.255.1", "its nodes are at")
+
+
 def test_ctrl_c_stops_every_nodes_clients_within_two_seconds(tmp_path: Path, races: list[RaceProcess],
-                                                             ray_cluster: RayTestCluster, sink: str) -> None:
+                                                             ray_cluster: RayTestCluster, sink: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # Started by Rally's flag alone: --load-driver-hosts names this machine (where both Ray nodes run, at the
+    # address Ray gives them) and means the Ray cluster $RAY_ADDRESS names.
+    import ray
+
+    monkeypatch.setenv("RAY_ADDRESS", ray_cluster.address)
     track = bulk_track(tmp_path, looped=True, time_period=120, throughput=40)
     home = tmp_path / "home"
     r = start_race(races, home, f"--track-path={track}", f"--target-hosts={sink}",
-                   f"--ray-address={ray_cluster.address}")
+                   f"--load-driver-hosts={ray.util.get_node_ip_address()}")
     trial_id = r.wait_trial()
     r.wait_measuring(60)
     time.sleep(1)

@@ -9,9 +9,9 @@ def setup() -> None:
     register_pool_backend("ray", _open)
 
 
-def _open(address: str, workers: int | None) -> OpenedPool:
+def _open(address: str, workers: int | None, hosts: list[str]) -> OpenedPool:
     # ray is imported only when a race asks for it: every process that loads extensions runs this module, and
     # importing ray takes a second (or fails where the extra is not installed).
     from bench.ray.pool import open_ray_pool
 
-    return open_ray_pool(address, workers)
+    return open_ray_pool(address, workers, hosts)

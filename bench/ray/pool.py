@@ -70,13 +70,20 @@ def placement(nodes: list[RayNode], workers: int | None) -> list[RayNode]:
     return out
 
 
-def open_ray_pool(address: str, workers: int | None) -> OpenedPool:
+def open_ray_pool(address: str, workers: int | None, hosts: list[str] | None = None) -> OpenedPool:
     started = time.monotonic()
     resolved = connect(address)
     nodes = cluster_nodes()
     if not nodes:
         ray.shutdown()
         raise ConfigError(f"the Ray cluster at {resolved} has no live node with a CPU to run load-driver workers on")
+    if hosts:  # Rally's --load-driver-hosts: only the Ray nodes on those machines drive
+        unknown = [h for h in hosts if h not in {n.ip for n in nodes}]
+        if unknown:
+            ray.shutdown()
+            raise ConfigError(f"--load-driver-hosts: no Ray node at {', '.join(unknown)} in the cluster at {resolved} "
+                              f"(its nodes are at {', '.join(sorted({n.ip for n in nodes}))})")
+        nodes = [n for n in nodes if n.ip in hosts]
     where = placement(nodes, workers)
     return OpenedPool(RayWorkerPool(resolved, where, started), len(where))
 

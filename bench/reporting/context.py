@@ -32,8 +32,8 @@ from bench.summary import Summary, status_label
 from bench.trials import TrialInfo
 
 # Options worth showing in a report; client options and anything secret-like never are.
-_SHOWN_OPTIONS = ("distribution_version", "nodes", "target_hosts", "car_params", "worker_processes", "load_driver", "on_error",
-                  "telemetry", "telemetry_params", "telemetry_profile", "undefined_track_params")
+_SHOWN_OPTIONS = ("distribution_version", "nodes", "target_hosts", "car_params", "worker_processes", "load_driver",
+                  "load_driver_hosts", "on_error", "telemetry", "telemetry_params", "telemetry_profile", "undefined_track_params")
 
 
 def environment(info: TrialInfo, summary: Summary | None = None) -> dict[str, Any]:
