@@ -81,6 +81,12 @@ class RayTestCluster:
         wait_for_nodes(self.address, len(self.nodes))
         return node
 
+    def remove_node(self, node: RayNodeProcess) -> None:
+        """Stop a worker node and wait until the cluster no longer lists it alive (a race would place on it)."""
+        node.stop()
+        self.nodes.remove(node)
+        wait_for_nodes(self.address, len(self.nodes))
+
     def stop(self) -> None:
         for node in reversed(self.nodes):  # workers first: a head stopping first leaves them retrying
             node.stop()
@@ -117,11 +123,12 @@ def start_ray_cluster(folder: Path, nodes: int = 2) -> RayTestCluster:
 
 
 def wait_for_nodes(address: str, count: int) -> None:
-    """Until ``count`` nodes are alive (asked by a short-lived process: this one must not keep a Ray session)."""
+    """Until exactly ``count`` nodes are alive (asked by a short-lived process: this one must not keep a Ray
+    session)."""
     probe = ("import ray,sys,time\n"
              f"ray.init(address='{address}', logging_level='ERROR', log_to_driver=False)\n"
              f"d=time.monotonic()+{NODE_START_TIMEOUT}\n"
-             f"while sum(1 for n in ray.nodes() if n['Alive'])<{count}:\n"
+             f"while sum(1 for n in ray.nodes() if n['Alive'])!={count}:\n"
              "    time.sleep(0.2)\n"
              "    if time.monotonic()>d: sys.exit(1)\n")
     deadline = time.monotonic() + NODE_START_TIMEOUT

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 pytest.importorskip("ray", reason="the Ray load driver needs bench[ray]")
@@ -197,5 +198,33 @@ def test_a_lost_node_fails_the_race_naming_it_with_the_samples_so_far(tmp_path: 
         assert taken > 0
         print(f"race ended {detected:.1f} s after the raylet was killed: {trial.error}; stderr: {r.stderr.strip()}")
     finally:
-        doomed.stop()
-        ray_cluster.nodes.remove(doomed)
+        ray_cluster.remove_node(doomed)
+
+
+def _worker_actors(cluster: RayTestCluster) -> list[int]:
+    pids = []
+    for node in cluster.nodes:
+        for p in node.processes():
+            try:
+                if "RayWorker" in " ".join(p.cmdline()):
+                    pids.append(p.pid)
+            except psutil.NoSuchProcess:
+                continue
+    return pids
+
+
+def test_worker_actors_die_with_a_killed_bench(tmp_path: Path, races: list[RaceProcess],
+                                               ray_cluster: RayTestCluster, sink: str) -> None:
+    # kill -9 leaves bench no chance to close its pool: Ray must end the actors of its dead session itself.
+    track = bulk_track(tmp_path, looped=True, time_period=120, throughput=40)
+    r = start_race(races, tmp_path / "home", f"--track-path={track}", f"--target-hosts={sink}",
+                   f"--ray-address={ray_cluster.address}")
+    r.wait_trial()
+    r.wait_measuring(60)
+    assert len(_worker_actors(ray_cluster)) >= 2  # one per node (an earlier race's may still be exiting)
+    r.proc.kill()
+    r.proc.wait(10)
+    deadline = time.monotonic() + 30
+    while _worker_actors(ray_cluster) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _worker_actors(ray_cluster) == []

@@ -197,10 +197,14 @@ class RayWorkerPool:
             late = sorted({self._where[refs.index(r)].name for r in pending})
             raise RaceError(f"Ray load-driver workers did not {what} within {START_TIMEOUT:.0f} s on "
                             f"{', '.join(late)}")
-        try:
-            return ray.get(refs)
-        except Exception as e:  # noqa: BLE001 - e.g. bench cannot be imported on a node
-            raise RaceError(f"Ray load-driver workers failed to {what}: {_first_line(e)}") from None
+        out = []
+        for wid, ref in enumerate(refs):
+            try:
+                out.append(ray.get(ref))
+            except Exception as e:  # noqa: BLE001 - e.g. bench cannot be imported there, or the node just died
+                raise RaceError(f"Ray load-driver worker bench-worker-{wid} failed to {what} on "
+                                f"{self._where[wid].name}: {_first_line(e)}") from None
+        return out
 
     def _ask_cpu(self) -> list[Any]:
         return [None if wid in self._lost else a.cpu_seconds.remote() for wid, a in enumerate(self._actors)]
