@@ -199,6 +199,7 @@ async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, tr
                                       step_driver=_step_driver(hooks, schedule))
     finally:
         coord.close()
+        store.add_telemetry(trial_id, pool.pool.telemetry())
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         sink.flush()

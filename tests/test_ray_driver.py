@@ -94,7 +94,16 @@ def test_two_node_race_into_the_null_sink(tmp_path: Path, bench_home: Path, ray_
     with TrialStore() as store:
         trial = only_trial(store)
         df = store.samples(trial.id)
+        tel = store.telemetry(trial.id)
     assert trial.status == "complete" and trial.options["load_driver"] == f"ray:{ray_cluster.address}"
+    # Stored with the trial per node: its workers, its clock offset (one machine: a few ms at most), the
+    # driver's CPU per worker.
+    ld = tel[tel["device"] == "load-driver"]
+    assert ld["node"].nunique() == 2
+    by = {m: ld[ld["metric"] == m]["value"] for m in ("workers", "clock_offset_ms", "cpu_cores_per_worker")}
+    assert list(by["workers"]) == [1.0, 1.0]
+    assert len(by["clock_offset_ms"]) == 2 and (by["clock_offset_ms"].abs() < 50).all()
+    assert len(by["cpu_cores_per_worker"]) == 2 and (by["cpu_cores_per_worker"] > 0).all()
     bulks = df[df["task"] == "load"]
     assert bulks["success"].all() and len(bulks) > 20
     assert set(bulks["client_id"]) == {0, 1, 2, 3}

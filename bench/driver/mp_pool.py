@@ -10,6 +10,7 @@ from typing import Any
 
 from bench.driver.pool import Command, Message
 from bench.driver.worker import worker_main
+from bench.trials import TelemetryRow
 
 READER_STOPPED = "the load driver's results reader stopped"
 
@@ -75,6 +76,9 @@ class MpWorkerPool:
 
     def pids(self) -> list[int]:
         return [p.pid for p in self._procs if p.pid is not None]  # no is_alive(): it reaps, from another thread
+
+    def telemetry(self) -> list[TelemetryRow]:
+        return []  # host telemetry samples local workers by their pids
 
     def close(self) -> None:
         for q in self._cmds:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from bench.trials import TelemetryRow
+
 Command = tuple[Any, ...]  # ("step", StepPlan) | ("go", start_at) | ("stop",) | ("cancel",) | ("end-step",) ...
 Message = tuple[Any, ...]  # ("ready", wid) | ("samples", wid, [RequestSample]) | ("error", wid, text) ...
 
@@ -33,3 +35,7 @@ class WorkerPool(Protocol):
 
     def close(self) -> None:
         """Shut the workers down, killing those that do not stop in time; safe to call more than once."""
+
+    def telemetry(self) -> list[TelemetryRow]:
+        """What the pool measured about its workers, stored with the trial after ``close`` (a distributed
+        backend: each machine's clock offset and driver CPU); none for local processes."""

@@ -25,6 +25,7 @@ from bench.driver.pool import Command, Message
 from bench.errors import ConfigError, RaceError
 from bench.ray.actor import RayWorker
 from bench.ray.connect import connect
+from bench.trials import TelemetryRow
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ START_TIMEOUT = 60.0  # for every actor to answer once (a node pulling a runtime
 POLL_WAIT = 0.25  # how long a poll waits on an idle worker: also how late the reader sees a close
 STOP_TIMEOUT = 3.0  # for the workers' loops to end before their actors are killed
 CLOCK_PROBES = 5  # round trips per worker; the one with the shortest round trip gives the clock offset
+DEVICE = "load-driver"  # the telemetry rows the pool stores with the trial: one set per Ray node
 BUSY_SHARE = 0.8  # a node whose workers used more than this share of a core each was the bottleneck, not the cluster
 
 
@@ -189,6 +191,19 @@ class RayWorkerPool:
             self._reader.join(POLL_WAIT + 5)
         self._actors.clear()
         ray.shutdown()
+
+    def telemetry(self) -> list[TelemetryRow]:
+        """Per Ray node: its workers, its clock's offset to bench's (ms), the driver's CPU per worker (cores)."""
+        now = time.time()
+        rows = []
+        for name in dict.fromkeys(n.name for n in self._where):
+            rows.append(TelemetryRow(now, "driver", name, DEVICE, "workers",
+                                     float(sum(1 for n in self._where if n.name == name))))
+            if name in self.clock_offsets:
+                rows.append(TelemetryRow(now, "driver", name, DEVICE, "clock_offset_ms", self.clock_offsets[name] * 1000))
+            if name in self.node_cpu:
+                rows.append(TelemetryRow(now, "driver", name, DEVICE, "cpu_cores_per_worker", self.node_cpu[name]))
+        return rows
 
     # -- internals -------------------------------------------------------------------------------
     def _await(self, refs: list[Any], what: str) -> list[Any]:
