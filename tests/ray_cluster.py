@@ -88,9 +88,11 @@ class RayTestCluster:
         wait_for_nodes(self.address, len(self.nodes))
 
     def stop(self) -> None:
+        """Stop every node, then delete the cluster's folder (its sessions, logs and sockets)."""
         for node in reversed(self.nodes):  # workers first: a head stopping first leaves them retrying
             node.stop()
         self.nodes.clear()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _start(folder: Path, index: int, args: list[str]) -> RayNodeProcess:
@@ -105,7 +107,8 @@ def _start(folder: Path, index: int, args: list[str]) -> RayNodeProcess:
 
 
 def start_ray_cluster(folder: Path, nodes: int = 2) -> RayTestCluster:
-    """A head plus ``nodes - 1`` worker nodes, one CPU each, ready (every node alive in the GCS) on return."""
+    """A head plus ``nodes - 1`` worker nodes, one CPU each, ready (every node alive in the GCS) on return;
+    ``folder`` (short: Ray's unix sockets live in it) is the cluster's, deleted when it stops."""
     port = free_port()
     address = f"127.0.0.1:{port}"
     cluster = RayTestCluster(address, folder)
