@@ -18,7 +18,9 @@ import argparse
 import asyncio
 import json
 import multiprocessing as mp
+import signal
 import socket
+import sys
 from typing import Any
 
 COUNT_EVERY = 16
@@ -221,11 +223,16 @@ def main() -> None:
     a = ap.parse_args()
     procs = start_in_background(a.port, a.processes, delay=a.delay_ms / 1000.0, count_docs=a.count_docs)
     print(f"null sink on 127.0.0.1:{a.port} ({a.processes} process(es)); Ctrl-C to stop", flush=True)
+    # A plain kill (SIGTERM) must not leave the serving processes behind (daemonic ones only go at a normal exit).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         for p in procs:
             p.join()
     except KeyboardInterrupt:
         pass
+    finally:
+        for p in procs:
+            p.terminate()
 
 
 if __name__ == "__main__":
