@@ -102,49 +102,50 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     for hook in hooks:
         hook.before_provisioning(RacePlan(opts, track, challenge, clusters.planned))
 
-    store = open_store()
-    trial = TrialInfo(id=new_trial_id(), track=track.name, challenge=challenge.name,
-                      car=[] if opts.target_hosts else opts.car, track_params=track.params,
-                      user_tags=opts.user_tags, options=_stored_options(opts, track), pipeline=opts.pipeline,
-                      test_mode=opts.test_mode, start_time=utcnow(), machine=machine_info())
-    store.create_trial(trial)
-    console.print(f"[bold]Trial {trial.id}[/bold]: track [cyan]{track.name}[/cyan], challenge "
-                  f"[cyan]{challenge.name}[/cyan]{' (test mode)' if opts.test_mode else ''}", highlight=False)
-    for line in warmups:
-        console.print(f"[yellow]Warmup:[/yellow] {escape(line)}", highlight=False)
-    facts: list[dict[str, Any]] = []
-    hidden = {t.name for t in challenge.tasks() if not t.include_in_reporting}
-    with recorded_run(store, trial.id, "race", lambda: _summary_of_stored(store, trial.id, None, hidden)) as outcome:
-        try:
-            # Rally's prepare phase of a track's processors (track.py), then bench's own corpus preparation.
-            code = track_plugins.plugins_of(track)
-            track_plugins.run_prepare(track, code, data_dir(), challenge.name)
-            with activity.step("Preparing corpora", enabled=opts.progress):
-                prepare_corpora(track, challenge, test_mode=opts.test_mode, offline=opts.offline,
-                                corpus_dir=opts.corpus_dir,
-                                also=track_plugins.param_source_corpora(track, code, challenge.name))
-            documents = _documents_per_task(track, challenge)
-            with activity.step("Starting clusters", enabled=opts.progress):
-                targets = clusters.start(trial.id, client_options, console)
-            for hook in hooks:
-                opts = hook.prepare(RaceTargets(opts, track, challenge, targets, clusters.cars, console))
-            facts, totals = asyncio.run(_drive_and_collect(
-                opts, store, trial.id, track, challenge, documents, targets, hooks, clusters, console, pool))
-            outcome.summary = _summary_of_stored(store, trial.id, totals, hidden)
-            for hook in hooks:  # while the clusters still run
-                outcome.summary = hook.finish(RaceTargets(opts, track, challenge, targets, clusters.cars, console),
-                                              outcome.summary)
-        except INTERRUPTIONS as e:
-            outcome.store_interrupted(e)  # stored at once: stopping the nodes below can take seconds
-            raise
-        finally:
-            for line in clusters.stop(keep=opts.keep_cluster):
-                console.print(line, highlight=False)
-    summary, status = outcome.summary, outcome.status
-    report = render_summary(summary, opts.report_format) if summary else ""
-    if opts.report_file:
-        write_report(report, opts.report_file)
-    return RaceResult(trial.id, status, summary, report, facts)
+    # Closed when the race ends: a metrics store then gets the rows of its last second (or says what it lacks).
+    with open_store() as store:
+        trial = TrialInfo(id=new_trial_id(), track=track.name, challenge=challenge.name,
+                          car=[] if opts.target_hosts else opts.car, track_params=track.params,
+                          user_tags=opts.user_tags, options=_stored_options(opts, track), pipeline=opts.pipeline,
+                          test_mode=opts.test_mode, start_time=utcnow(), machine=machine_info())
+        store.create_trial(trial)
+        console.print(f"[bold]Trial {trial.id}[/bold]: track [cyan]{track.name}[/cyan], challenge "
+                      f"[cyan]{challenge.name}[/cyan]{' (test mode)' if opts.test_mode else ''}", highlight=False)
+        for line in warmups:
+            console.print(f"[yellow]Warmup:[/yellow] {escape(line)}", highlight=False)
+        facts: list[dict[str, Any]] = []
+        hidden = {t.name for t in challenge.tasks() if not t.include_in_reporting}
+        with recorded_run(store, trial.id, "race", lambda: _summary_of_stored(store, trial.id, None, hidden)) as outcome:
+            try:
+                # Rally's prepare phase of a track's processors (track.py), then bench's own corpus preparation.
+                code = track_plugins.plugins_of(track)
+                track_plugins.run_prepare(track, code, data_dir(), challenge.name)
+                with activity.step("Preparing corpora", enabled=opts.progress):
+                    prepare_corpora(track, challenge, test_mode=opts.test_mode, offline=opts.offline,
+                                    corpus_dir=opts.corpus_dir,
+                                    also=track_plugins.param_source_corpora(track, code, challenge.name))
+                documents = _documents_per_task(track, challenge)
+                with activity.step("Starting clusters", enabled=opts.progress):
+                    targets = clusters.start(trial.id, client_options, console)
+                for hook in hooks:
+                    opts = hook.prepare(RaceTargets(opts, track, challenge, targets, clusters.cars, console))
+                facts, totals = asyncio.run(_drive_and_collect(
+                    opts, store, trial.id, track, challenge, documents, targets, hooks, clusters, console, pool))
+                outcome.summary = _summary_of_stored(store, trial.id, totals, hidden)
+                for hook in hooks:  # while the clusters still run
+                    outcome.summary = hook.finish(RaceTargets(opts, track, challenge, targets, clusters.cars, console),
+                                                  outcome.summary)
+            except INTERRUPTIONS as e:
+                outcome.store_interrupted(e)  # stored at once: stopping the nodes below can take seconds
+                raise
+            finally:
+                for line in clusters.stop(keep=opts.keep_cluster):
+                    console.print(line, highlight=False)
+        summary, status = outcome.summary, outcome.status
+        report = render_summary(summary, opts.report_format) if summary else ""
+        if opts.report_file:
+            write_report(report, opts.report_file)
+        return RaceResult(trial.id, status, summary, report, facts)
 
 
 def _documents_per_task(track: Track, challenge: Challenge) -> dict[str, list[DocumentsSpec]]:

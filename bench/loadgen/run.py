@@ -163,8 +163,11 @@ def run_loadgen(opts: LoadgenOptions, *, console: Console | None = None) -> Load
         df = store.samples(trial.id)
         return summarize(df) if not df.empty else None
 
-    with recorded_run(store, trial.id, "loadgen run", stored_summary) as outcome:
-        outcome.summary, lg_text = asyncio.run(_drive(plan, opts, targets, clusters, store, trial.id, console))
+    try:
+        with recorded_run(store, trial.id, "loadgen run", stored_summary) as outcome:
+            outcome.summary, lg_text = asyncio.run(_drive(plan, opts, targets, clusters, store, trial.id, console))
+    finally:
+        store.close()  # a metrics store gets the run's last rows now (or says what it lacks)
     summary, status = outcome.summary, outcome.status
     report = render_summary(summary, opts.report_format) if summary else ""  # type: ignore[arg-type]
     return LoadgenResult(trial.id, status, summary, lg_text, report)

@@ -50,6 +50,9 @@ class TrialPush:
         """Push what the trial has that the store lacks; True once a finished trial is there whole."""
         self.ensure_templates()
         trial = self.local.get_trial(trial_id)
+        # Read before the rows: a trial is finished only after its last rows and summary are stored, so when it
+        # was finished already, this push takes everything; when it finishes while rows go, the next push does.
+        finished = trial.status != "running"
         state = self.local.push_state(trial_id, self.config.key) or PushState()
         env, every = self.config.environment, self.config.downsample
         metrics = documents.index_name(self.config.prefix, documents.METRICS, trial)
@@ -85,7 +88,7 @@ class TrialPush:
             results = documents.index_name(self.config.prefix, documents.RESULTS, trial)
             actions += [({"index": {"_index": results, "_id": f"{trial.id}-{key}"}}, doc)
                         for key, doc in documents.result_documents(trial, summary, env)]
-        done = trial.status != "running"
+        done = finished
         # The race document goes last and with a refresh at the end: once it is visible, so is the rest.
         self.http.bulk(actions, refresh=refresh or done)
         self.local.set_push_state(trial_id, self.config.key, state._replace(done=done))
