@@ -49,6 +49,7 @@ from sidebyside.tools import (
     failure_reason,
     parse_report,
     tool_log,
+    wait_for_rally_to_end,
 )
 from sidebyside.workload import INDEX, TASK, Corpus, LoadSettings, corpus_file, sidebyside_dir, write_track
 from tabulate import tabulate
@@ -80,6 +81,11 @@ def one_run(spec: ToolSpec, run_no: int, track_dir: Path, target: str, url: str,
     report = work / f"run{run_no}-{spec.name}.{'csv' if spec.name in OTHER_TOOLS else 'json'}"
     out = work / f"run{run_no}-{spec.name}.out"
     row: dict[str, Any] = {"run": run_no, "tool": spec.name}
+    if spec.name == "esrally":
+        left = wait_for_rally_to_end()  # the previous Rally run's processes (back to back when the order turns)
+        if left:
+            row["error"] = f"Rally processes of an earlier run still there after 60 s: pids {left}"
+            return row
     t0 = time.monotonic()
     with open(out, "w") as log:
         marker = uuid.uuid4().hex

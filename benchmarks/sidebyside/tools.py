@@ -128,6 +128,31 @@ _KNOWN_FAILURES = {
 }
 
 
+def wait_for_rally_to_end(timeout: float = 60.0) -> list[int]:
+    """Rally will not start while another Rally process runs (its esrally.utils.process.is_rally_process: a
+    process named esrally/rally, or a Python one with "esrally" in its command line other than esrallyd): wait
+    for the previous run's to end. The pids still there after ``timeout`` seconds."""
+    import time
+
+    import psutil
+
+    def others() -> list[int]:
+        out = []
+        for p in psutil.process_iter(["pid", "name", "cmdline"]):
+            name, cmd = (p.info["name"] or ""), (p.info["cmdline"] or [])
+            if p.info["pid"] == os.getpid():
+                continue
+            if name in ("esrally", "rally") or (name.lower().startswith("python") and any("esrally" in c for c in cmd)
+                                                and not any("esrallyd" in c for c in cmd)):
+                out.append(p.info["pid"])
+        return out
+
+    deadline = time.monotonic() + timeout
+    while (left := others()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
 def failure_reason(output: str) -> str | None:
     """A one-line cause for a failed run when its output shows a known one."""
     return next((reason for needle, reason in _KNOWN_FAILURES.items() if needle in output), None)
