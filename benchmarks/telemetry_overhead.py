@@ -8,7 +8,7 @@ throughput, each side's mean and standard deviation, the difference of the means
 ``bench compare tag:telemetry=off tag:telemetry=on`` (bench's own compare, run on them) gives the difference's
 confidence interval and verdict. Numbers are printed, never judged.
 
-    python benchmarks/telemetry_overhead.py [--pairs 3] [--docs 200000] [--clients 2] [--interval 1]
+    python benchmarks/telemetry_overhead.py [--pairs 3] [--docs 1000000] [--clients 2] [--interval 1]
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def one_race(track: Path, target: str, params: dict[str, object], telemetry: boo
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=3, help="ABBA blocks count as two pairs each")
-    ap.add_argument("--docs", type=int, default=200_000)
+    ap.add_argument("--docs", type=int, default=1_000_000)  # ~30 s a race here: a 5 s warmup leaves most of it measured
     ap.add_argument("--clients", type=int, default=2)
     ap.add_argument("--bulk-size", type=int, default=2000)
     ap.add_argument("--interval", type=float, default=1.0, help="node-stats and host sample interval (s)")
