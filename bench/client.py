@@ -141,9 +141,11 @@ def parse_target_hosts(spec: str) -> dict[str, list[str]]:
 
 def ssl_context(target: ClusterTarget) -> ssl.SSLContext | None:
     """The TLS context for a cluster (verifying, unless verify_certs:false), or None for plain HTTP."""
-    if not target.tls:
-        return None
-    opts = target.options
+    return tls_context(target.options) if target.tls else None
+
+
+def tls_context(opts: ClientOptions) -> ssl.SSLContext:
+    """A TLS context from client options: their CA, certificate verification and client certificate."""
     ctx = ssl.create_default_context(cafile=str(opts.ca_certs) if opts.ca_certs else None)
     if not opts.verify_certs:
         ctx.check_hostname = False

@@ -8,13 +8,13 @@ Every failure becomes ``StoreUnavailable`` (cannot reach or answer: the caller m
 from __future__ import annotations
 
 import json
-import ssl
 from collections.abc import Iterable
 from typing import Any
 
 import urllib3
 
 from bench import redact
+from bench.client import tls_context
 from bench.errors import StoreError
 from bench.metrics_store.config import StoreConfig, describe
 
@@ -27,17 +27,6 @@ class StoreRefused(StoreError):
     """The store answered a request with an error of its own (not credentials): e.g. a conflicting template."""
 
 
-def _ssl_context(config: StoreConfig) -> ssl.SSLContext:
-    o = config.options
-    ctx = ssl.create_default_context(cafile=str(o.ca_certs) if o.ca_certs else None)
-    if not o.verify_certs:
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    if o.client_cert:
-        ctx.load_cert_chain(str(o.client_cert), str(o.client_key) if o.client_key else None)
-    return ctx
-
-
 class StoreHttp:
     def __init__(self, config: StoreConfig, *, timeout: float | None = None) -> None:
         self.config = config
@@ -45,7 +34,7 @@ class StoreHttp:
         t = timeout if timeout is not None else min(config.options.timeout, 30.0)
         kw: dict[str, Any] = {"timeout": urllib3.Timeout(connect=min(t, 5.0), read=t), "retries": False, "maxsize": 2}
         if config.tls:
-            kw["ssl_context"] = _ssl_context(config)
+            kw["ssl_context"] = tls_context(config.options)
         self._pool = urllib3.PoolManager(**kw)
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         auth = config.options.auth_header()
