@@ -105,9 +105,6 @@ class ShardTable(BaseModel):
     primary_urls: dict[int, str]  # shard -> base URL of the node holding its primary
     id_prefix: str  # makes the client-side ids of this task unique across races into the same index
 
-    def url(self, doc_id: str) -> str:
-        return self.primary_urls[self.routing.shard(doc_id)]
-
 
 def _publish_url(address: str, scheme: str) -> str:
     # "host/127.0.0.1:9200" or "127.0.0.1:9200" (or "[::1]:9200")
