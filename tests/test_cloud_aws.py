@@ -72,9 +72,12 @@ def _everything(provider: AwsProvider) -> list:
 def test_plan_prints_study_machines_without_touching_aws(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cloud", "plan", str(ROOT / "topologies" / "ccr-aws.yml"), "--hours", "3"]) == 0
     out = capsys.readouterr().out
-    assert out.count("c5d.4xlarge") == 7 and "6 x c5d.4xlarge, 1 x m5d.4xlarge" in out
-    assert "7 instances" in out and "21 instance-hours" in out
-    assert "9200-9400 from members" in out and "SSH" in out
+    assert out.count("c5d.4xlarge") == 7 and "6 x c5d.4xlarge, 2 x m5d.4xlarge" in out
+    assert "8 instances" in out and "24 instance-hours" in out
+    assert "9200-9400, 6379-6999 from members" in out and "SSH" in out
+    # The two driver hosts form a Ray cluster headed by the first; the race runs there.
+    head = next(line for line in out.splitlines() if line.startswith("Load drivers: a Ray cluster of 2 hosts"))
+    assert "-driver-0 (port 6379" in head and "nodes bench-" in head and "-driver-1;" in head
 
 
 def test_up_tags_everything_and_down_removes_it(aws: tuple[AwsProvider, str], tmp_path: Path) -> None:
@@ -84,12 +87,12 @@ def test_up_tags_everything_and_down_removes_it(aws: tuple[AwsProvider, str], tm
     dep = lifecycle.up(topo, provider, trial, yes=True, max_instances=8)
     try:
         nodes, drivers = dep.instances("node"), dep.instances("driver")
-        assert len(nodes) == 6 and len(drivers) == 1
+        assert len(nodes) == 6 and len(drivers) == 2
         ec2 = provider.ec2
         described = [i for r in ec2.describe_instances(InstanceIds=[n.id for n in nodes + drivers])["Reservations"]
                      for i in r["Instances"]]
         types = sorted(i["InstanceType"] for i in described)
-        assert types == ["c5d.4xlarge"] * 6 + ["m5d.4xlarge"]
+        assert types == ["c5d.4xlarge"] * 6 + ["m5d.4xlarge"] * 2
         for inst in described:
             tags = {t["Key"]: t["Value"] for t in inst["Tags"]}
             assert tags[TAG_TRIAL] == trial and tags[TAG_MANAGED] == "true"
@@ -109,6 +112,8 @@ def test_up_tags_everything_and_down_removes_it(aws: tuple[AwsProvider, str], tm
         cluster = next(p for p in perms if p["FromPort"] == 9200)
         assert cluster["ToPort"] == 9400 and cluster["UserIdGroupPairs"][0]["GroupId"] == sg_id
         assert not cluster.get("IpRanges")
+        ray = next(p for p in perms if p["FromPort"] == 6379)  # the driver hosts' Ray cluster, members only
+        assert ray["ToPort"] == 6999 and ray["UserIdGroupPairs"][0]["GroupId"] == sg_id and not ray.get("IpRanges")
         ssh = next(p for p in perms if p["FromPort"] == 22)
         assert [r["CidrIp"] for r in ssh["IpRanges"]] == ["203.0.113.7/32"]
         assert {r.trial_id for r in provider.list_resources(trial)} == {trial}

@@ -177,7 +177,8 @@ def _topology(tmp_path: Path, **changes: Any) -> Path:
 def test_plan_prints_study_machines(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cloud", "plan", str(ROOT / "topologies" / "ccr-gcp.yml")]) == 0
     out = capsys.readouterr().out
-    assert "6 x custom-16-32768, 1 x n1-standard-16" in out and "7 instance-hours for 1 h" in out
+    assert "6 x custom-16-32768, 2 x n1-standard-16" in out and "8 instance-hours for 1 h" in out
+    assert "Load drivers: a Ray cluster of 2 hosts" in out
     assert "firewall rules" in out and "300 GB pd-ssd" in out
 
 
@@ -188,10 +189,10 @@ def test_up_labels_everything_and_teardown_removes_it(gcp: tuple[ComputeReplay, 
     trial = "f1" * 16
     dep = lifecycle.up(topo, provider, trial, yes=True)
     try:
-        assert len(dep.instances("node")) == 6 and len(dep.instances("driver")) == 1
+        assert len(dep.instances("node")) == 6 and len(dep.instances("driver")) == 2
         assert all(r.state == "RUNNING" and r.public_ip for r in dep.instances())
         mine = [i for i in api.instances.values() if i["labels"].get(TAG_TRIAL) == trial]
-        assert sorted(i["machineType"].rsplit("/", 1)[1] for i in mine) == ["custom-16-32768"] * 6 + ["n1-standard-16"]
+        assert sorted(i["machineType"].rsplit("/", 1)[1] for i in mine) == ["custom-16-32768"] * 6 + ["n1-standard-16"] * 2
         for inst in mine:
             assert inst["labels"][TAG_MANAGED] == "true" and inst["labels"]["team"] == "search"
             assert abs(int(inst["labels"][TAG_CREATED]) - time.time()) < 600
@@ -205,7 +206,7 @@ def test_up_labels_everything_and_teardown_removes_it(gcp: tuple[ComputeReplay, 
         assert len(set(leader_ips)) == 3 and all(f"{ip}:9300" in script for ip in leader_ips)
         cluster_fw, ssh_fw = api.firewalls[f"bench-{trial[:8]}-cluster"], api.firewalls[f"bench-{trial[:8]}-ssh"]
         assert cluster_fw["sourceTags"] == cluster_fw["targetTags"] == [f"bench-{trial[:8]}"]
-        assert cluster_fw["allowed"] == [{"IPProtocol": "tcp", "ports": ["9200-9400"]}]
+        assert cluster_fw["allowed"] == [{"IPProtocol": "tcp", "ports": ["9200-9400", "6379-6999"]}]
         assert "sourceRanges" not in cluster_fw
         assert ssh_fw["sourceRanges"] == ["198.51.100.9/32"] and ssh_fw["allowed"][0]["ports"] == ["22"]
         assert {r.kind for r in provider.list_resources(trial)} == {"instance", "firewall"}

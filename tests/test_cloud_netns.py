@@ -19,13 +19,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 
 import bench
 from bench.cloud import lifecycle
 from bench.cloud.plan import make_plan
 from bench.cloud.providers.base import Resource
-from bench.cloud.race import drive_on_host
+from bench.cloud.race import drive_on_hosts
 from bench.cloud.ssh import DriverHost, RemoteHost
 from bench.cloud.startup import NodeBoot, render_startup_script
 from bench.cloud.tls import make_transport_tls
@@ -147,41 +148,59 @@ def test_startup_script_forms_leader_and_follower_across_namespaces(ccr_lab: Ccr
     assert [h["_source"]["msg"] for h in hits] == ["from the leader"]
 
 
+def _ssh_keys(work: Path) -> Path:
+    """A client key pair and an authorized_keys file in work; returns the client's private key."""
+    work.mkdir(parents=True, exist_ok=True)
+    os.chmod(work, 0o700)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(work / "client_key")], check=True)
+    (work / "authorized_keys").write_text((work / "client_key.pub").read_text())
+    return work / "client_key"
+
+
+def _sshd_host(lab: NetnsLab, work: Path, octet: int) -> tuple[str, subprocess.Popen]:
+    """A "driver host": a namespace running Debian's sshd that accepts work's client key; (address, sshd)."""
+    ns = lab.add_host(octet)
+    addr = lab.hosts[ns]
+    conf = work / f"sshd-{octet}"
+    conf.mkdir()
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(conf / "host_key")], check=True)
+    (conf / "sshd_config").write_text(
+        f"ListenAddress {addr}\nPort 22\nHostKey {conf / 'host_key'}\nPidFile {conf / 'sshd.pid'}\n"
+        f"AuthorizedKeysFile {work / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
+        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+        "Subsystem sftp internal-sftp\n")
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+    sshd = lab.popen(ns, [str(SSHD), "-D", "-e", "-f", str(conf / "sshd_config")],
+                     stdout=subprocess.DEVNULL, stderr=open(conf / "sshd.log", "w"))  # noqa: SIM115
+    return addr, sshd
+
+
+def _deployment(ccr_lab: CcrLab, trial_id: str, drivers: list[str]) -> lifecycle.Deployment:
+    """The lab's clusters and the given driver addresses as the Deployment a cloud 'up' would have made."""
+    topo = parse_topology({"name": "ccr-netns", "provider": "local", "clusters": [
+        {"name": "leader", "nodes": 3, "car": ["defaults", "security"]},
+        {"name": "follower", "nodes": 1, "car": ["defaults", "security"], "remote_clusters": ["leader"]}],
+        "drivers": [{"name": "driver", "count": len(drivers)}]})
+    resources = [Resource(provider="netns", kind="instance", id=name, name=name, role="node",
+                          cluster=boot.cluster_name, private_ip=boot.bind_host)
+                 for name, boot in ccr_lab.boots.items()]
+    resources += [Resource(provider="netns", kind="instance", id=f"driver-{i}", name=f"driver-{i}", role="driver",
+                           cluster="driver", private_ip=addr, public_ip=addr) for i, addr in enumerate(drivers)]
+    return lifecycle.Deployment(trial_id=trial_id, topology=topo, plan=make_plan(topo, trial_id),
+                                resources=resources, boots=ccr_lab.boots,
+                                passwords={"leader": ccr_lab.password, "follower": ccr_lab.password})
+
+
 @pytest.mark.timeout(900)
 @pytest.mark.skipif(SSHD is None, reason="the SSH path needs Debian's openssh-server (sshd) installed")
 def test_driver_host_over_ssh_runs_race_and_copies_trial_back(ccr_lab: CcrLab, tmp_path: Path) -> None:
     lab = ccr_lab.lab
     work = ccr_lab.work / "driver"
-    work.mkdir()
-    os.chmod(work, 0o700)
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(work / "client_key")], check=True)
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(work / "host_key")], check=True)
-    (work / "authorized_keys").write_text((work / "client_key.pub").read_text())
-    driver_ns = lab.add_host(31)
-    addr = lab.hosts[driver_ns]
-    (work / "sshd_config").write_text(
-        f"ListenAddress {addr}\nPort 22\nHostKey {work / 'host_key'}\nPidFile {work / 'sshd.pid'}\n"
-        f"AuthorizedKeysFile {work / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
-        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-        "Subsystem sftp internal-sftp\n")
-    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-    sshd = lab.popen(driver_ns, [str(SSHD), "-D", "-e", "-f", str(work / "sshd_config")],
-                     stdout=subprocess.DEVNULL, stderr=open(work / "sshd.log", "w"))  # noqa: SIM115
+    key = _ssh_keys(work)
+    addr, sshd = _sshd_host(lab, work, 31)
     try:
-        topo = parse_topology({"name": "ccr-netns", "provider": "local", "clusters": [
-            {"name": "leader", "nodes": 3, "car": ["defaults", "security"]},
-            {"name": "follower", "nodes": 1, "car": ["defaults", "security"], "remote_clusters": ["leader"]}],
-            "drivers": [{"name": "driver"}]})
-        resources = [Resource(provider="netns", kind="instance", id=name, name=name, role="node",
-                              cluster=boot.cluster_name, private_ip=boot.bind_host)
-                     for name, boot in ccr_lab.boots.items()]
-        resources.append(Resource(provider="netns", kind="instance", id="driver-0", name="driver-0", role="driver",
-                                  cluster="driver", private_ip=addr, public_ip=addr))
         trial_id = "c0ffee" + "0" * 26
-        dep = lifecycle.Deployment(trial_id=trial_id, topology=topo, plan=make_plan(topo, trial_id),
-                                   resources=resources, boots=ccr_lab.boots,
-                                   passwords={"leader": ccr_lab.password, "follower": ccr_lab.password})
-        key = work / "client_key"
+        dep = _deployment(ccr_lab, trial_id, [addr])
         host = DriverHost(addr, "root", key, known_hosts=tmp_path / "known_hosts", workdir=str(work),
                           python=sys.executable)
         opts = RaceOptions(track="nginx", test_mode=True, user_tags={"study": "ssh"}, progress=False)
@@ -196,8 +215,8 @@ def test_driver_host_over_ssh_runs_race_and_copies_trial_back(ccr_lab: CcrLab, t
             host.connect(timeout=60)
             node_hosts["leader-1"].connect(timeout=60)
         with host:
-            got = drive_on_host(opts, dep, host, Console(stderr=True), offline=True, boot_timeout=120,
-                                node_log_hosts=node_hosts)
+            got = drive_on_hosts(opts, dep, [host], Console(stderr=True), offline=True, boot_timeout=120,
+                                 node_log_hosts=node_hosts)
             _, out, _ = host.run(f"{host.venv}/bin/bench --version")
             _, path, _ = host.run(f"{host.venv}/bin/python -c 'import json, sys; print(json.dumps(sys.path))'")
         assert got == trial_id
@@ -221,3 +240,72 @@ def test_driver_host_over_ssh_runs_race_and_copies_trial_back(ccr_lab: CcrLab, t
     finally:
         sshd.terminate()
         sshd.wait(timeout=30)
+
+
+def _ray_processes(marker: str) -> list[psutil.Process]:
+    """Processes whose command line names marker (a Ray node's address or temp dir)."""
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if any(marker in a for a in p.info["cmdline"] or []):
+                out.append(p)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(SSHD is None, reason="the SSH path needs Debian's openssh-server (sshd) installed")
+def test_two_driver_hosts_form_a_ray_cluster_that_drives_the_race(ccr_lab: CcrLab, tmp_path: Path) -> None:
+    """A topology with two driver hosts: bench is installed on both over SSH, Ray is started on both (head on the
+    first, ports pinned), the race runs on the head with its Ray cluster as the load driver (a worker on each
+    host), the trial comes back, and no Ray process is left on either host."""
+    lab = ccr_lab.lab
+    work = ccr_lab.work / "ray-drivers"
+    key = _ssh_keys(work)
+    started = [_sshd_host(lab, work, octet) for octet in (32, 33)]
+    addrs = [a for a, _ in started]
+    ray_tmp = Path(f"/tmp/bnr{os.getpid() % 100000}")  # short: Ray's unix sockets live under it
+    try:
+        trial_id = "c0ffee" + "1" * 26
+        dep = _deployment(ccr_lab, trial_id, addrs)
+        hosts = [DriverHost(a, "root", key, known_hosts=tmp_path / "known_hosts", workdir=str(work / f"home-{i}"),
+                            python=sys.executable) for i, a in enumerate(addrs)]
+        for i in range(len(hosts)):
+            (work / f"home-{i}").mkdir()
+        orchestrator = lab.add_host(4)
+        with inside(orchestrator):
+            for h in hosts:
+                h.connect(timeout=60)
+        opts = RaceOptions(track="nginx", test_mode=True, user_tags={"study": "ray"}, progress=False)
+        from rich.console import Console
+
+        try:
+            got = drive_on_hosts(opts, dep, hosts, Console(stderr=True), offline=True, boot_timeout=120,
+                                 ray_options={"temp_dir": str(ray_tmp), "num_cpus": 1,
+                                              "object_store_bytes": 100 * 1024 * 1024})
+        finally:
+            for h in hosts:
+                h.close()
+        assert got == trial_id
+        with TrialStore() as store:
+            trial = store.get_trial(trial_id)
+            samples = store.samples(trial_id)
+            telemetry = store.telemetry(trial_id)
+        assert trial.status == "complete" and trial.options.get("load_driver") == f"ray:{addrs[0]}:6379"
+        assert not samples.empty and samples["success"].all()
+        rows = telemetry[(telemetry["device"] == "load-driver") & (telemetry["metric"] == "workers")]
+        # One worker actor on each driver host's Ray node (num_cpus=1 each): both hosts drove.
+        assert sorted((n.split()[2], v) for n, v in zip(rows["node"], rows["value"])) == [(a, 1.0) for a in addrs]
+        offsets = telemetry[(telemetry["device"] == "load-driver") & (telemetry["metric"] == "clock_offset_ms")]
+        assert len(offsets) == 2
+        # Every Ray process of both hosts is gone (stopped by bench, not by the lab's teardown).
+        deadline = time.monotonic() + 20
+        while _ray_processes(str(ray_tmp)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not _ray_processes(str(ray_tmp))
+    finally:
+        for _, sshd in started:
+            sshd.terminate()
+            sshd.wait(timeout=30)
+        shutil.rmtree(ray_tmp, ignore_errors=True)

@@ -170,9 +170,7 @@ def up(topo: Topology, provider: CloudProvider, trial_id: str, *, yes: bool = Fa
         with sigterm_raises():
             tags = resource_tags(topo, trial_id)
             net = provider.network(topo)
-            ports = (min(min(c.http_port, c.transport_port) for c in topo.clusters),
-                     max(max(c.http_port, c.transport_port) for c in topo.clusters) + 100)
-            rules = provider.create_rules(topo, trial_id, net, ports, orchestrator_cidr(topo), tags)
+            rules = provider.create_rules(topo, trial_id, net, plan.member_ports, orchestrator_cidr(topo), tags)
             created += rules
             ip_list = allocate_ips(net, len(plan.instances), trial_id)
             ips = {i.name: ip for i, ip in zip(plan.instances, ip_list)}

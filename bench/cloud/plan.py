@@ -17,6 +17,11 @@ TAG_CLUSTER = "bench-cluster"
 
 _DEFAULT_DISK = {"aws": "gp3", "gcp": "pd-ssd", "local": "-"}
 
+# Several load-driver hosts form a Ray cluster (head on the first). Every port a Ray node listens on is pinned
+# into this range, so one rule between the topology's machines covers Ray as it covers HTTP and transport.
+RAY_GCS_PORT = 6379
+RAY_PORTS = (6379, 6999)
+
 
 class PlannedInstance(BaseModel):
     name: str  # unique per trial: bench-<trial8>-<cluster>-<i>
@@ -44,6 +49,11 @@ class Plan(BaseModel):
     instances: list[PlannedInstance]
     rules: list[PlannedRule]
     hours: float
+    member_ports: list[tuple[int, int]] = []  # TCP port ranges open between the topology's machines
+    ray_head: str | None = None  # the driver host a Ray cluster of the drivers is headed by (several drivers)
+
+    def drivers(self) -> list[PlannedInstance]:
+        return [i for i in self.instances if i.role == "driver"]
 
     @property
     def instance_hours(self) -> float:
@@ -77,18 +87,36 @@ def make_plan(topo: Topology, trial_id: str, hours: float = 1.0) -> Plan:
                 instance_type=d.instance_type.get(prov, "127.0.0.1" if prov == "local" else "?"),
                 disk_gb=d.disk.size_gb, disk_type=d.disk.type or _DEFAULT_DISK[prov]))
     ports = sorted({p for c in topo.clusters for p in (c.http_port, c.transport_port)})
+    member_ports = [(ports[0], ports[-1] + 100)]
+    drivers = [i for i in instances if i.role == "driver"]
+    ray_head = drivers[0].name if len(drivers) > 1 else None
+    if ray_head:
+        member_ports.append(RAY_PORTS)
+    what = "HTTP and transport" + (" (and the load drivers' Ray)" if ray_head else "")
     rules = [] if prov == "local" else [
-        PlannedRule(name=f"{prefix}-cluster", protocol="tcp", ports=f"{ports[0]}-{ports[-1] + 100}",
-                    source="members",
-                    description="HTTP and transport only between the topology's nodes and load drivers"),
+        PlannedRule(name=f"{prefix}-cluster", protocol="tcp", ports=", ".join(f"{a}-{b}" for a, b in member_ports),
+                    source="members", description=f"{what} only between the topology's nodes and load drivers"),
         PlannedRule(name=f"{prefix}-ssh", protocol="tcp", ports=str(topo.ssh.port), source=topo.ssh.allow_from,
                     description="SSH from the orchestrator's address only"),
     ]
     location = topo.zone or topo.region or "127.0.0.1"
     if prov == "local":
-        instances = []  # nothing is created: the clusters run as local processes
+        instances, ray_head = [], None  # nothing is created: the clusters run as local processes
     return Plan(topology=topo.name, provider=prov, location=location, trial_id=trial_id, instances=instances,
-                rules=rules, hours=hours)
+                rules=rules, hours=hours, member_ports=member_ports, ray_head=ray_head)
+
+
+def load_driver_line(plan: Plan) -> str:
+    """How the race drives: from the one driver host's local worker processes, or from a Ray cluster of all."""
+    drivers = plan.drivers()
+    if not drivers:
+        return "Load driver: none (a race needs one: drivers: [...])"
+    if plan.ray_head is None:
+        return f"Load driver: {drivers[0].name}, its local worker processes"
+    others = ", ".join(d.name for d in drivers if d.name != plan.ray_head)
+    return (f"Load drivers: a Ray cluster of {len(drivers)} hosts, head {plan.ray_head} (port {RAY_GCS_PORT}; Ray's "
+            f"ports {RAY_PORTS[0]}-{RAY_PORTS[1]} between members), nodes {others}; the race runs on the head with "
+            f"--load-driver=ray:<head>:{RAY_GCS_PORT}, one worker per CPU of each host")
 
 
 def render_plan(plan: Plan, topo: Topology) -> str:
@@ -106,6 +134,7 @@ def render_plan(plan: Plan, topo: Topology) -> str:
     lines.append(f"Network ({kind}):")
     for r in plan.rules:
         lines.append(f"  {r.name}: {r.protocol} {r.ports} from {r.source} - {r.description}")
+    lines.append(load_driver_line(plan))
     remote = [f"{c.name} -> {', '.join(c.remote_clusters)}" for c in topo.clusters if c.remote_clusters]
     if remote:
         lines.append("Remote clusters: " + "; ".join(remote))

@@ -1,5 +1,6 @@
 """``bench race --topology=FILE`` with a cloud provider: bring the topology up, install bench on the load
-driver at the orchestrator's version, run the race there against the clusters' private addresses, copy
+driver hosts at the orchestrator's version (several hosts form a Ray cluster, head on the first), run the race
+on the first against the clusters' private addresses, copy
 the trial (store rows, driver and node logs) back into the local store, and tear everything down —
 on success, failure, Ctrl-C and SIGTERM."""
 
@@ -9,13 +10,17 @@ import json
 import logging
 import shlex
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
 from bench.cloud import lifecycle
 from bench.cloud.collect import import_trial
 from bench.cloud.providers import get_provider
+from bench.cloud.ray_hosts import RayDrivers, RayHost
 from bench.cloud.ssh import DriverHost, RemoteHost, client_options_json
 from bench.cloud.topology import Topology
 from bench.errors import ConfigError, ProvisionError, RaceInterrupted
@@ -30,16 +35,23 @@ from bench.store import TrialStore, new_trial_id
 log = logging.getLogger(__name__)
 
 
-def race_args(opts: RaceOptions, dep: lifecycle.Deployment, remote_dir: str) -> list[str]:
+def race_args(opts: RaceOptions, dep: lifecycle.Deployment, remote_dir: str, ray_address: str | None = None) -> list[str]:
     """The driver's 'bench race' arguments: the track and run options of opts, the topology's clusters as
-    named target hosts (private addresses), client options from a file only the driver user can read."""
+    named target hosts (private addresses), client options from a file only the driver user can read; with
+    several driver hosts, their Ray cluster as the load driver (one worker per CPU of each unless
+    --worker-processes says otherwise)."""
     if opts.track_path:
         args = ["--track-path", f"{remote_dir}/track"]
     else:
         args = ["--track", str(opts.track)]
     hosts = ",".join(f"{c.name}:{h}" for c in dep.topology.clusters for h in dep.http_hosts(c.name))
-    args += ["--target-hosts", hosts, "--on-error", opts.on_error, "--worker-processes", str(opts.worker_processes or 1),
-             "--report-format", "json"]
+    args += ["--target-hosts", hosts, "--on-error", opts.on_error, "--report-format", "json"]
+    if ray_address:
+        args += ["--load-driver", f"ray:{ray_address}"]
+        if opts.worker_processes:
+            args += ["--worker-processes", str(opts.worker_processes)]
+    else:
+        args += ["--worker-processes", str(opts.worker_processes or 1)]
     if opts.challenge:
         args += ["--challenge", opts.challenge]
     if opts.track_params:
@@ -88,31 +100,53 @@ def _user(dep: lifecycle.Deployment, cluster: str) -> str | None:
     return car.security.user if car.security else None
 
 
-def drive_on_host(opts: RaceOptions, dep: lifecycle.Deployment, host: DriverHost, console: Console, *,
-                  system_site_packages: bool = False, offline: bool = False, boot_timeout: float = 1200,
-                  node_log_hosts: dict[str, RemoteHost] | None = None) -> str:
-    """Everything after the machines exist: install bench on the driver, wait for the clusters, run the race,
-    and import its trial (as dep.trial_id) with driver and node logs. Returns the local trial id."""
-    console.print(f"installing bench on driver {host.host} ...", highlight=False)
-    host.install_bench(system_site_packages=system_site_packages, offline=offline)
-    _, out, _ = host.run("mktemp -d")
+def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[DriverHost], console: Console, *,
+                   system_site_packages: bool = False, offline: bool = False, boot_timeout: float = 1200,
+                   node_log_hosts: dict[str, RemoteHost] | None = None,
+                   ray_options: dict[str, Any] | None = None) -> str:
+    """Everything after the machines exist: install bench on the driver hosts, wait for the clusters, run the
+    race on the first (with several hosts: their Ray cluster, head on the first, drives), and import its trial
+    (as dep.trial_id) with driver and node logs. Returns the local trial id. ``ray_options``: RayDrivers'
+    settings (temp_dir, num_cpus, object_store_bytes)."""
+    head = hosts[0]
+    ray_ips = [r.private_ip or r.public_ip or "" for r in dep.instances("driver")][:len(hosts)]
+    extras = ("ray",) if len(hosts) > 1 else ()
+    console.print(f"installing bench on driver{'s' if len(hosts) > 1 else ''} {', '.join(h.host for h in hosts)} ...",
+                  highlight=False)
+    with ThreadPoolExecutor(len(hosts)) as pool:  # minutes each: the hosts install at once
+        list(pool.map(lambda h: h.install_bench(system_site_packages=system_site_packages, offline=offline,
+                                                extras=extras), hosts))
+    _, out, _ = head.run("mktemp -d")
     remote_dir = out.strip()
-    if opts.track_path:
-        host.put_tree(Path(opts.track_path).expanduser(), f"{remote_dir}/track")
+    # The track at the same path on every driver: a Ray node prepares its corpora from the track's folder too.
+    for h in hosts:
+        if h is not head:
+            h.run(f"mkdir -p {shlex.quote(remote_dir)}")
+        if opts.track_path:
+            h.put_tree(Path(opts.track_path).expanduser(), f"{remote_dir}/track")
     if opts.track_params:
-        host.put_text(json.dumps(opts.track_params), f"{remote_dir}/track-params.json")
+        head.put_text(json.dumps(opts.track_params), f"{remote_dir}/track-params.json")
     if dep.passwords:
         first = next(iter(dep.passwords))
-        host.put_text(client_options_json(_user(dep, first), dep.passwords[first]), f"{remote_dir}/client-options.json")
+        head.put_text(client_options_json(_user(dep, first), dep.passwords[first]), f"{remote_dir}/client-options.json")
     console.print("waiting for the clusters to form ...", highlight=False)
-    wait_clusters(host, dep, boot_timeout)
-    console.print(f"running the race on {host.host} ...", highlight=False)
     try:
-        remote_id, _output = host.run_race(race_args(opts, dep, remote_dir))
+        wait_clusters(head, dep, boot_timeout)
+        if len(hosts) > 1:
+            ray = RayDrivers([RayHost(h, ip) for h, ip in zip(hosts, ray_ips)], **(ray_options or {}))
+            console.print(f"starting a Ray cluster on the {len(hosts)} driver hosts (head {ray_ips[0]}) ...",
+                          highlight=False)
+            with ray:
+                console.print(f"running the race on {head.host}, driven from {len(hosts)} hosts ...", highlight=False)
+                remote_id, _output = head.run_race(race_args(opts, dep, remote_dir, ray.address))
+        else:
+            console.print(f"running the race on {head.host} ...", highlight=False)
+            remote_id, _output = head.run_race(race_args(opts, dep, remote_dir))
     finally:
-        host.run(f"rm -rf {shlex.quote(remote_dir)}", check=False)
+        for h in hosts:
+            h.run(f"rm -rf {shlex.quote(remote_dir)}", check=False)
     local_dir = trials_dir() / dep.trial_id
-    snapshot = host.fetch_trial(remote_id, local_dir)
+    snapshot = head.fetch_trial(remote_id, local_dir)
     clusters = [{"name": c.name, "provider": dep.topology.provider, "nodes": c.nodes, "engine": c.engine,
                  "version": c.version, "hosts": dep.http_hosts(c.name),
                  "instances": [r.name for r in dep.instances("node", c.name)]} for c in dep.topology.clusters]
@@ -149,20 +183,24 @@ def run_cloud_race(opts: RaceOptions, topo: Topology, console: Console) -> RaceR
         raise ConfigError(f"topology {topo.name}: a cloud race needs a load-driver host (drivers: [...])")
     if opts.target_hosts:
         raise ConfigError("--topology and --target-hosts exclude each other")
+    if opts.load_driver or opts.load_driver_hosts:
+        raise ConfigError(f"--topology drives from topology {topo.name}'s driver hosts (several of them form a Ray "
+                          "cluster): drop --load-driver/--ray-address/--load-driver-hosts, or set drivers[].count")
     trial_id = new_trial_id()
     provider = get_provider(topo)
     dep = lifecycle.up(topo, provider, trial_id, yes=opts.yes, max_instances=opts.max_instances, console=console)
     known_hosts = trials_dir() / trial_id / "known_hosts"
     try:
         with lifecycle.sigterm_raises():
-            driver = dep.instances("driver")[0]
-            host = DriverHost(driver.public_ip or driver.private_ip or "", topo.ssh.user, topo.ssh.private_key,
-                              topo.ssh.port, known_hosts=known_hosts)
-            with host.connect(timeout=600):
-                wait_file(host, f"{lifecycle.NODE_BASE_DIR}/ready.json", "driver startup", 900)
+            hosts = [DriverHost(d.public_ip or d.private_ip or "", topo.ssh.user, topo.ssh.private_key, topo.ssh.port,
+                                known_hosts=known_hosts) for d in dep.instances("driver")]
+            with ExitStack() as connected:
+                for host in hosts:
+                    connected.enter_context(host.connect(timeout=600))
+                    wait_file(host, f"{lifecycle.NODE_BASE_DIR}/ready.json", "driver startup", 900)
                 nodes = {r.name: RemoteHost(r.public_ip or r.private_ip or "", topo.ssh.user, topo.ssh.private_key,
                                             topo.ssh.port, known_hosts=known_hosts) for r in dep.instances("node")}
-                drive_on_host(opts, dep, host, console, node_log_hosts=nodes)
+                drive_on_hosts(opts, dep, hosts, console, node_log_hosts=nodes)
     except (KeyboardInterrupt, lifecycle.CloudInterrupted):
         lifecycle.teardown(provider, trial_id, dep.resources, console)
         raise RaceInterrupted(f"cloud race {trial_id} interrupted; its machines were deleted") from None

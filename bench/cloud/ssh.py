@@ -186,17 +186,19 @@ _SITE_DIRS = "import site; print(*site.getsitepackages(), sep=chr(10))"
 
 
 def install_command(python: str, venv: str, src: str, *, system_site_packages: bool = False,
-                    offline: bool = False) -> str:
+                    offline: bool = False, extras: tuple[str, ...] = ()) -> str:
     """The shell command that makes ``venv`` from ``python`` and installs the checkout at ``src`` into it.
 
     offline: a venv without pip whose only extra path is ``python``'s own site-packages (a .pth file), so
     a venv ``python`` (the test session's) lends exactly what it declares; --system-site-packages would
-    instead expose the base interpreter behind it, whatever that happens to have installed."""
+    instead expose the base interpreter behind it, whatever that happens to have installed. extras: bench's
+    optional extras to install with it (e.g. ray); offline they come from that same site-packages."""
     py = shlex.quote(python)
     if not offline:
         flags = " --system-site-packages" if system_site_packages else ""
+        target = shlex.quote(f"{src}[{','.join(extras)}]") if extras else src
         return (f"{py} -m venv{flags} {venv} && {venv}/bin/python -m pip install -q --disable-pip-version-check "
-                f"-e {src}")
+                f"-e {target}")
     return (f"{py} -m venv --without-pip {venv} && "
             f"{venv}/bin/python -c {shlex.quote(_LINK_SITE)} \"$({py} -c {shlex.quote(_SITE_DIRS)})\" && "
             f"{venv}/bin/python -m pip install -q --disable-pip-version-check --no-index --no-build-isolation "
@@ -213,7 +215,8 @@ class DriverHost(RemoteHost):
         self.venv, self.home, self.src = (f"{workdir}/{n}" for n in ("bench-venv", "bench-home", "bench-src"))
         self.python = python
 
-    def install_bench(self, system_site_packages: bool = False, offline: bool = False, timeout: float = 900) -> str:
+    def install_bench(self, system_site_packages: bool = False, offline: bool = False, timeout: float = 900,
+                      extras: tuple[str, ...] = ()) -> str:
         """Install this checkout (editable, so bench finds its tracks and car configs beside the package) into
         ~/bench-venv on the driver; returns the remote version string. offline: no package index at all —
         pip, the build tools and every dependency come from the site-packages of the interpreter ``python``
@@ -224,7 +227,7 @@ class DriverHost(RemoteHost):
             self.put(archive, f"{self.src}.tar.gz")
         self.run(f"tar -xzf {self.src}.tar.gz -C {self.src} && rm {self.src}.tar.gz")
         self.run(install_command(self.python, self.venv, self.src, system_site_packages=system_site_packages,
-                                 offline=offline), timeout=timeout)
+                                 offline=offline, extras=extras), timeout=timeout)
         _, out, _ = self.run(f"{self.venv}/bin/bench --version")
         version = out.strip().split()[-1]
         if version != bench.__version__:

@@ -77,7 +77,7 @@ class AwsProvider:
         used = {a["PrivateIpAddress"] for e in enis for a in e.get("PrivateIpAddresses", [])}
         return NetworkInfo(cidr=s["CidrBlock"], subnet=s["SubnetId"], vpc=s["VpcId"], used_ips=used)
 
-    def create_rules(self, topo: Topology, trial_id: str, net: NetworkInfo, ports: tuple[int, int],
+    def create_rules(self, topo: Topology, trial_id: str, net: NetworkInfo, ports: list[tuple[int, int]],
                      ssh_cidr: str, tags: dict[str, str]) -> list[Resource]:
         name = f"{resource_prefix(trial_id)}-sg"
         sg = self._call("create security group", self.ec2.create_security_group, GroupName=name,
@@ -89,8 +89,9 @@ class AwsProvider:
         # Tagged before the rules are added: a failure below leaves a group that ls/down can find.
         self._call("authorize security group ingress", self.ec2.authorize_security_group_ingress,
                    GroupId=sg["GroupId"], IpPermissions=[
-                       {"IpProtocol": "tcp", "FromPort": ports[0], "ToPort": ports[1],
-                        "UserIdGroupPairs": [{"GroupId": sg["GroupId"], "Description": "cluster members and drivers"}]},
+                       *({"IpProtocol": "tcp", "FromPort": lo, "ToPort": hi,
+                          "UserIdGroupPairs": [{"GroupId": sg["GroupId"], "Description": "cluster members and drivers"}]}
+                         for lo, hi in ports),
                        {"IpProtocol": "tcp", "FromPort": topo.ssh.port, "ToPort": topo.ssh.port,
                         "IpRanges": [{"CidrIp": ssh_cidr, "Description": "SSH from the orchestrator"}]}])
         return [res]

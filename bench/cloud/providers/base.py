@@ -53,7 +53,7 @@ class CloudProvider(Protocol):
 
     def network(self, topo: Topology) -> NetworkInfo: ...
 
-    def create_rules(self, topo: Topology, trial_id: str, net: NetworkInfo, ports: tuple[int, int],
+    def create_rules(self, topo: Topology, trial_id: str, net: NetworkInfo, ports: list[tuple[int, int]],
                      ssh_cidr: str, tags: dict[str, str]) -> list[Resource]: ...
 
     def create_instance(self, topo: Topology, planned: PlannedInstance, net: NetworkInfo, rules: list[Resource],

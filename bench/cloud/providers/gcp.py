@@ -87,14 +87,14 @@ class GcpProvider:
         used = {nic.network_i_p for i in self._list_instances(None) for nic in i.network_interfaces if nic.network_i_p}
         return NetworkInfo(cidr=topo.network.cidr, subnet=topo.network.subnet, vpc=topo.network.name, used_ips=used)
 
-    def create_rules(self, topo: Topology, trial_id: str, net: NetworkInfo, ports: tuple[int, int],
+    def create_rules(self, topo: Topology, trial_id: str, net: NetworkInfo, ports: list[tuple[int, int]],
                      ssh_cidr: str, tags: dict[str, str]) -> list[Resource]:
         prefix = resource_prefix(trial_id)
         desc = json.dumps({TAG_MANAGED: "true", TAG_TRIAL: trial_id, TAG_CREATED: tags[TAG_CREATED]})
         rules = [
             compute_v1.Firewall(name=f"{prefix}-cluster", network=f"global/networks/{net.vpc}", description=desc,
                                 direction="INGRESS", source_tags=[prefix], target_tags=[prefix],
-                                allowed=[compute_v1.Allowed(I_p_protocol="tcp", ports=[f"{ports[0]}-{ports[1]}"])]),
+                                allowed=[compute_v1.Allowed(I_p_protocol="tcp", ports=[f"{a}-{b}" for a, b in ports])]),
             compute_v1.Firewall(name=f"{prefix}-ssh", network=f"global/networks/{net.vpc}", description=desc,
                                 direction="INGRESS", source_ranges=[ssh_cidr], target_tags=[prefix],
                                 allowed=[compute_v1.Allowed(I_p_protocol="tcp", ports=[str(topo.ssh.port)])]),
