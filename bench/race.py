@@ -95,15 +95,15 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     result = clusters.take_over(opts, console)
     if result is not None:
         return result
-    # A distributed driver's cluster is joined (or found unreachable, one line) before any cluster starts; the
-    # coordinator closes the pool.
-    pool = open_pool(opts.load_driver, opts.worker_processes, opts.load_driver_hosts)
     hooks = race_hooks()
     for hook in hooks:
         hook.before_provisioning(RacePlan(opts, track, challenge, clusters.planned))
+    # A distributed driver's cluster is joined (or found unreachable, one line) before any cluster starts. The
+    # coordinator closes the pool after the schedule; closing it here too covers a race failing before that.
+    pool = open_pool(opts.load_driver, opts.worker_processes, opts.load_driver_hosts)
 
     # Closed when the race ends: a metrics store then gets the rows of its last second (or says what it lacks).
-    with open_store() as store:
+    with contextlib.closing(pool.pool), open_store() as store:
         trial = TrialInfo(id=new_trial_id(), track=track.name, challenge=challenge.name,
                           car=[] if opts.target_hosts else opts.car, track_params=track.params,
                           user_tags=opts.user_tags, options=_stored_options(opts, track), pipeline=opts.pipeline,

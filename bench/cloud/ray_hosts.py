@@ -103,8 +103,10 @@ def start_command(host: RayHost, head: str | None, *, temp_dir: str | None = Non
     if object_store_bytes is not None:
         args.append(f"--object-store-memory={object_store_bytes}")
     argv = [f"{host.host.venv}/bin/python", "-m", "ray.scripts.scripts", "start", *args]
-    return (f"RAY_USAGE_STATS_ENABLED=0 setsid nohup {' '.join(map(shlex.quote, argv))} > {host.log_file} 2>&1 "
-            f"< /dev/null & echo $!")
+    # The node's workers use the bench home the host's races use (their corpora are prepared there).
+    home = host.host.home if host.host.home.startswith("/") else f"$HOME/{host.host.home}"
+    return (f"BENCH_HOME={home} RAY_USAGE_STATS_ENABLED=0 setsid nohup {' '.join(map(shlex.quote, argv))} "
+            f"> {host.log_file} 2>&1 < /dev/null & echo $!")
 
 
 @dataclass
