@@ -87,11 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--worker-processes", type=int, default=None,
                    help="load driver processes (clients are dealt out to them; default 1, with "
                         "--load-driver=ray:... one per CPU of each Ray node)")
-    r.add_argument("--load-driver", help="BACKEND:ADDRESS: drive from a distributed backend's workers instead of "
-                                         "local processes, e.g. ray:auto or ray:HOST:PORT (needs bench[ray])")
-    r.add_argument("--ray-address", help="auto|HOST:PORT: the same as --load-driver=ray:ADDRESS")
-    r.add_argument("--load-driver-hosts", help="IP,...: drive only from the Ray nodes on these machines (Rally's "
-                                               "flag; without --ray-address/--load-driver it means ray:auto)")
+    _load_driver_arguments(r)
     r.add_argument("--topology", help="a topology file (topologies/): its clusters, locally or in a cloud")
     r.add_argument("--yes", action="store_true", help="with a cloud --topology: create machines without asking")
     r.add_argument("--max-instances", type=int, default=8, help="with a cloud --topology: refuse more machines")
@@ -114,8 +110,10 @@ def _parser() -> argparse.ArgumentParser:
     lg.add_argument("--client-options", help="k:v,... as for race (use_ssl, verify_certs, ca_certs, timeout ...)")
     lg.add_argument("--user-tag", action="append", help="k:v (repeatable or comma-separated)")
     lg.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
-    lg.add_argument("--worker-processes", type=int, default=1,
-                    help="load-driver processes (default 1; sequences then count per process)")
+    lg.add_argument("--worker-processes", type=int, default=None,
+                    help="load-driver processes (default 1, with --load-driver=ray:... one per CPU of each Ray node; "
+                         "sequences then count per process)")
+    _load_driver_arguments(lg)
 
     inf = sub.add_parser("info", help="what a track holds: corpora, challenges, schedules, and what bench cannot run")
     inf.add_argument("--track", help="built-in track name (see 'bench list tracks')")
@@ -163,14 +161,16 @@ def _params(spec: str | None, what: str) -> dict[str, Any]:
     return parse_params(spec, what=what)
 
 
-def _race(a: argparse.Namespace, console: Console) -> int:
-    from bench.options import RaceOptions
-    from bench.race import run_race
+def _load_driver_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--load-driver", help="BACKEND:ADDRESS: drive from a distributed backend's workers instead of "
+                                         "local processes, e.g. ray:auto or ray:HOST:PORT (needs bench[ray])")
+    p.add_argument("--ray-address", help="auto|HOST:PORT: the same as --load-driver=ray:ADDRESS")
+    p.add_argument("--load-driver-hosts", help="IP,...: drive only from the Ray nodes on these machines (Rally's "
+                                               "flag; without --ray-address/--load-driver it means ray:auto)")
 
-    if a.topology and a.target_hosts:
-        raise ConfigError("--topology and --target-hosts exclude each other: the topology's clusters are the targets")
-    if not a.track and not a.track_path:
-        raise ConfigError("bench race needs --track=NAME (see 'bench list tracks') or --track-path=DIR")
+
+def _load_driver(a: argparse.Namespace) -> tuple[str | None, list[str]]:
+    """--load-driver / --ray-address / --load-driver-hosts as (backend:address or None, driver hosts)."""
     if a.ray_address and a.load_driver:
         raise ConfigError("--ray-address and --load-driver exclude each other: --ray-address=X is --load-driver=ray:X")
     load_driver = f"ray:{a.ray_address}" if a.ray_address else a.load_driver
@@ -179,6 +179,18 @@ def _race(a: argparse.Namespace, console: Console) -> int:
         load_driver = "ray:auto"  # Rally's flag names machines: bench drives from other machines through Ray
     if load_driver and load_driver.startswith("ray:"):
         _ensure_ray()
+    return load_driver, driver_hosts
+
+
+def _race(a: argparse.Namespace, console: Console) -> int:
+    from bench.options import RaceOptions
+    from bench.race import run_race
+
+    if a.topology and a.target_hosts:
+        raise ConfigError("--topology and --target-hosts exclude each other: the topology's clusters are the targets")
+    if not a.track and not a.track_path:
+        raise ConfigError("bench race needs --track=NAME (see 'bench list tracks') or --track-path=DIR")
+    load_driver, driver_hosts = _load_driver(a)
     raw_client_options = _params(a.client_options, "--client-options")
     for key in ("basic_auth_password", "api_key"):
         if raw_client_options.get(key):
@@ -223,6 +235,7 @@ def _race(a: argparse.Namespace, console: Console) -> int:
 def _loadgen(a: argparse.Namespace, console: Console) -> int:
     from bench.loadgen.run import LoadgenOptions, run_loadgen
 
+    load_driver, driver_hosts = _load_driver(a)
     raw_client_options = _params(a.client_options, "--client-options")
     for key in ("basic_auth_password", "api_key"):
         if raw_client_options.get(key):
@@ -232,7 +245,7 @@ def _loadgen(a: argparse.Namespace, console: Console) -> int:
                               limit=a.limit, compress=a.compress, target_hosts=a.target_hosts,
                               client_options=raw_client_options, user_tags=_kv_list(a.user_tag, "--user-tag"),
                               report_format=a.report_format, worker_processes=a.worker_processes,
-                              progress=not a.quiet)
+                              load_driver=load_driver, load_driver_hosts=driver_hosts, progress=not a.quiet)
     except ValidationError as e:
         err = e.errors()[0]
         flag = {"concurrency": "-c", "duration": "-d", "rate": "-r", "limit": "-l"}.get(str(err["loc"][0]),

@@ -25,6 +25,7 @@ from rich.console import Console
 
 from bench import redact
 from bench.client import ClusterTarget, RawHttp, check_cluster, parse_client_options, parse_target_hosts
+from bench.driver.backends import OpenedPool, open_pool
 from bench.driver.coordinator import Coordinator
 from bench.driver.failure_log import FailureLog
 from bench.driver.progress import Progress
@@ -55,7 +56,9 @@ class LoadgenOptions(BaseModel):
     client_options: dict[str, Any] = Field(default_factory=dict)
     user_tags: dict[str, str] = Field(default_factory=dict)
     report_format: str = "table"
-    worker_processes: int = Field(default=1, ge=1, le=64)
+    worker_processes: int | None = Field(default=None, ge=1, le=1024)  # None: 1, or one per CPU of each Ray node
+    load_driver: str | None = None  # BACKEND:ADDRESS (e.g. ray:auto); None: local worker processes
+    load_driver_hosts: list[str] = Field(default_factory=list)
     progress: bool = True
 
     def public(self) -> dict[str, Any]:
@@ -150,7 +153,13 @@ def run_loadgen(opts: LoadgenOptions, *, console: Console | None = None) -> Load
     for w in plan.warnings:
         console.print(f"note: {w}", highlight=False, markup=False)
     targets, clusters = _targets(plan, opts)
-    store = open_store()
+    # Joined (or found unreachable, one line) before the trial exists; closed whatever happens after.
+    pool = open_pool(opts.load_driver, opts.worker_processes, opts.load_driver_hosts)
+    try:
+        store = open_store()
+    except BaseException:
+        pool.pool.close()
+        raise
     trial = TrialInfo(id=new_trial_id(), track="loadgen", challenge=plan.path.name, user_tags=opts.user_tags,
                       options=opts.public(), pipeline="benchmark-only", start_time=utcnow(), machine=machine_info())
     store.create_trial(trial)
@@ -165,8 +174,10 @@ def run_loadgen(opts: LoadgenOptions, *, console: Console | None = None) -> Load
 
     try:
         with recorded_run(store, trial.id, "loadgen run", stored_summary) as outcome:
-            outcome.summary, lg_text = asyncio.run(_drive(plan, opts, targets, clusters, store, trial.id, console))
+            outcome.summary, lg_text = asyncio.run(_drive(plan, opts, targets, clusters, store, trial.id, console,
+                                                          pool))
     finally:
+        pool.pool.close()  # the coordinator closed it unless the run failed before it started
         store.close()  # a metrics store gets the run's last rows now (or says what it lacks)
     summary, status = outcome.summary, outcome.status
     report = render_summary(summary, opts.report_format) if summary else ""  # type: ignore[arg-type]
@@ -174,7 +185,7 @@ def run_loadgen(opts: LoadgenOptions, *, console: Console | None = None) -> Load
 
 
 async def _drive(plan: LoadgenPlan, opts: LoadgenOptions, targets: list[ClusterTarget], clusters: dict[str, str],
-                 store: Trials, trial_id: str, console: Console) -> tuple[Summary | None, str]:
+                 store: Trials, trial_id: str, console: Console, pool: OpenedPool) -> tuple[Summary | None, str]:
     infos = []
     for t in targets:
         try:
@@ -200,8 +211,9 @@ async def _drive(plan: LoadgenPlan, opts: LoadgenOptions, targets: list[ClusterT
     track = Track(name="loadgen", root=plan.path.parent, challenges=[Challenge(name=plan.path.name, schedule=[task])])
 
     sink = SampleBuffer(store, trial_id)
-    coord = Coordinator(processes=opts.worker_processes, targets=targets, default_cluster=targets[0].name,
-                        sink=FailureLog(sink), listener=Progress(Console(stderr=True), enabled=opts.progress))
+    coord = Coordinator(processes=pool.workers, targets=targets, default_cluster=targets[0].name,
+                        sink=FailureLog(sink), listener=Progress(Console(stderr=True), enabled=opts.progress),
+                        pool=pool.pool)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, coord.interrupt, "Ctrl-C" if sig == signal.SIGINT else "SIGTERM")
@@ -210,6 +222,7 @@ async def _drive(plan: LoadgenPlan, opts: LoadgenOptions, targets: list[ClusterT
         await coord.run_challenge(track, [task], {})
     finally:
         coord.close()
+        store.add_telemetry(trial_id, pool.pool.telemetry())
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         sink.flush()
