@@ -113,9 +113,11 @@ def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[Dri
     extras = ("ray",) if len(hosts) > 1 else ()
     console.print(f"installing bench on driver{'s' if len(hosts) > 1 else ''} {', '.join(h.host for h in hosts)} ...",
                   highlight=False)
+    began = time.monotonic()
     with ThreadPoolExecutor(len(hosts)) as pool:  # minutes each: the hosts install at once
         list(pool.map(lambda h: h.install_bench(system_site_packages=system_site_packages, offline=offline,
                                                 extras=extras), hosts))
+    console.print(f"bench installed in {time.monotonic() - began:.1f} s", highlight=False)
     _, out, _ = head.run("mktemp -d")
     remote_dir = out.strip()
     # The track at the same path on every driver: a Ray node prepares its corpora from the track's folder too.
@@ -136,8 +138,10 @@ def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[Dri
             ray = RayDrivers([RayHost(h, ip) for h, ip in zip(hosts, ray_ips)], **(ray_options or {}))
             console.print(f"starting a Ray cluster on the {len(hosts)} driver hosts (head {ray_ips[0]}) ...",
                           highlight=False)
+            began = time.monotonic()
             with ray:
-                console.print(f"running the race on {head.host}, driven from {len(hosts)} hosts ...", highlight=False)
+                console.print(f"Ray cluster of {len(hosts)} hosts up in {time.monotonic() - began:.1f} s; running the "
+                              f"race on {head.host}, driven from all of them ...", highlight=False)
                 remote_id, _output = head.run_race(race_args(opts, dep, remote_dir, ray.address))
         else:
             console.print(f"running the race on {head.host} ...", highlight=False)
