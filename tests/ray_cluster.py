@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 
 from bench.nullsink import free_port
+from bench.provision.guard import kill_survivors
 
 NODE_START_TIMEOUT = 60.0
 OBJECT_STORE_BYTES = 100 * 1024 * 1024  # the smallest Ray accepts is ~75 MB; the tests ship no objects
@@ -57,13 +58,7 @@ class RayNodeProcess:
                 self.proc.wait(15)
             except subprocess.TimeoutExpired:
                 pass
-        _gone, alive = psutil.wait_procs(procs, timeout=5)
-        for p in alive:
-            try:
-                p.kill()
-            except psutil.NoSuchProcess:
-                pass
-        psutil.wait_procs(alive, timeout=5)
+        kill_survivors(procs, 5, reap=5)
         if self.proc.poll() is None:
             self.proc.wait(5)
 

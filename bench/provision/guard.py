@@ -27,6 +27,17 @@ from bench.provision.osuser import pdeathsig_preexec
 ORPHAN_GRACE = 1.0
 
 
+def kill_survivors(procs: list[psutil.Process], settle: float, reap: float = 10.0) -> None:
+    """Wait up to ``settle`` s for processes already told to stop, SIGKILL the ones left, wait for those."""
+    _, alive = psutil.wait_procs(procs, timeout=settle)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=reap)
+
+
 def stop_tree(proc: subprocess.Popen, grace: float, settle: float | None = None) -> None:
     """SIGTERM the launcher (it shuts the server JVM down), then SIGKILL whatever of the tree is left.
 
@@ -44,13 +55,7 @@ def stop_tree(proc: subprocess.Popen, grace: float, settle: float | None = None)
         proc.wait(timeout=grace)
     except subprocess.TimeoutExpired:
         pass
-    _, alive = psutil.wait_procs(tree, timeout=max(1.0, grace / 6) if settle is None else settle)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(alive, timeout=10)
+    kill_survivors(tree, max(1.0, grace / 6) if settle is None else settle)
     if proc.poll() is None:
         proc.kill()
         proc.wait(timeout=10)

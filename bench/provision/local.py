@@ -35,6 +35,7 @@ from bench.activity import say
 from bench.errors import ConfigError, ProvisionError
 from bench.provision.car import CarConfig, load_car
 from bench.provision.distribution import obtain_distribution
+from bench.provision.guard import kill_survivors
 from bench.provision.java import resolve_java_home
 from bench.provision.model import ENGINES, ClusterInfo, ClusterSpec, EngineLayout, NodeInfo
 from bench.provision.osuser import NodeUser, chown_tree, make_traversable, node_user, popen_user_kwargs
@@ -417,13 +418,7 @@ class LocalProvisioner:
                 guard.kill()
                 guard.wait(timeout=10)
         # Whatever survived (e.g. the guard was killed) is killed now: no orphan JVMs.
-        _, alive = psutil.wait_procs(procs, timeout=5)
-        for p in alive:
-            try:
-                p.kill()
-            except psutil.NoSuchProcess:
-                pass
-        psutil.wait_procs(alive, timeout=10)
+        kill_survivors(procs, 5)
         for stream in (guard.stdin, guard.stdout) if guard else ():
             try:
                 stream.close()
