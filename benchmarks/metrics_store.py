@@ -39,24 +39,7 @@ from bench.race import run_race
 from bench.samples import RequestSample
 from bench.store import TrialInfo, TrialStore, new_trial_id, utcnow
 
-TRACK = """{
-  "version": 2,
-  "description": "metrics store overhead: bulk-index generated nginx documents",
-  "indices": [{"name": "storeoverhead", "body": "index.json"}],
-  "corpora": [{"name": "nginx", "documents": [{"source-file": "nginx-documents.json",
-               "document-count": {{ doc_count }}, "target-index": "storeoverhead",
-               "generator": {"name": "nginx", "seed": 1}}]}],
-  "schedule": [
-    {"operation": {"operation-type": "delete-index"}},
-    {"operation": {"operation-type": "create-index"}},
-    {"operation": {"operation-type": "cluster-health", "request-params": {"wait_for_status": "green"},
-                   "retry-until-success": true}},
-    {"name": "index-append", "operation": {"operation-type": "bulk", "bulk-size": {{ bulk_size }}},
-     "warmup-time-period": 5, "clients": {{ bulk_indexing_clients }}},
-    {"operation": {"operation-type": "refresh"}}
-  ]
-}
-"""
+TRACK = Path(__file__).resolve().parent / "tracks" / "bulk-overhead"  # shared by the on/off benchmarks
 
 
 def write_rates(store: store_config.StoreConfig, n: int, rounds: int) -> dict[str, object]:
@@ -107,10 +90,7 @@ def main() -> None:
     os.environ.setdefault("BENCH_CACHE", str(Path.home() / ".bench"))
     home = Path(tempfile.mkdtemp(prefix="bench-metrics-store-"))
     os.environ["BENCH_HOME"] = str(home)
-    track = home / "track"
-    track.mkdir()
-    (track / "track.json").write_text(TRACK)
-    (track / "index.json").write_text(json.dumps({"settings": {"number_of_shards": 1, "number_of_replicas": 0}}))
+    track = TRACK
     params = {"doc_count": a.docs, "bulk_indexing_clients": a.clients, "bulk_size": a.bulk_size}
     bench_prov = LocalProvisioner("store-bench-target", home / "target")
     store_prov = LocalProvisioner("store-bench-store", home / "store")

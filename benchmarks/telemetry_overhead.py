@@ -33,26 +33,7 @@ from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterSpec
 from bench.race import run_race
 
-# Its own small track (generated nginx documents, one shard, no replica), so the numbers do not move when the
-# built-in tracks change.
-TRACK = """{
-  "version": 2,
-  "description": "telemetry overhead: bulk-index generated nginx documents",
-  "indices": [{"name": "overhead", "body": "index.json"}],
-  "corpora": [{"name": "nginx", "documents": [{"source-file": "nginx-documents.json",
-               "document-count": {{ doc_count }}, "target-index": "overhead",
-               "generator": {"name": "nginx", "seed": 1}}]}],
-  "schedule": [
-    {"operation": {"operation-type": "delete-index"}},
-    {"operation": {"operation-type": "create-index"}},
-    {"operation": {"operation-type": "cluster-health", "request-params": {"wait_for_status": "green"},
-                   "retry-until-success": true}},
-    {"name": "index-append", "operation": {"operation-type": "bulk", "bulk-size": {{ bulk_size }}},
-     "warmup-time-period": {{ warmup_time_period }}, "clients": {{ bulk_indexing_clients }}},
-    {"operation": {"operation-type": "refresh"}}
-  ]
-}
-"""
+TRACK = Path(__file__).resolve().parent / "tracks" / "bulk-overhead"  # shared by the on/off benchmarks
 
 
 def one_race(track: Path, target: str, params: dict[str, object], telemetry: bool, interval: float,
@@ -83,10 +64,7 @@ def main() -> None:
     os.environ["BENCH_HOME"] = tempfile.mkdtemp(prefix="bench-telemetry-overhead-")
     params = {"doc_count": a.docs, "bulk_indexing_clients": a.clients, "bulk_size": a.bulk_size,
               "warmup_time_period": 5}
-    track = Path(os.environ["BENCH_HOME"]) / "track"
-    track.mkdir()
-    (track / "track.json").write_text(TRACK)
-    (track / "index.json").write_text(json.dumps({"settings": {"number_of_shards": 1, "number_of_replicas": 0}}))
+    track = TRACK
     provisioner = LocalProvisioner("telemetry-overhead", Path(os.environ["BENCH_HOME"]) / "trial")
     info = provisioner.start(ClusterSpec(nodes=1, car=["defaults", a.heap]))
     runs: list[dict[str, object]] = []
