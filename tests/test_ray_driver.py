@@ -237,3 +237,46 @@ def test_worker_actors_die_with_a_killed_bench(tmp_path: Path, races: list[RaceP
     while _worker_actors(ray_cluster) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert _worker_actors(ray_cluster) == []
+
+
+def test_a_race_failing_before_its_schedule_leaves_the_ray_cluster(tmp_path: Path, ray_cluster: RayTestCluster) -> None:
+    # The target is unreachable: the race fails before the coordinator takes the pool, which must still be closed
+    # (bench's Ray session ended), or the next race of this process would find a stale connection.
+    import ray
+
+    track = bulk_track(tmp_path, time_period=1)
+    assert race_in_process(f"--track-path={track}", f"--target-hosts=127.0.0.1:{free_port()}",
+                           f"--ray-address={ray_cluster.address}") != 0
+    assert not ray.is_initialized()
+
+
+@pytest.mark.cluster
+def test_loadgen_drives_from_the_ray_cluster(tmp_path: Path, ray_cluster: RayTestCluster, es_target: str) -> None:
+    # bench loadgen with --ray-address: the clients are dealt to a worker actor on each node; the documents the
+    # requests carry all land (warmup + the 12-request limit, 10 documents each), and both nodes are on record.
+    import shutil
+    import urllib.request
+
+    from bench.cli import main
+
+    host = es_target.split(",")[0]
+
+    def count() -> int:  # the session's cluster is shared: other tests may have written test-* already
+        urllib.request.urlopen(urllib.request.Request(f"http://{host}/test-*/_refresh", method="POST"),
+                               timeout=60).read()
+        return int(json.loads(urllib.request.urlopen(f"http://{host}/test-*/_count").read())["count"])
+
+    before = count()
+    config = tmp_path / "loadgen.yml"
+    shutil.copy(Path(__file__).parent / "data" / "loadgen" / "gateway-docs-runtime-variables.yml", config)
+    assert main(["--quiet", "loadgen", "--config", str(config), "-c", "4", "-d", "20", "-l", "12",
+                 f"--target-hosts={es_target}", f"--ray-address={ray_cluster.address}"]) == 0
+    with TrialStore() as store:
+        trial = store.list_trials(1)[0]
+        df = store.samples(trial.id)
+        tel = store.telemetry(trial.id)
+    assert trial.status == "complete" and trial.options["load_driver"] == f"ray:{ray_cluster.address}"
+    assert len(df) == 12 and set(df["status"]) == {200}
+    workers = tel[(tel["device"] == "load-driver") & (tel["metric"] == "workers")]
+    assert list(workers["value"]) == [1.0, 1.0] and workers["node"].nunique() == 2
+    assert count() - before == 130
