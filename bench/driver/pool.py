@@ -11,7 +11,8 @@ from typing import Any, Protocol
 from bench.trials import TelemetryRow
 
 Command = tuple[Any, ...]  # ("step", StepPlan) | ("go", start_at) | ("stop",) | ("cancel",) | ("end-step",) ...
-Message = tuple[Any, ...]  # ("ready", wid, corpus_prepare_seconds | None) | ("samples", wid, [RequestSample]) | ("error", wid, text) ...
+# ("ready", wid, corpus_prepare_seconds | None) | ("samples", wid, [RequestSample]) | ("error", wid, text) ...
+Message = tuple[Any, ...]
 
 
 class WorkerPool(Protocol):

@@ -205,9 +205,11 @@ class RayWorkerPool:
         ray.shutdown()
 
     def telemetry(self) -> list[TelemetryRow]:
-        """Per Ray node: its workers, its clock's offset to bench's (ms), the driver's CPU per worker (cores)."""
+        """Per Ray node: its workers, its clock's offset to bench's (ms), the driver's CPU per worker (cores), and
+        for a node that prepared its own corpus files how long that took (s)."""
         now = time.time()
         rows = []
+        prepared = self.corpus_prepare_seconds()
         for name in dict.fromkeys(n.name for n in self._where):
             rows.append(TelemetryRow(now, "driver", name, DEVICE, "workers",
                                      float(sum(1 for n in self._where if n.name == name))))
@@ -215,7 +217,6 @@ class RayWorkerPool:
                 rows.append(TelemetryRow(now, "driver", name, DEVICE, "clock_offset_ms", self.clock_offsets[name] * 1000))
             if name in self.node_cpu:
                 rows.append(TelemetryRow(now, "driver", name, DEVICE, "cpu_cores_per_worker", self.node_cpu[name]))
-            prepared = self.corpus_prepare_seconds()
             if name in prepared:
                 rows.append(TelemetryRow(now, "driver", name, DEVICE, "corpus_prepare_s", prepared[name]))
         return rows
