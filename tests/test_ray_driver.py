@@ -20,6 +20,7 @@ import pytest
 
 pytest.importorskip("ray", reason="the Ray load driver needs bench[ray]")
 
+from bench.cli import main  # noqa: E402
 from bench.nullsink import free_port, start_in_background  # noqa: E402
 from bench.store import TrialStore  # noqa: E402
 from tests.ray_cluster import RayTestCluster, start_ray_cluster  # noqa: E402
@@ -171,13 +172,17 @@ def corpus_track(root: Path, *, corpus: str, source_file: str, base_url: str | N
 
 def test_a_node_elsewhere_prepares_the_corpus_in_its_own_data_cache(tmp_path: Path, bench_home: Path,
                                                                    ray_cluster: RayTestCluster, es_target: str,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     # The corpus comes from its base-url, compressed. bench prepares it in its data cache (its BENCH_HOME here);
     # the second Ray node, whose BENCH_HOME is another folder, downloads and decompresses its own copy before the
     # common start; its two workers fetch it once (the set's lock); the head's workers read bench's copy.
     import urllib.request
 
     monkeypatch.delenv("BENCH_CACHE")
+    # Every node counts as busy here, so the note's way from the pool to the stored summary and `bench show` is
+    # seen (the null-sink race checks the real threshold against the stored figures).
+    monkeypatch.setattr("bench.ray.busy_nodes.BUSY_SHARE", 0.0)
     remote = tmp_path / "remote"
     remote.mkdir()
     (remote / "docs.json.bz2").write_bytes(bz2.compress(corpus_bytes()))
@@ -206,6 +211,15 @@ def test_a_node_elsewhere_prepares_the_corpus_in_its_own_data_cache(tmp_path: Pa
               if "prepared the corpus files of step 2" in x]
     assert len(logged) == 2 and all(prep["node"].iloc[0] in x for x in logged), logged
     print(f"{prep['node'].iloc[0]} prepared its corpus in {prep['value'].iloc[0]:.2f} s")
+    cpu = tel[(tel["device"] == "load-driver") & (tel["metric"] == "cpu_cores_per_worker")]
+    with TrialStore() as store:
+        notes = [n for n in store.summary(trial.id).notes if n.startswith("Load driver: Ray node")]  # type: ignore[union-attr]
+    assert len(notes) == len(cpu) == 2 and all(any(n.startswith(f"Load driver: {node} drove") for n in notes)
+                                               for node in cpu["node"]), notes
+    capsys.readouterr()
+    assert main(["show", trial.id]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert all(" ".join(n.split()) in shown for n in notes), shown[-1500:]
 
 
 def test_a_node_that_cannot_get_the_corpus_fails_the_race_naming_file_and_node(tmp_path: Path,

@@ -16,6 +16,15 @@ from bench.track.model import DocumentsSpec, Track
 
 
 @dataclass(frozen=True)
+class CorporaPrepared:
+    """What a worker's "ready" says about its preparation: wall seconds, and the CPU seconds it used (not the
+    driving's: a pool measuring its workers' CPU while they drive leaves them out)."""
+
+    seconds: float
+    cpu_seconds: float
+
+
+@dataclass(frozen=True)
 class StepCorpora:
     """What a worker needs to prepare its step's document sets itself."""
 

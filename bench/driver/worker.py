@@ -3,7 +3,7 @@
 Protocol (tuples through the coordinator's WorkerPool, multiprocessing queues by default):
   coordinator -> worker: ("step", StepPlan) | ("go", start_at_monotonic) | ("stop",) | ("cancel",)
                          | ("end-step",) | ("shutdown",)
-  worker -> coordinator: ("ready", wid, corpus_prepare_seconds | None) | ("samples", wid, [RequestSample])
+  worker -> coordinator: ("ready", wid, CorporaPrepared | None) | ("samples", wid, [RequestSample])
                          | ("task-done", wid, task)
                          | ("failure", wid, message) | ("error", wid, message) | ("cancelled", wid, count)
                          | ("step-done", wid)
@@ -32,7 +32,7 @@ from bench.driver.params import SourceContext, param_source
 from bench.driver.registry import runner_for
 from bench.driver.request_options import with_request_options
 from bench.driver.runners import Context, with_retries
-from bench.driver.step_corpora import StepCorpora, prepare_step_documents
+from bench.driver.step_corpora import CorporaPrepared, StepCorpora, prepare_step_documents
 from bench.driver.track_code import TrackCode, TrackCodePlan
 from bench.driver.track_defs import TrackDefinitions
 from bench.driver.worker_extensions import load_extensions
@@ -165,9 +165,9 @@ class StepStopped(Exception):
     """The step was stopped before this worker was ready."""
 
 
-async def _prepare_documents(plan: StepPlan, stop: asyncio.Event) -> float | None:
+async def _prepare_documents(plan: StepPlan, stop: asyncio.Event) -> CorporaPrepared | None:
     """Prepare the step's document sets here, off the loop so that a "stop" (Ctrl-C, another worker's error)
-    is heard while a node downloads for minutes; returns the seconds it took (None: nothing to prepare), or
+    is heard while a node downloads for minutes; returns the time it took (None: nothing to prepare), or
     raises StepStopped. A preparation left behind finishes or dies with the process: every file is written
     under a temporary name and renamed when complete, so nothing half-made is ever read."""
     assert plan.corpora is not None
@@ -176,7 +176,7 @@ async def _prepare_documents(plan: StepPlan, stop: asyncio.Event) -> float | Non
     track = plan.track_code.track if plan.track_code is not None else None
     started = time.monotonic()
     loop = asyncio.get_running_loop()
-    done: asyncio.Future[int] = loop.create_future()
+    done: asyncio.Future[tuple[int, float]] = loop.create_future()
 
     def settle(ok: bool, value: Any) -> None:
         if done.done():
@@ -187,8 +187,10 @@ async def _prepare_documents(plan: StepPlan, stop: asyncio.Event) -> float | Non
             done.set_exception(value)
 
     def prepare() -> None:
+        cpu = time.thread_time()
         try:
-            outcome = (True, prepare_step_documents(corpora, plan.documents, tasks, track))
+            sets = prepare_step_documents(corpora, plan.documents, tasks, track)
+            outcome = (True, (sets, time.thread_time() - cpu))
         except BaseException as e:  # noqa: BLE001 - handed to the loop, which raises it
             outcome = (False, e)
         try:
@@ -204,15 +206,16 @@ async def _prepare_documents(plan: StepPlan, stop: asyncio.Event) -> float | Non
         stopped.cancel()
     if not done.done():
         raise StepStopped
-    return time.monotonic() - started if done.result() else None
+    sets, cpu_seconds = done.result()
+    return CorporaPrepared(time.monotonic() - started, cpu_seconds) if sets else None
 
 
 async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event, cancel: asyncio.Event,
                     go: asyncio.Future[float], prepare_corpora: bool = False) -> None:
-    prepared_in = None
+    prepared = None
     if prepare_corpora and plan.corpora is not None:
         try:
-            prepared_in = await _prepare_documents(plan, stop)
+            prepared = await _prepare_documents(plan, stop)
         except StepStopped:
             return
     per_cluster = max(1, len(plan.clients))
@@ -247,7 +250,7 @@ async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event,
     for h in https.values():
         await h.__aenter__()
     try:
-        results.put(("ready", wid, prepared_in))
+        results.put(("ready", wid, prepared))
         start_at = await go
 
         async def flusher() -> None:

@@ -22,6 +22,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 import bench
 from bench.driver.backends import OpenedPool
 from bench.driver.pool import Command, Message
+from bench.driver.step_corpora import CorporaPrepared
 from bench.errors import ConfigError, RaceError
 from bench.ray.actor import RayWorker
 from bench.ray.busy_nodes import busy_node_notes
@@ -106,6 +107,9 @@ class RayWorkerPool:
         self._here = ray.get_runtime_context().get_node_id()
         self._step = -1  # the step whose plans were sent last
         self._prepare_s: dict[tuple[str, int], float] = {}  # (node name, step) -> its slowest worker's seconds
+        # Per worker, the wall and CPU seconds of the preparations after the first "go": not driving, so left out
+        # of the driver's CPU per worker.
+        self._prepare_after_go: dict[int, tuple[float, float]] = {}
         self.clock_offsets: dict[str, float] = {}  # node name -> its monotonic clock minus ours (seconds)
         self._offset: list[float] = []
         self.startup_seconds: float | None = None
@@ -172,8 +176,8 @@ class RayWorkerPool:
             # Only now does the worker count as exited: the coordinator reads the node's name first.
             self._lost.add(msg[1])
             return ("error", msg[1], msg[2])
-        if msg[0] == "ready" and len(msg) > 2 and msg[2] is not None:
-            self._prepared(msg[1], float(msg[2]))
+        if msg[0] == "ready" and len(msg) > 2 and isinstance(msg[2], CorporaPrepared):
+            self._prepared(msg[1], msg[2])
         return msg
 
     def exit_codes(self) -> dict[int, int | None]:
@@ -235,12 +239,15 @@ class RayWorkerPool:
         return out
 
     # -- internals -------------------------------------------------------------------------------
-    def _prepared(self, wid: int, seconds: float) -> None:
+    def _prepared(self, wid: int, prepared: CorporaPrepared) -> None:
         node = self._where[wid]
         key = (node.name, self._step)
-        self._prepare_s[key] = max(self._prepare_s.get(key, 0.0), seconds)
-        log.info("%s: bench-worker-%d prepared the corpus files of step %d in its own data cache in %.2f s",
-                 node.name, wid, self._step, seconds)
+        self._prepare_s[key] = max(self._prepare_s.get(key, 0.0), prepared.seconds)
+        if self._cpu_at_go is not None:
+            wall, cpu = self._prepare_after_go.get(wid, (0.0, 0.0))
+            self._prepare_after_go[wid] = (wall + prepared.seconds, cpu + prepared.cpu_seconds)
+        log.info("%s: bench-worker-%d prepared the corpus files of step %d in its own data cache in %.2f s "
+                 "(%.2f CPU s)", node.name, wid, self._step, prepared.seconds, prepared.cpu_seconds)
 
     def _await(self, refs: list[Any], what: str) -> list[Any]:
         ready, pending = ray.wait(refs, num_returns=len(refs), timeout=START_TIMEOUT)
@@ -276,7 +283,8 @@ class RayWorkerPool:
 
     def _report_cpu(self) -> None:
         """The driver's CPU per node (host telemetry sees this machine's workers only): a node whose workers
-        each used more than BUSY_SHARE of a core may have limited the load, and is flagged (``notes``)."""
+        each used more than BUSY_SHARE of a core may have limited the load, and is flagged (``notes``). A worker's
+        corpus preparations between steps are not driving: their CPU and time are left out."""
         if self._cpu_at_go is None or not self._actors:
             return
         t0, asked = self._cpu_at_go
@@ -285,9 +293,11 @@ class RayWorkerPool:
         wall = time.monotonic() - t0
         per_node: dict[str, list[float]] = {}
         for wid, node in enumerate(self._where):
-            used = after[wid] - before[wid]
+            prep_wall, prep_cpu = self._prepare_after_go.get(wid, (0.0, 0.0))
+            used = after[wid] - before[wid] - prep_cpu
+            driving = wall - prep_wall
             if used == used:  # not NaN
-                per_node.setdefault(node.name, []).append(used / wall if wall > 0 else 0.0)
+                per_node.setdefault(node.name, []).append(max(0.0, used) / driving if driving > 0 else 0.0)
         for name, shares in per_node.items():
             self.node_cpu[name] = sum(shares) / len(shares)
         for note in busy_node_notes(self.node_cpu):
