@@ -210,7 +210,6 @@ def test_a_node_elsewhere_prepares_the_corpus_in_its_own_data_cache(tmp_path: Pa
     logged = [x for x in (bench_home / "logs" / "bench.log").read_text().splitlines()
               if "prepared the corpus files of step 2" in x]
     assert len(logged) == 2 and all(prep["node"].iloc[0] in x for x in logged), logged
-    print(f"{prep['node'].iloc[0]} prepared its corpus in {prep['value'].iloc[0]:.2f} s")
     cpu = tel[(tel["device"] == "load-driver") & (tel["metric"] == "cpu_cores_per_worker")]
     with TrialStore() as store:
         notes = [n for n in store.summary(trial.id).notes if n.startswith("Load driver: Ray node")]  # type: ignore[union-attr]
@@ -220,6 +219,7 @@ def test_a_node_elsewhere_prepares_the_corpus_in_its_own_data_cache(tmp_path: Pa
     assert main(["show", trial.id]) == 0
     shown = " ".join(capsys.readouterr().out.split())
     assert all(" ".join(n.split()) in shown for n in notes), shown[-1500:]
+    print(f"{prep['node'].iloc[0]} prepared its corpus in {prep['value'].iloc[0]:.2f} s")
 
 
 def test_a_node_that_cannot_get_the_corpus_fails_the_race_naming_file_and_node(tmp_path: Path,
