@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -46,7 +47,7 @@ from bench.report import check_report_file, render_summary, write_report
 from bench.store import TrialInfo, machine_info, new_trial_id, utcnow
 from bench.summary import Summary, summarize
 from bench.track import plugins as track_plugins
-from bench.track.corpus import bulk_documents, prepare_corpora
+from bench.track.corpus import CorpusRecipe, bulk_documents, prepare_corpora
 from bench.track.loader import find_track, load_track
 from bench.track.model import Challenge, DocumentsSpec, Parallel, Task, Track
 from bench.trial_run import INTERRUPTIONS, SampleBuffer, recorded_run
@@ -115,23 +116,27 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
             console.print(f"[yellow]Warmup:[/yellow] {escape(line)}", highlight=False)
         facts: list[dict[str, Any]] = []
         hidden = {t.name for t in challenge.tasks() if not t.include_in_reporting}
-        with recorded_run(store, trial.id, "race", lambda: _summary_of_stored(store, trial.id, None, hidden)) as outcome:
+        def stored_so_far() -> Summary | None:
+            return _summary_of_stored(store, trial.id, None, hidden, pool.pool.notes())
+
+        with recorded_run(store, trial.id, "race", stored_so_far) as outcome:
             try:
                 # Rally's prepare phase of a track's processors (track.py), then bench's own corpus preparation.
                 code = track_plugins.plugins_of(track)
                 track_plugins.run_prepare(track, code, data_dir(), challenge.name)
+                code_corpora = track_plugins.param_source_corpora(track, code, challenge.name)
                 with activity.step("Preparing corpora", enabled=opts.progress):
                     prepare_corpora(track, challenge, test_mode=opts.test_mode, offline=opts.offline,
-                                    corpus_dir=opts.corpus_dir,
-                                    also=track_plugins.param_source_corpora(track, code, challenge.name))
+                                    corpus_dir=opts.corpus_dir, also=code_corpora)
                 documents = _documents_per_task(track, challenge)
                 with activity.step("Starting clusters", enabled=opts.progress):
                     targets = clusters.start(trial.id, client_options, console)
                 for hook in hooks:
                     opts = hook.prepare(RaceTargets(opts, track, challenge, targets, clusters.cars, console))
                 facts, totals = asyncio.run(_drive_and_collect(
-                    opts, store, trial.id, track, challenge, documents, targets, hooks, clusters, console, pool))
-                outcome.summary = _summary_of_stored(store, trial.id, totals, hidden)
+                    opts, store, trial.id, track, challenge, documents, targets, hooks, clusters, console, pool,
+                    code_corpora))
+                outcome.summary = _summary_of_stored(store, trial.id, totals, hidden, pool.pool.notes())
                 for hook in hooks:  # while the clusters still run
                     outcome.summary = hook.finish(RaceTargets(opts, track, challenge, targets, clusters.cars, console),
                                                   outcome.summary)
@@ -154,8 +159,9 @@ def _documents_per_task(track: Track, challenge: Challenge) -> dict[str, list[Do
 
 
 def _summary_of_stored(store: Trials, trial_id: str, totals: ClusterTotals | None,
-                       hidden: set[str] | None = None) -> Summary | None:
-    """The summary of the stored samples; tasks with include-in-reporting false are stored, not summarised."""
+                       hidden: set[str] | None = None, driver_notes: list[str] | None = None) -> Summary | None:
+    """The summary of the stored samples; tasks with include-in-reporting false are stored, not summarised.
+    ``driver_notes``: what the load-driver pool says about how it drove (e.g. a busy Ray node)."""
     df = store.samples(trial_id)
     shown = df[~df["task"].isin(hidden)] if hidden and not df.empty else df
     summary = summarize(shown, totals) if not shown.empty else None
@@ -166,13 +172,16 @@ def _summary_of_stored(store: Trials, trial_id: str, totals: ClusterTotals | Non
             summary.notes.append(f"Not reported (include-in-reporting: false): {', '.join(ran)}; their samples "
                                  f"are stored with the trial" + (f"; {failed} of their requests failed" if failed
                                                                  else "") + ".")
+    if summary is not None and driver_notes:
+        summary.notes.extend(driver_notes)
     return enrich(summary, store, trial_id)
 
 
 async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, track: Track,
                              challenge: Challenge, documents: dict[str, list[DocumentsSpec]],
                              targets: list[ClusterTarget], hooks: list[RaceHook], clusters: RaceClusters,
-                             console: Console, pool: OpenedPool) -> tuple[list[dict[str, Any]], ClusterTotals | None]:
+                             console: Console, pool: OpenedPool,
+                             code_corpora: list[str]) -> tuple[list[dict[str, Any]], ClusterTotals | None]:
     """The schedule against the targets (the hooks around it), then the cluster totals it left."""
     facts = [await check_cluster(t) for t in targets]
     store.update_trial(trial_id, clusters=facts)
@@ -196,8 +205,13 @@ async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, tr
             for hook in hooks:
                 await around.enter_async_context(hook.around_schedule(schedule))
             gc_before = await _gc_reading(targets[0]) if targets else None
+            # Workers that cannot read this machine's corpus files prepare their own from the same sources.
+            recipe = CorpusRecipe(Path(track.root).absolute(),
+                                  Path(opts.corpus_dir).expanduser().absolute() if opts.corpus_dir else None,
+                                  opts.offline, opts.test_mode)
             await coord.run_challenge(track, challenge.schedule, documents, challenge.name,
-                                      step_driver=_step_driver(hooks, schedule))
+                                      step_driver=_step_driver(hooks, schedule), corpus_recipe=recipe,
+                                      code_corpora=code_corpora)
     finally:
         coord.close()
         store.add_telemetry(trial_id, pool.pool.telemetry())

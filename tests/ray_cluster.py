@@ -1,5 +1,7 @@
 """A real Ray cluster on 127.0.0.1 for the Ray load-driver tests: a head and worker nodes, each a `ray start
---block` process of ours (so stopping it, and everything it started, never touches another Ray on the machine)."""
+--block` process of ours (so stopping it, and everything it started, never touches another Ray on the machine).
+Each node has a ``BENCH_HOME`` of its own (and no ``BENCH_CACHE``), as separate machines would: its actors'
+data cache is ``home/data``."""
 
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ def _ray_exe() -> str:
 class RayNodeProcess:
     proc: subprocess.Popen[bytes]
     log: Path
+    home: Path  # the node's BENCH_HOME
 
     def processes(self) -> list[psutil.Process]:
         try:
@@ -92,13 +95,15 @@ class RayTestCluster:
 
 def _start(folder: Path, index: int, args: list[str]) -> RayNodeProcess:
     log = folder / f"ray-start-{index}.log"
+    home = folder / f"home-{index}"
     common = ["--block", "--node-ip-address=127.0.0.1", f"--object-store-memory={OBJECT_STORE_BYTES}",
               "--disable-usage-stats"]
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {**{k: v for k, v in os.environ.items() if k != "BENCH_CACHE"}, "RAY_USAGE_STATS_ENABLED": "0",
+           "BENCH_HOME": str(home)}
     with open(log, "wb") as out:
         proc = subprocess.Popen([_ray_exe(), "start", *args, *common], stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-    return RayNodeProcess(proc, log)
+    return RayNodeProcess(proc, log, home)
 
 
 def start_ray_cluster(folder: Path, nodes: int = 2) -> RayTestCluster:

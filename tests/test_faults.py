@@ -49,12 +49,12 @@ class RaceProcess:
 
     _count = 0
 
-    def __init__(self, home: Path, args: list[str], command: str = "race") -> None:
+    def __init__(self, home: Path, args: list[str], command: str = "race", env: dict[str, str] | None = None) -> None:
         self.home = home
         RaceProcess._count += 1
         stem = home.parent / f"race-{RaceProcess._count}"
         self.out_file, self.err_file = stem.with_suffix(".out"), stem.with_suffix(".err")
-        env = {**os.environ, "BENCH_HOME": str(home), "BENCH_CACHE": default_cache()}
+        env = {**os.environ, "BENCH_HOME": str(home), "BENCH_CACHE": default_cache(), **(env or {})}
         with open(self.out_file, "wb") as out, open(self.err_file, "wb") as err:
             self.proc = subprocess.Popen([sys.executable, "-m", "bench", command, "--quiet", *args], env=env,
                                          cwd=project_root(), stdout=out, stderr=err, stdin=subprocess.DEVNULL)
@@ -158,8 +158,9 @@ def race(tmp_path: Path) -> Iterator[list[RaceProcess]]:
         r.cleanup()
 
 
-def start_race(race: list[RaceProcess], home: Path, *args: str) -> RaceProcess:
-    r = RaceProcess(home, list(args))
+def start_race(race: list[RaceProcess], home: Path, *args: str, env: dict[str, str] | None = None) -> RaceProcess:
+    """``env``: variables set for this race besides its BENCH_HOME (e.g. its own BENCH_CACHE)."""
+    r = RaceProcess(home, list(args), env=env)
     race.append(r)
     return r
 

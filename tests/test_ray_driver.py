@@ -1,12 +1,16 @@
 """The load driver on a real two-node Ray cluster on 127.0.0.1 (``--ray-address``): races into the null sink
-and a real Elasticsearch, an unreachable cluster, a node killed mid-race, Ctrl-C."""
+and a real Elasticsearch, corpora prepared by the second node in its own BENCH_HOME (or not obtainable there),
+an unreachable cluster, a node killed mid-race, Ctrl-C (also while a node downloads)."""
 
 from __future__ import annotations
 
+import bz2
+import http.server
 import json
 import re
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +20,7 @@ import pytest
 
 pytest.importorskip("ray", reason="the Ray load driver needs bench[ray]")
 
+from bench.cli import main  # noqa: E402
 from bench.nullsink import free_port, start_in_background  # noqa: E402
 from bench.store import TrialStore  # noqa: E402
 from tests.ray_cluster import RayTestCluster, start_ray_cluster  # noqa: E402
@@ -23,6 +28,7 @@ from tests.test_cli_errors import one_line_error  # noqa: E402
 from tests.test_faults import RaceProcess, start_race, stored_trial  # noqa: E402
 from tests.test_race import only_trial, write_track  # noqa: E402
 from tests.test_race import race as race_in_process  # noqa: E402
+from tests.test_step_corpora import counting_server  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -113,6 +119,16 @@ def test_two_node_race_into_the_null_sink(tmp_path: Path, bench_home: Path, ray_
     # The driver's CPU per node, read from the workers themselves (host telemetry sees only this machine's).
     cpu = [x for x in (bench_home / "logs" / "bench.log").read_text().splitlines() if "CPU per worker" in x]
     assert cpu and len(re.findall(r"Ray node \S+ \(\w+\): \d+ %", cpu[-1])) == 2, cpu
+    # A node whose workers used more than 80 % of a core each is a note of the stored summary, and only then.
+    with TrialStore() as store:
+        notes = store.summary(trial.id).notes  # type: ignore[union-attr]
+    cpu_rows = ld[ld["metric"] == "cpu_cores_per_worker"]
+    for node, share in zip(cpu_rows["node"], cpu_rows["value"], strict=True):
+        flagged = [n for n in notes if n.startswith(f"Load driver: {node} drove with")]
+        assert len(flagged) == (1 if share > 0.8 else 0), (node, share, notes)
+    print(f"driver CPU per worker: {dict(zip(cpu_rows['node'], cpu_rows['value'], strict=True))}; notes: {notes}")
+    # Both nodes read the corpus file at its absolute path: the second node prepared nothing of its own.
+    assert (ld["metric"] == "corpus_prepare_s").sum() <= 1
 
 
 def test_ray_race_indexes_the_whole_corpus_into_elasticsearch(tmp_path: Path, ray_cluster: RayTestCluster,
@@ -134,6 +150,156 @@ def test_ray_race_indexes_the_whole_corpus_into_elasticsearch(tmp_path: Path, ra
     urllib.request.urlopen(f"http://{host}/ray-es/_refresh", data=b"").read()
     count = json.loads(urllib.request.urlopen(f"http://{host}/ray-es/_count").read())["count"]
     assert count == DOCS
+
+
+def corpus_bytes() -> bytes:
+    return "".join(json.dumps({"n": i, "msg": f"document {i}"}) + "\n" for i in range(DOCS)).encode()
+
+
+def corpus_track(root: Path, *, corpus: str, source_file: str, base_url: str | None, index: str = "ray",
+                 clients: int = 4, bulk_only: bool = False) -> Path:
+    """A bulk track whose corpus file is named relative to its sources (data cache, track folder, base-url)."""
+    task = {"operation": {"name": "load", "operation-type": "bulk", "bulk-size": 500, "corpora": corpus},
+            "clients": clients}
+    admin = [] if bulk_only else [{"operation": {"operation-type": "delete-index"}},
+                                  {"operation": {"operation-type": "create-index"}}]
+    spec: dict = {"name": corpus, "documents": [{"source-file": source_file, "document-count": DOCS,
+                                                 "target-index": index}]}
+    if base_url:
+        spec["base-url"] = base_url
+    return write_track(root / "track", [*admin, task], indices=[{"name": index}], corpora=[spec])
+
+
+def test_a_node_elsewhere_prepares_the_corpus_in_its_own_data_cache(tmp_path: Path, bench_home: Path,
+                                                                   ray_cluster: RayTestCluster, es_target: str,
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # The corpus comes from its base-url, compressed. bench prepares it in its data cache (its BENCH_HOME here);
+    # the second Ray node, whose BENCH_HOME is another folder, downloads and decompresses its own copy before the
+    # common start; its two workers fetch it once (the set's lock); the head's workers read bench's copy.
+    import urllib.request
+
+    monkeypatch.delenv("BENCH_CACHE")
+    # Every node counts as busy here, so the note's way from the pool to the stored summary and `bench show` is
+    # seen (the null-sink race checks the real threshold against the stored figures).
+    monkeypatch.setattr("bench.ray.busy_nodes.BUSY_SHARE", 0.0)
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    (remote / "docs.json.bz2").write_bytes(bz2.compress(corpus_bytes()))
+    head, other = ray_cluster.nodes[0], ray_cluster.nodes[1]
+    with counting_server(remote) as (url, asked):
+        track = corpus_track(tmp_path, corpus="served", source_file="docs.json.bz2", base_url=url, index="ray-served")
+        assert race_in_process(f"--track-path={track}", f"--target-hosts={es_target}",
+                               f"--ray-address={ray_cluster.address}", "--worker-processes=4") == 0
+    assert asked == ["/docs.json.bz2", "/docs.json.bz2"]  # bench's download, then the second node's
+    assert (bench_home / "data" / "served" / "docs.json").read_bytes() == corpus_bytes()
+    assert (other.home / "data" / "served" / "docs.json").read_bytes() == corpus_bytes()
+    assert not (head.home / "data" / "served").exists()
+    with TrialStore() as store:
+        trial = only_trial(store)
+        df = store.samples(trial.id)
+        tel = store.telemetry(trial.id)
+    bulks = df[df["task"] == "load"]
+    assert trial.status == "complete" and bulks["success"].all() and int(bulks["units"].sum()) == DOCS
+    host = es_target.split(",")[0]
+    urllib.request.urlopen(f"http://{host}/ray-served/_refresh", data=b"").read()
+    assert json.loads(urllib.request.urlopen(f"http://{host}/ray-served/_count").read())["count"] == DOCS
+    # How long the node took, stored per node (only the one that prepared) and logged per worker.
+    prep = tel[(tel["device"] == "load-driver") & (tel["metric"] == "corpus_prepare_s")]
+    assert len(prep) == 1 and 0 < prep["value"].iloc[0] < 60, prep
+    logged = [x for x in (bench_home / "logs" / "bench.log").read_text().splitlines()
+              if "prepared the corpus files of step 2" in x]
+    assert len(logged) == 2 and all(prep["node"].iloc[0] in x for x in logged), logged
+    cpu = tel[(tel["device"] == "load-driver") & (tel["metric"] == "cpu_cores_per_worker")]
+    with TrialStore() as store:
+        notes = [n for n in store.summary(trial.id).notes if n.startswith("Load driver: Ray node")]  # type: ignore[union-attr]
+    assert len(notes) == len(cpu) == 2 and all(any(n.startswith(f"Load driver: {node} drove") for n in notes)
+                                               for node in cpu["node"]), notes
+    capsys.readouterr()
+    assert main(["show", trial.id]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert all(" ".join(n.split()) in shown for n in notes), shown[-1500:]
+    print(f"{prep['node'].iloc[0]} prepared its corpus in {prep['value'].iloc[0]:.2f} s")
+
+
+def test_a_node_that_cannot_get_the_corpus_fails_the_race_naming_file_and_node(tmp_path: Path,
+                                                                               races: list[RaceProcess],
+                                                                               ray_cluster: RayTestCluster,
+                                                                               sink: str) -> None:
+    # bench's copy is in its own data cache only, and the corpus has no base-url: the second node looks in its
+    # data cache and beside the track, finds nothing, and the race fails before the common start.
+    home = tmp_path / "home"
+    (home / "data" / "only-here").mkdir(parents=True)
+    (home / "data" / "only-here" / "docs.json").write_bytes(corpus_bytes())
+    track = corpus_track(tmp_path, corpus="only-here", source_file="docs.json", base_url=None, bulk_only=True)
+    r = start_race(races, home, f"--track-path={track}", f"--target-hosts={sink}",
+                   f"--ray-address={ray_cluster.address}", "--worker-processes=2", env={"BENCH_CACHE": str(home)})
+    assert r.wait_exit(90) not in (0, 130), r.stderr
+    other = ray_cluster.nodes[1]
+    line = one_line_error(r.stderr, "corpus 'only-here' file docs.json is not available (it has no base-url)",
+                          str(other.home / "data" / "only-here" / "docs.json"))
+    assert re.search(r"\(on Ray node \S+ \(\w{8}\)\)$", line), line
+    trial, taken = stored_trial(home, r.wait_trial())
+    assert trial.status == "failed" and (trial.error or "") in line
+    assert taken == 0  # nothing measured, nothing reported
+    with TrialStore(home / "bench.db") as store:
+        summary = store.summary(trial.id)
+    assert summary is None or summary.tasks == [], summary  # no task, so no throughput, in the stored summary
+
+
+class _Trickle(http.server.BaseHTTPRequestHandler):
+    """Answers a corpus file with its first bytes, then nothing until released: a download that takes long."""
+
+    release = threading.Event()
+    asked: list[str] = []
+
+    def do_GET(self) -> None:
+        self.asked.append(self.path)
+        self.send_response(200)
+        self.send_header("Content-Length", str(10 << 20))
+        self.end_headers()
+        self.wfile.write(b"BZh9")
+        self.wfile.flush()
+        self.release.wait(60)
+
+    def log_message(self, *a) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+
+def test_ctrl_c_while_a_node_downloads_stops_the_race(tmp_path: Path, races: list[RaceProcess],
+                                                      ray_cluster: RayTestCluster, sink: str) -> None:
+    home = tmp_path / "home"
+    (home / "data" / "slow").mkdir(parents=True)
+    (home / "data" / "slow" / "docs.json").write_bytes(corpus_bytes())  # bench's copy: nothing to download
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Trickle)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Trickle.release.clear()
+    _Trickle.asked.clear()
+    try:
+        track = corpus_track(tmp_path, corpus="slow", source_file="docs.json.bz2", bulk_only=True,
+                             base_url=f"http://127.0.0.1:{server.server_address[1]}")
+        r = start_race(races, home, f"--track-path={track}", f"--target-hosts={sink}",
+                       f"--ray-address={ray_cluster.address}", "--worker-processes=2", env={"BENCH_CACHE": str(home)})
+        trial_id = r.wait_trial()
+        r.wait_for("the second node's download", lambda: bool(_Trickle.asked), 60)
+        time.sleep(0.5)
+        r.proc.send_signal(signal.SIGINT)
+        interrupted = time.monotonic()
+        assert r.wait_exit(30) == 130, r.stderr
+        took = time.monotonic() - interrupted
+    finally:
+        _Trickle.release.set()
+        server.shutdown()
+        server.server_close()
+    trial, taken = stored_trial(home, trial_id)
+    assert trial.status == "aborted" and (trial.error or "").startswith("interrupted (Ctrl-C"), trial.error
+    assert taken == 0
+    other = ray_cluster.nodes[1]
+    assert _Trickle.asked == ["/docs.json.bz2"]
+    assert not (other.home / "data" / "slow" / "docs.json.bz2").exists()  # never a partial file under its name
+    assert not (other.home / "data" / "slow" / "docs.json").exists()
+    assert took < 10, took
+    print(f"bench exited {took:.1f} s after Ctrl-C while a node was downloading")
 
 
 def test_unreachable_ray_address_is_one_line(tmp_path: Path, races: list[RaceProcess], sink: str) -> None:

@@ -20,12 +20,14 @@ from bench.client import ClusterTarget
 from bench.driver.mp_pool import MpWorkerPool
 from bench.driver.pool import Message, WorkerPool
 from bench.driver.shard_lookup import with_shard_tables
+from bench.driver.step_corpora import StepCorpora, step_corpora
 from bench.driver.track_code import TrackCodePlan, plan_for
 from bench.driver.track_defs import TrackDefinitions, track_definitions
 from bench.driver.worker import StepPlan
 from bench.driver.worker_extensions import extension_paths
 from bench.errors import RaceError, RaceInterrupted
 from bench.samples import RequestSample
+from bench.track.corpus import CorpusRecipe
 from bench.track.model import DocumentsSpec, Parallel, Task, Track
 
 log = logging.getLogger(__name__)
@@ -94,9 +96,14 @@ class Coordinator:
     # -- running -------------------------------------------------------------------------------
     async def run_challenge(self, track: Track, schedule: list[Task | Parallel],
                             documents: dict[str, list[DocumentsSpec]], challenge: str | None = None,
-                            step_driver: StepDriver | None = None) -> None:
+                            step_driver: StepDriver | None = None, corpus_recipe: CorpusRecipe | None = None,
+                            code_corpora: list[str] | None = None) -> None:
+        """``corpus_recipe`` (and ``code_corpora``, the corpora the track's code reads) let a worker that cannot
+        read the coordinator's corpus files prepare its own; without it every worker reads the prepared paths."""
         self._wake = asyncio.Event()
         self._track_code = plan_for(track, challenge)
+        self._corpora = ((lambda docs: step_corpora(corpus_recipe, track, docs, code_corpora))
+                         if corpus_recipe is not None else None)
         if self._interrupt:
             self._wake.set()
         indices = {i.name: i.body_content for i in track.indices}
@@ -115,10 +122,11 @@ class Coordinator:
 
     def _plans(self, no: int, tasks: list[Task], documents: dict[str, list[DocumentsSpec]],
                indices: dict[str, Any]) -> list[StepPlan]:
-        plans = [StepPlan(no, tasks, [], self.targets, self.default_cluster,
-                          {t.name: documents.get(t.name, []) for t in tasks}, indices,
+        step_docs = {t.name: documents.get(t.name, []) for t in tasks}
+        corpora = self._corpora(step_docs) if self._corpora is not None else None
+        plans = [StepPlan(no, tasks, [], self.targets, self.default_cluster, step_docs, indices,
                           report_failures=self.on_error == "abort", track_code=self._track_code,
-                          definitions=self._definitions)
+                          definitions=self._definitions, corpora=corpora)
                  for _ in range(self.n)]
         k = 0
         for ti, task in enumerate(tasks):
@@ -232,6 +240,7 @@ class Coordinator:
 
     _stop_requested_at: float | None = None
     _track_code: TrackCodePlan | None = None
+    _corpora: Callable[[dict[str, list[DocumentsSpec]]], StepCorpora] | None = None
 
     def _stop_overdue(self) -> bool:
         now = time.monotonic()

@@ -80,6 +80,9 @@ class MpWorkerPool:
     def telemetry(self) -> list[TelemetryRow]:
         return []  # host telemetry samples local workers by their pids
 
+    def notes(self) -> list[str]:
+        return []  # host telemetry's section flags busy local workers
+
     def close(self) -> None:
         for q in self._cmds:
             try:

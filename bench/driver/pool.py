@@ -11,7 +11,8 @@ from typing import Any, Protocol
 from bench.trials import TelemetryRow
 
 Command = tuple[Any, ...]  # ("step", StepPlan) | ("go", start_at) | ("stop",) | ("cancel",) | ("end-step",) ...
-Message = tuple[Any, ...]  # ("ready", wid) | ("samples", wid, [RequestSample]) | ("error", wid, text) ...
+# ("ready", wid, CorporaPrepared | None) | ("samples", wid, [RequestSample]) | ("error", wid, text) ...
+Message = tuple[Any, ...]
 
 
 class WorkerPool(Protocol):
@@ -39,3 +40,7 @@ class WorkerPool(Protocol):
     def telemetry(self) -> list[TelemetryRow]:
         """What the pool measured about its workers, stored with the trial after ``close`` (a distributed
         backend: each machine's clock offset and driver CPU); none for local processes."""
+
+    def notes(self) -> list[str]:
+        """What the race's summary should say about the load driver, known after ``close`` (a distributed
+        backend: a machine whose workers were busy enough to have limited the load); none for local processes."""

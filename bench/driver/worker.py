@@ -3,12 +3,15 @@
 Protocol (tuples through the coordinator's WorkerPool, multiprocessing queues by default):
   coordinator -> worker: ("step", StepPlan) | ("go", start_at_monotonic) | ("stop",) | ("cancel",)
                          | ("end-step",) | ("shutdown",)
-  worker -> coordinator: ("ready", wid) | ("samples", wid, [RequestSample]) | ("task-done", wid, task)
+  worker -> coordinator: ("ready", wid, CorporaPrepared | None) | ("samples", wid, [RequestSample])
+                         | ("task-done", wid, task)
                          | ("failure", wid, message) | ("error", wid, message) | ("cancelled", wid, count)
                          | ("step-done", wid)
 "stop" lets in-flight requests finish (and records them); "cancel" (an interruption) cancels them, and they
 are counted, never recorded as samples.
-Bulk bodies are prepared between "step" and "ready"; the clock starts only at "go".
+Bulk bodies are prepared between "step" and "ready"; the clock starts only at "go". A worker on a machine other
+than the coordinator's (``prepare_corpora``) first prepares its step's document sets in its own data cache; "ready"
+says how long that took.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from bench.driver.params import SourceContext, param_source
 from bench.driver.registry import runner_for
 from bench.driver.request_options import with_request_options
 from bench.driver.runners import Context, with_retries
+from bench.driver.step_corpora import CorporaPrepared, StepCorpora, prepare_step_documents
 from bench.driver.track_code import TrackCode, TrackCodePlan
 from bench.driver.track_defs import TrackDefinitions
 from bench.driver.worker_extensions import load_extensions
@@ -55,6 +59,7 @@ class StepPlan:
     definitions: TrackDefinitions = field(default_factory=TrackDefinitions)
     report_failures: bool = False  # --on-error=abort: tell the coordinator about the first failure
     track_code: TrackCodePlan | None = None  # the track has a track.py: its runners, sources, schedulers
+    corpora: StepCorpora | None = None  # how a worker on another machine prepares the documents itself
 
 
 def raise_nofile_limit() -> None:
@@ -86,9 +91,12 @@ def worker_main(wid: int, commands: Any, results: Any, extensions: dict[str, str
     run_worker(wid, commands, results, extensions)
 
 
-def run_worker(wid: int, commands: Any, results: Any, extensions: dict[str, str] | None = None) -> None:
+def run_worker(wid: int, commands: Any, results: Any, extensions: dict[str, str] | None = None, *,
+               prepare_corpora: bool = False) -> None:
     """The worker loop, in any thread of any process: ``commands`` has a blocking ``get()``, ``results`` a
-    ``put(message)`` (multiprocessing queues locally; another backend's queue-like objects elsewhere)."""
+    ``put(message)`` (multiprocessing queues locally; another backend's queue-like objects elsewhere).
+    ``prepare_corpora``: this worker cannot read the coordinator's corpus files (another machine, another data
+    cache) and prepares each step's document sets itself."""
     while True:
         cmd = commands.get()
         if cmd[0] == "shutdown":
@@ -106,7 +114,7 @@ def run_worker(wid: int, commands: Any, results: Any, extensions: dict[str, str]
         try:
             # Every step (cheap after the first): a failure to load is reported where the coordinator listens.
             load_extensions(extensions or {})
-            loop.run_until_complete(_run_step(wid, cmd[1], results, stop, cancel, go))
+            loop.run_until_complete(_run_step(wid, cmd[1], results, stop, cancel, go, prepare_corpora))
         except BenchError as e:
             results.put(("error", wid, str(e)))
         except Exception as e:  # noqa: BLE001 - reported to the coordinator, which fails the race
@@ -153,8 +161,63 @@ def _listen(commands: Any, loop: asyncio.AbstractEventLoop, stop: asyncio.Event,
                 return
 
 
+class StepStopped(Exception):
+    """The step was stopped before this worker was ready."""
+
+
+async def _prepare_documents(plan: StepPlan, stop: asyncio.Event) -> CorporaPrepared | None:
+    """Prepare the step's document sets here, off the loop so that a "stop" (Ctrl-C, another worker's error)
+    is heard while a node downloads for minutes; returns the time it took (None: nothing to prepare), or
+    raises StepStopped. A preparation left behind finishes or dies with the process: every file is written
+    under a temporary name and renamed when complete, so nothing half-made is ever read."""
+    assert plan.corpora is not None
+    corpora = plan.corpora
+    tasks = {plan.tasks[ti].name for ti, _ in plan.clients}
+    track = plan.track_code.track if plan.track_code is not None else None
+    started = time.monotonic()
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[tuple[int, float]] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if done.done():
+            return
+        if ok:
+            done.set_result(value)
+        else:
+            done.set_exception(value)
+
+    def prepare() -> None:
+        cpu = time.thread_time()
+        try:
+            sets = prepare_step_documents(corpora, plan.documents, tasks, track)
+            outcome = (True, (sets, time.thread_time() - cpu))
+        except BaseException as e:  # noqa: BLE001 - handed to the loop, which raises it
+            outcome = (False, e)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the step was stopped and its loop closed: nobody waits any more
+            pass
+
+    threading.Thread(target=prepare, name="bench-corpus-prepare", daemon=True).start()
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({done, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+    if not done.done():
+        raise StepStopped
+    sets, cpu_seconds = done.result()
+    return CorporaPrepared(time.monotonic() - started, cpu_seconds) if sets else None
+
+
 async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event, cancel: asyncio.Event,
-                    go: asyncio.Future[float]) -> None:
+                    go: asyncio.Future[float], prepare_corpora: bool = False) -> None:
+    prepared = None
+    if prepare_corpora and plan.corpora is not None:
+        try:
+            prepared = await _prepare_documents(plan, stop)
+        except StepStopped:
+            return
     per_cluster = max(1, len(plan.clients))
     https = {t.name: RawHttp(t, connections=per_cluster) for t in plan.targets}
     gzip_for = {t.name: t.options.http_compress for t in plan.targets}
@@ -187,7 +250,7 @@ async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event,
     for h in https.values():
         await h.__aenter__()
     try:
-        results.put(("ready", wid))
+        results.put(("ready", wid, prepared))
         start_at = await go
 
         async def flusher() -> None:

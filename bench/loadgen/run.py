@@ -230,4 +230,6 @@ async def _drive(plan: LoadgenPlan, opts: LoadgenOptions, targets: list[ClusterT
     if df.empty:
         return None, ""
     lg = summarize_loadgen(df)
-    return summarize(df), render_loadgen(lg) if lg else ""
+    summary = summarize(df)
+    summary.notes.extend(pool.pool.notes())  # e.g. a Ray node too busy to drive the load asked of it
+    return summary, render_loadgen(lg) if lg else ""

@@ -34,12 +34,15 @@ class _Results:
 class RayWorker:
     """Made a Ray actor by ``ray.remote`` where the pool starts it (ray stays an import of the pool only)."""
 
-    def __init__(self, wid: int, extensions: dict[str, str], where: str) -> None:
+    def __init__(self, wid: int, extensions: dict[str, str], where: str, prepare_corpora: bool = False) -> None:
+        """``prepare_corpora``: the actor is not on the coordinator's Ray node, so it prepares each step's corpus
+        files in its node's own data cache (``$BENCH_HOME`` there) instead of reading the coordinator's paths."""
         raise_nofile_limit()
         self._commands: queue.Queue[Command] = queue.Queue()
         self._outbox: queue.Queue[Message] = queue.Queue(OUTBOX_SIZE)
         self._thread = threading.Thread(target=run_worker, name=f"bench-worker-{wid}", daemon=True,
-                                        args=(wid, self._commands, _Results(self._outbox, where), extensions))
+                                        args=(wid, self._commands, _Results(self._outbox, where), extensions),
+                                        kwargs={"prepare_corpora": prepare_corpora})
         self._thread.start()
 
     def info(self) -> dict[str, Any]:

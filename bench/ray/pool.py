@@ -22,19 +22,23 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 import bench
 from bench.driver.backends import OpenedPool
 from bench.driver.pool import Command, Message
+from bench.driver.step_corpora import CorporaPrepared
 from bench.errors import ConfigError, RaceError
 from bench.ray.actor import RayWorker
+from bench.ray.busy_nodes import busy_node_notes
 from bench.ray.connect import connect
 from bench.trials import TelemetryRow
 
 log = logging.getLogger(__name__)
 
-START_TIMEOUT = 60.0  # for every actor to answer once (a node pulling a runtime env takes a while)
+# For every actor to answer once (a node pulling a runtime env takes a while). Only the start waits on it: a
+# step's "ready" (after a node downloaded and decompressed its corpus files, however long that takes) is awaited
+# by the coordinator without a limit, and Ctrl-C or another node's error stops it.
+START_TIMEOUT = 60.0
 POLL_WAIT = 0.25  # how long a poll waits on an idle worker: also how late the reader sees a close
 STOP_TIMEOUT = 3.0  # for the workers' loops to end before their actors are killed
 CLOCK_PROBES = 5  # round trips per worker; the one with the shortest round trip gives the clock offset
 DEVICE = "load-driver"  # the telemetry rows the pool stores with the trial: one set per Ray node
-BUSY_SHARE = 0.8  # a node whose workers used more than this share of a core each was the bottleneck, not the cluster
 
 
 @dataclass
@@ -98,6 +102,14 @@ class RayWorkerPool:
         self._actors: list[Any] = []
         self._pids: dict[int, int] = {}
         self._local_ip = ray.util.get_node_ip_address()
+        # Actors on other nodes prepare their own corpus files (by node, not IP: two nodes of one machine may have
+        # different data caches).
+        self._here = ray.get_runtime_context().get_node_id()
+        self._step = -1  # the step whose plans were sent last
+        self._prepare_s: dict[tuple[str, int], float] = {}  # (node name, step) -> its slowest worker's seconds
+        # Per worker, the wall and CPU seconds of the preparations after the first "go": not driving, so left out
+        # of the driver's CPU per worker.
+        self._prepare_after_go: dict[int, tuple[float, float]] = {}
         self.clock_offsets: dict[str, float] = {}  # node name -> its monotonic clock minus ours (seconds)
         self._offset: list[float] = []
         self.startup_seconds: float | None = None
@@ -120,7 +132,7 @@ class RayWorkerPool:
                 self._actors.append(remote.options(
                     num_cpus=0, runtime_env=env, name=None,
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
-                ).remote(wid, extensions, node.name))
+                ).remote(wid, extensions, node.name, node.node_id != self._here))
             infos = self._await([a.info.remote() for a in self._actors], "start")
             self._pids = {wid: i["pid"] for wid, i in enumerate(infos) if i["ip"] == self._local_ip}
             self._offset = [self._measure_offset(a) for a in self._actors]
@@ -138,6 +150,8 @@ class RayWorkerPool:
                  ", ".join(f"{k}: {v * 1000:+.3f} ms" for k, v in self.clock_offsets.items()), self.startup_seconds)
 
     def send(self, wid: int, cmd: Command) -> None:
+        if cmd[0] == "step":
+            self._step = cmd[1].step
         if cmd[0] == "go":  # the common start in the worker's own clock
             if self._cpu_at_go is None and wid == 0:  # asked, not awaited: the start must not wait for it
                 self._cpu_at_go = (time.monotonic(), self._ask_cpu())
@@ -162,6 +176,8 @@ class RayWorkerPool:
             # Only now does the worker count as exited: the coordinator reads the node's name first.
             self._lost.add(msg[1])
             return ("error", msg[1], msg[2])
+        if msg[0] == "ready" and len(msg) > 2 and isinstance(msg[2], CorporaPrepared):
+            self._prepared(msg[1], msg[2])
         return msg
 
     def exit_codes(self) -> dict[int, int | None]:
@@ -193,9 +209,11 @@ class RayWorkerPool:
         ray.shutdown()
 
     def telemetry(self) -> list[TelemetryRow]:
-        """Per Ray node: its workers, its clock's offset to bench's (ms), the driver's CPU per worker (cores)."""
+        """Per Ray node: its workers, its clock's offset to bench's (ms), the driver's CPU per worker (cores), and
+        for a node that prepared its own corpus files how long that took (s)."""
         now = time.time()
         rows = []
+        prepared = self.corpus_prepare_seconds()
         for name in dict.fromkeys(n.name for n in self._where):
             rows.append(TelemetryRow(now, "driver", name, DEVICE, "workers",
                                      float(sum(1 for n in self._where if n.name == name))))
@@ -203,9 +221,34 @@ class RayWorkerPool:
                 rows.append(TelemetryRow(now, "driver", name, DEVICE, "clock_offset_ms", self.clock_offsets[name] * 1000))
             if name in self.node_cpu:
                 rows.append(TelemetryRow(now, "driver", name, DEVICE, "cpu_cores_per_worker", self.node_cpu[name]))
+            if name in prepared:
+                rows.append(TelemetryRow(now, "driver", name, DEVICE, "corpus_prepare_s", prepared[name]))
         return rows
 
+    def notes(self) -> list[str]:
+        """A node whose workers each used more than BUSY_SHARE of a core: the summary says so (known after
+        ``close``)."""
+        return busy_node_notes(self.node_cpu)
+
+    def corpus_prepare_seconds(self) -> dict[str, float]:
+        """Per node that prepared its own corpus files: the time it took, summed over the steps (per step, its
+        slowest worker: a node's workers prepare together)."""
+        out: dict[str, float] = {}
+        for (name, _step), seconds in self._prepare_s.items():
+            out[name] = out.get(name, 0.0) + seconds
+        return out
+
     # -- internals -------------------------------------------------------------------------------
+    def _prepared(self, wid: int, prepared: CorporaPrepared) -> None:
+        node = self._where[wid]
+        key = (node.name, self._step)
+        self._prepare_s[key] = max(self._prepare_s.get(key, 0.0), prepared.seconds)
+        if self._cpu_at_go is not None:
+            wall, cpu = self._prepare_after_go.get(wid, (0.0, 0.0))
+            self._prepare_after_go[wid] = (wall + prepared.seconds, cpu + prepared.cpu_seconds)
+        log.info("%s: bench-worker-%d prepared the corpus files of step %d in its own data cache in %.2f s "
+                 "(%.2f CPU s)", node.name, wid, self._step, prepared.seconds, prepared.cpu_seconds)
+
     def _await(self, refs: list[Any], what: str) -> list[Any]:
         ready, pending = ray.wait(refs, num_returns=len(refs), timeout=START_TIMEOUT)
         if pending:
@@ -240,7 +283,8 @@ class RayWorkerPool:
 
     def _report_cpu(self) -> None:
         """The driver's CPU per node (host telemetry sees this machine's workers only): a node whose workers
-        each used more than BUSY_SHARE of a core may have limited the load, and is flagged."""
+        each used more than BUSY_SHARE of a core may have limited the load, and is flagged (``notes``). A worker's
+        corpus preparations between steps are not driving: their CPU and time are left out."""
         if self._cpu_at_go is None or not self._actors:
             return
         t0, asked = self._cpu_at_go
@@ -249,15 +293,15 @@ class RayWorkerPool:
         wall = time.monotonic() - t0
         per_node: dict[str, list[float]] = {}
         for wid, node in enumerate(self._where):
-            used = after[wid] - before[wid]
+            prep_wall, prep_cpu = self._prepare_after_go.get(wid, (0.0, 0.0))
+            used = after[wid] - before[wid] - prep_cpu
+            driving = wall - prep_wall
             if used == used:  # not NaN
-                per_node.setdefault(node.name, []).append(used / wall if wall > 0 else 0.0)
+                per_node.setdefault(node.name, []).append(max(0.0, used) / driving if driving > 0 else 0.0)
         for name, shares in per_node.items():
             self.node_cpu[name] = sum(shares) / len(shares)
-            if self.node_cpu[name] > BUSY_SHARE:
-                log.warning("%s drove with %.0f %% of a core per worker (over %.0f %%): the load driver there may "
-                            "have limited the load; add nodes or workers", name, self.node_cpu[name] * 100,
-                            BUSY_SHARE * 100)
+        for note in busy_node_notes(self.node_cpu):
+            log.warning("%s", note)
         log.info("Ray load driver CPU per worker: %s",
                  ", ".join(f"{k}: {v * 100:.0f} %" for k, v in self.node_cpu.items()))
 

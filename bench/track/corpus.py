@@ -5,11 +5,17 @@ For each document set the bulk tasks use: generate it (``generator``), or find i
 decompress it once. Every file is written as ``<name>.part`` and renamed when complete, so an
 interrupted download, decompression or generation is never used. The line count is checked against
 ``document-count`` (x2 with action-and-meta-data lines) and remembered in ``data_dir()/.linecounts``.
+
+``prepare_document_set`` does this for one document set on whichever machine calls it (a load-driver worker on
+another machine prepares its own copy from the same sources, described by a ``CorpusRecipe``); a lock file per
+document set in the data cache keeps processes of one machine from fetching the same file at once.
 """
 
 from __future__ import annotations
 
 import bz2
+import contextlib
+import fcntl
 import gzip
 import hashlib
 import json
@@ -264,6 +270,48 @@ class Sources:
             f"--corpus-dir=DIR holding {corpus}/{d.source_file}")
 
 
+@dataclass(frozen=True)
+class CorpusRecipe:
+    """How a race's corpus files are made: where they come from and whether test mode cuts them. Enough for a
+    load-driver worker on another machine to prepare the same files from the same sources into its own cache."""
+
+    track_root: Path
+    corpus_dir: Path | None = None
+    offline: bool = False
+    test_mode: bool = False
+
+    @property
+    def sources(self) -> Sources:
+        return Sources(self.track_root, self.corpus_dir, self.offline)
+
+
+@contextlib.contextmanager
+def _file_lock(corpus: str, d: DocumentsSpec) -> Iterator[None]:
+    """Held while one document set is prepared: the other processes of this machine (workers of one Ray node,
+    two races) wait and then find the file ready instead of downloading or decompressing it a second time."""
+    digest = hashlib.sha256(f"{corpus}/{d.source_file}".encode()).hexdigest()[:16]
+    path = data_dir() / ".locks" / f"{Path(_strip_compression(d.source_file)).name}-{digest}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def prepare_document_set(corpus: str, d: DocumentsSpec, recipe: CorpusRecipe) -> Path:
+    """Make one document set of corpus ``corpus`` available here and return its uncompressed file: generated,
+    found locally (``--corpus-dir``, this machine's data cache, the track's folder) or downloaded into the data
+    cache; its line count checked. In test mode ``d.document_count`` becomes the test-mode count."""
+    with _file_lock(corpus, d):
+        if d.generator is not None:
+            docs = min(d.document_count, TEST_MODE_DOCS) if recipe.test_mode else d.document_count
+            d.document_count = docs
+            return _generated(corpus, d, docs)
+        return _prepare_file(corpus, d, recipe.sources, recipe.test_mode)
+
+
 def _prepare_file(corpus: str, d: DocumentsSpec, src: Sources, test_mode: bool) -> Path:
     plain_name = _strip_compression(d.source_file)
     compressed = d.source_file != plain_name
@@ -307,17 +355,12 @@ def prepare_corpora(track: Track, challenge: Challenge, *, test_mode: bool, offl
                     corpus_dir: Path | None = None, also: list[str] | None = None) -> None:
     """Fill ``local_path`` of every document set the challenge's bulk tasks use, and of every document set of the
     corpora named in ``also`` (those a track's parameter sources read)."""
-    src = Sources(track.root, Path(corpus_dir).expanduser() if corpus_dir else None, offline)
+    recipe = CorpusRecipe(track.root, Path(corpus_dir).expanduser() if corpus_dir else None, offline, test_mode)
     wanted = _challenge_documents(track, challenge)
     seen = {id(d) for _, d in wanted}
     for c in track.corpora:
         if c.name in (also or ()):
             wanted += [(c.name, d) for d in c.documents if id(d) not in seen]
     for corpus, d in wanted:
-        if d.generator is not None:
-            docs = min(d.document_count, TEST_MODE_DOCS) if test_mode else d.document_count
-            d.document_count = docs
-            d.local_path = _generated(corpus, d, docs)
-        else:
-            d.local_path = _prepare_file(corpus, d, src, test_mode)
+        d.local_path = prepare_document_set(corpus, d, recipe)
         log.info("corpus %s: %s ready (%d documents)", corpus, d.local_path, d.document_count)
