@@ -299,6 +299,10 @@ def test_two_driver_hosts_form_a_ray_cluster_that_drives_the_race(ccr_lab: CcrLa
         assert sorted((n.split()[2], v) for n, v in zip(rows["node"], rows["value"])) == [(a, 1.0) for a in addrs]
         offsets = telemetry[(telemetry["device"] == "load-driver") & (telemetry["metric"] == "clock_offset_ms")]
         assert len(offsets) == 2
+        # The second host's worker prepared the corpus itself, in its own bench home, before the common start.
+        prepared = telemetry[(telemetry["device"] == "load-driver") & (telemetry["metric"] == "corpus_prepare_s")]
+        assert [n.split()[2] for n in prepared["node"]] == [addrs[1]]
+        assert list((work / "home-1" / "bench-home" / "data" / "nginx").glob("*.json"))
         # Every Ray process of both hosts is gone (stopped by bench, not by the lab's teardown).
         deadline = time.monotonic() + 20
         while _ray_processes(str(ray_tmp)) and time.monotonic() < deadline:

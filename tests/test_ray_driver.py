@@ -446,3 +446,7 @@ def test_loadgen_drives_from_the_ray_cluster(tmp_path: Path, ray_cluster: RayTes
     workers = tel[(tel["device"] == "load-driver") & (tel["metric"] == "workers")]
     assert list(workers["value"]) == [1.0, 1.0] and workers["node"].nunique() == 2
     assert count() - before == 130
+    # Other tests of the session count test-* documents of their own: leave none behind.
+    names = urllib.request.urlopen(f"http://{host}/_cat/indices/test-*?h=index").read().decode().split()
+    for name in names:
+        urllib.request.urlopen(urllib.request.Request(f"http://{host}/{name}", method="DELETE"), timeout=60).read()
