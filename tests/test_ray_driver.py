@@ -121,7 +121,15 @@ def test_two_node_race_into_the_null_sink(tmp_path: Path, bench_home: Path, ray_
     assert cpu and len(re.findall(r"Ray node \S+ \(\w+\): \d+ %", cpu[-1])) == 2, cpu
     # A node whose workers used more than 80 % of a core each is a note of the stored summary, and only then.
     with TrialStore() as store:
-        notes = store.summary(trial.id).notes  # type: ignore[union-attr]
+        summary = store.summary(trial.id)
+    assert summary is not None
+    notes = summary.notes
+    # The nodes are a section of the stored summary, so reports list them (one set of rows per node).
+    section = summary.section("load-driver")
+    assert section and sorted(n["workers"] for n in section["nodes"]) == [1, 1]
+    assert {n["node"] for n in section["nodes"]} == set(ld["node"])
+    rows = [r for r in summary.rows() if r.metric == "Driver CPU per worker (Ray node, 100% = 1 core)"]
+    assert len(rows) == 2 and all(r.value > 0 for r in rows)
     cpu_rows = ld[ld["metric"] == "cpu_cores_per_worker"]
     for node, share in zip(cpu_rows["node"], cpu_rows["value"], strict=True):
         flagged = [n for n in notes if n.startswith(f"Load driver: {node} drove with")]

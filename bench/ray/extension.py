@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from bench.compare.metrics import register_metric
 from bench.driver.backends import OpenedPool, register_pool_backend
+from bench.ray.section import SECTION, enrich_summary, load_driver_rows
+from bench.summary import register_section
+from bench.trial_summary import register_enricher
 
 
 def setup() -> None:
     register_pool_backend("ray", _open)
+    register_section(SECTION, rows=load_driver_rows, title="Load driver (Ray nodes)", order=15)
+    register_enricher(SECTION, enrich_summary)
+    # How the load was driven, not what the cluster did: shown in comparisons, never judged.
+    register_metric(r"^load-driver ", higher_is_better=None)
+    register_metric(r"driver cpu", higher_is_better=None)
 
 
 def _open(address: str, workers: int | None, hosts: list[str]) -> OpenedPool:
