@@ -56,9 +56,11 @@ while True:
     time.sleep(0.5)
 """
 
-# Run by a host's venv python: stop the process tree of a `ray start --block` (SIGTERM stops what it started).
+# Run by a host's venv python (bench is installed there): stop the process tree of a `ray start --block`
+# (SIGTERM stops what it started), then whatever of it survives.
 _STOP_TREE = """
 import sys, psutil
+from bench.provision.guard import kill_survivors
 try:
     root = psutil.Process(int(sys.argv[1]))
 except psutil.NoSuchProcess:
@@ -69,13 +71,7 @@ try:
     root.wait(float(sys.argv[2]))
 except psutil.TimeoutExpired:
     pass
-_, alive = psutil.wait_procs(procs, timeout=5)
-for p in alive:
-    try:
-        p.kill()
-    except psutil.NoSuchProcess:
-        pass
-psutil.wait_procs(alive, timeout=5)
+kill_survivors(procs, 5, reap=5)
 """
 
 
