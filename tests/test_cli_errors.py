@@ -8,10 +8,9 @@ import asyncio
 import hashlib
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import psutil
@@ -19,6 +18,7 @@ import pytest
 
 from bench.cli import main
 from bench.store import TrialInfo, TrialStore
+from tests.http_serving import serving
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -269,15 +269,8 @@ def bad_checksum_repo(tmp_path: Path) -> Iterator[str]:
     (root / "es-8.19.21.zip").write_bytes(b"PK\x05\x06" + b"\0" * 18)  # an empty zip
     wrong = hashlib.sha1(b"something else").hexdigest()
     (root / "es-8.19.21.zip.sha1").write_text(wrong + "\n")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietFiles, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    thread.start()
-    try:
+    with serving(partial(_QuietFiles, directory=str(root))) as server:
         yield f"http://127.0.0.1:{server.server_address[1]}/es-{{version}}.zip"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 class _QuietFiles(SimpleHTTPRequestHandler):

@@ -11,7 +11,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -25,6 +25,7 @@ from bench.cloud.plan import TAG_CREATED, TAG_MANAGED, TAG_TRIAL
 from bench.cloud.providers.gcp import GcpProvider
 from bench.cloud.topology import load_topology
 from bench.errors import ProvisionError
+from tests.http_serving import serving
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT, ZONE = "my-benchmarks", "us-central1-a"
@@ -147,14 +148,8 @@ def replay() -> Iterator[tuple[ComputeReplay, str]]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as server:
         yield api, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture

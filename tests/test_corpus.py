@@ -8,7 +8,6 @@ import functools
 import gzip
 import http.server
 import json
-import threading
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from bench.errors import TrackError
 from bench.home import data_dir
 from bench.track.corpus import bulk_documents, prepare_corpora
 from bench.track.loader import find_track, load_track
+from tests.http_serving import serving
 
 DATA = Path(__file__).parent / "data"
 
@@ -206,15 +206,8 @@ def test_test_mode_reads_only_first_1000_docs_of_a_file(tmp_path):
 def serve(folder: Path):
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
     handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    th = threading.Thread(target=server.serve_forever, daemon=True)
-    th.start()
-    try:
+    with serving(handler) as server:
         yield f"http://127.0.0.1:{server.server_address[1]}/corpora"
-    finally:
-        server.shutdown()
-        server.server_close()
-        th.join(timeout=10)
 
 
 def test_download_from_base_url_then_decompress(tmp_path):

@@ -5,6 +5,7 @@ an unreachable cluster, a node killed mid-race, Ctrl-C (also while a node downlo
 from __future__ import annotations
 
 import bz2
+import contextlib
 import http.server
 import json
 import re
@@ -23,6 +24,7 @@ pytest.importorskip("ray", reason="the Ray load driver needs bench[ray]")
 from bench.cli import main  # noqa: E402
 from bench.nullsink import free_port, start_in_background  # noqa: E402
 from bench.store import TrialStore  # noqa: E402
+from tests.http_serving import serving  # noqa: E402
 from tests.ray_cluster import RayTestCluster, start_ray_cluster  # noqa: E402
 from tests.test_cli_errors import one_line_error  # noqa: E402
 from tests.test_faults import RaceProcess, start_race, stored_trial  # noqa: E402
@@ -279,11 +281,11 @@ def test_ctrl_c_while_a_node_downloads_stops_the_race(tmp_path: Path, races: lis
     home = tmp_path / "home"
     (home / "data" / "slow").mkdir(parents=True)
     (home / "data" / "slow" / "docs.json").write_bytes(corpus_bytes())  # bench's copy: nothing to download
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Trickle)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     _Trickle.release.clear()
     _Trickle.asked.clear()
-    try:
+    with contextlib.ExitStack() as stop:
+        server = stop.enter_context(serving(_Trickle))
+        stop.callback(_Trickle.release.set)  # first: the handler waiting on it must end for the server to stop
         track = corpus_track(tmp_path, corpus="slow", source_file="docs.json.bz2", bulk_only=True,
                              base_url=f"http://127.0.0.1:{server.server_address[1]}")
         r = start_race(races, home, f"--track-path={track}", f"--target-hosts={sink}",
@@ -295,10 +297,6 @@ def test_ctrl_c_while_a_node_downloads_stops_the_race(tmp_path: Path, races: lis
         interrupted = time.monotonic()
         assert r.wait_exit(30) == 130, r.stderr
         took = time.monotonic() - interrupted
-    finally:
-        _Trickle.release.set()
-        server.shutdown()
-        server.server_close()
     trial, taken = stored_trial(home, trial_id)
     assert trial.status == "aborted" and (trial.error or "").startswith("interrupted (Ctrl-C"), trial.error
     assert taken == 0

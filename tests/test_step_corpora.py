@@ -19,6 +19,7 @@ from bench.driver.step_corpora import prepare_step_documents, step_corpora
 from bench.home import data_dir
 from bench.track.corpus import CorpusRecipe, bulk_documents, prepare_corpora, prepare_document_set
 from bench.track.loader import load_track
+from tests.http_serving import serving
 from tests.test_corpus import docs_bytes
 
 DOCS = 1500
@@ -41,15 +42,8 @@ def counting_server(folder: Path, delay: float = 0.0) -> Iterator[tuple[str, lis
         def log_message(self, *a) -> None:  # type: ignore[no-untyped-def]
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    th = threading.Thread(target=server.serve_forever, daemon=True)
-    th.start()
-    try:
+    with serving(Handler) as server:
         yield f"http://127.0.0.1:{server.server_address[1]}", asked
-    finally:
-        server.shutdown()
-        server.server_close()
-        th.join(10)
 
 
 def use_home(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:

@@ -13,7 +13,6 @@ import datetime as dt
 import ipaddress
 import json
 import ssl
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,6 +21,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+
+from tests.http_serving import serving
 
 NODES = {"cluster_name": "tls-test", "nodes": {"n1": {"name": "tls-node", "version": "8.19.21",
                                                      "build_flavor": "default", "roles": ["master", "data"],
@@ -92,14 +93,7 @@ def tls_es_server(folder: Path) -> Iterator[tuple[str, Path]]:
     cert_file, key_file = self_signed_cert(folder)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert_file, key_file)
-    server = _QuietServer(("127.0.0.1", 0), _Handler)
     # Handshake per connection in the handler thread, so a client that rejects the cert cannot block accept().
-    server.socket = ctx.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    thread.start()
-    try:
+    with serving(_Handler, server_class=_QuietServer,
+                 wrap=lambda s: ctx.wrap_socket(s, server_side=True, do_handshake_on_connect=False)) as server:
         yield f"127.0.0.1:{server.server_address[1]}", cert_file
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
