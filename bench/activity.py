@@ -10,10 +10,12 @@ use, so a bar shown inside a step nests under the spinner instead of fighting it
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Iterator
 
 import rich
 from rich.console import Console
+from rich.markup import escape
 
 # The spinner's update of the running step; a plain global (not a context variable) so that clusters started
 # from worker threads reach it too.
@@ -39,3 +41,10 @@ def say(detail: str) -> None:
     """Tell the spinner of the current step what is happening now (nothing when there is none)."""
     if _current:
         _current[-1](detail)
+
+
+def notice(line: str) -> None:
+    """One line the user must see whatever the display (terminal or not, ``--quiet`` or not): on stderr, so a
+    machine-readable report on stdout stays parseable. Also logged."""
+    logging.getLogger("bench").warning("%s", line)
+    Console(stderr=True, soft_wrap=True).print(f"[yellow]Note:[/yellow] {escape(line)}", highlight=False, markup=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -62,7 +63,13 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--car", default="defaults", help="car and mixins, e.g. defaults,4gheap,security")
     r.add_argument("--car-params", help="k:v,... or a JSON file: values for car config variables")
     r.add_argument("--distribution-version", default="8.19.21")
-    r.add_argument("--distribution-repository", help="URL template for the distribution, with {version}")
+    r.add_argument("--distribution-repository",
+                   help="release (default: the official archive with its bundled JDK), maven-integ-test (Maven "
+                        "Central's minimal build), a name defined in bench.ini [distributions], or a URL template "
+                        "with {{VERSION}} ({{OSNAME}}, {{ARCH}})")
+    r.add_argument("--runtime-jdk", metavar="N|bundled",
+                   help="the JDK the nodes run on: bundled (the default where the archive has one) or a major "
+                        "version N of a system JDK (JAVA<N>_HOME, JAVA_HOME, ...), as Rally's flag")
     r.add_argument("--distribution-path", help="a local archive (zip/tar.gz) or unpacked install")
     r.add_argument("--distribution", help="ENGINE:VERSION of the clusters bench starts, e.g. opensearch:2.19.1 "
                                           "(overrides --distribution-version and a topology's engine/version)")
@@ -191,6 +198,8 @@ def _race(a: argparse.Namespace, console: Console) -> int:
     if not a.track and not a.track_path:
         raise ConfigError("bench race needs --track=NAME (see 'bench list tracks') or --track-path=DIR")
     load_driver, driver_hosts = _load_driver(a)
+    if a.runtime_jdk is not None and not re.match(r"^(bundled|[1-9][0-9]?)$", a.runtime_jdk):
+        raise ConfigError(f"--runtime-jdk={a.runtime_jdk}: use bundled or a JDK major version such as 17")
     raw_client_options = _params(a.client_options, "--client-options")
     for key in ("basic_auth_password", "api_key"):
         if raw_client_options.get(key):
@@ -201,7 +210,7 @@ def _race(a: argparse.Namespace, console: Console) -> int:
             ignore_unused_track_params=a.ignore_unused_track_params, challenge=a.challenge,
             car=[c.strip() for c in a.car.split(",") if c.strip()], car_params=_params(a.car_params, "--car-params"),
             distribution_version=a.distribution_version, distribution_repository=a.distribution_repository,
-            distribution_path=a.distribution_path, nodes=a.nodes, http_port=a.http_port,
+            distribution_path=a.distribution_path, nodes=a.nodes, http_port=a.http_port, runtime_jdk=a.runtime_jdk,
             target_hosts=a.target_hosts, client_options=raw_client_options, test_mode=a.test_mode,
             offline=a.offline, corpus_dir=a.corpus_dir,
             on_error=a.on_error, user_tags=_kv_list(a.user_tag, "--user-tag"), report_format=a.report_format,
@@ -333,6 +342,12 @@ def _show(a: argparse.Namespace, console: Console) -> int:
     console.print(f"Trial {trial.id}: {trial.track}/{trial.challenge}, {status_label(trial.status, summary)}, started "
                   f"{trial.start_time:%Y-%m-%d %H:%M:%S} UTC" + (f", error: {trial.error}" if trial.error else ""),
                   highlight=False, markup=False)
+    from bench.provision.facts_text import distribution_text
+
+    for c in trial.clusters:  # what each cluster bench started was installed from and ran on
+        if (text := distribution_text(c)) is not None:
+            console.print(f"Cluster {c.get('name')}: {c.get('engine')} {c.get('version')}, car {c.get('car', '?')}, "
+                          f"{text}", highlight=False, markup=False)
     if summary is None:
         console.print("No samples were stored for this trial.")
         return 0

@@ -24,6 +24,7 @@ from bench.provision.car import CarConfig, load_car
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo, ClusterSpec
 from bench.provision.overrides import parse_distribution, parse_plugins, plugins_for
+from bench.provision.repositories import resolve_repository
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -51,6 +52,11 @@ class RaceClusters(ABC):
 
     def health_check(self) -> HealthCheck | None:
         return None
+
+    def facts(self) -> dict[str, dict[str, Any]]:
+        """cluster name -> what the trial stores of a cluster bench started beyond what the cluster answers: the
+        car it really ran, its distribution and JDK (nothing for clusters bench did not start)."""
+        return {}
 
     def node_processes(self) -> NodeProcesses | None:
         return None
@@ -134,6 +140,10 @@ class Provisioned(RaceClusters):
     def stop(self, keep: bool) -> list[str]:
         return (self.provisioner.stop_all(keep=keep) or []) if self.provisioner is not None else []
 
+    def facts(self) -> dict[str, dict[str, Any]]:
+        clusters = self.provisioner.clusters if self.provisioner is not None else {}
+        return {name: info.facts() for name, info in clusters.items()}
+
     def health_check(self) -> HealthCheck | None:
         provisioner = self.provisioner
         if provisioner is None:
@@ -176,6 +186,8 @@ class LocalCluster(Provisioned):
     def __init__(self, opts: RaceOptions) -> None:
         car = load_car(opts.car, opts.car_params)  # bad car names or params fail before anything starts
         self._engine, self._version = parse_distribution(opts.distribution, opts.distribution_version)
+        if not opts.distribution_path:  # an unknown repository name fails before a trial is created
+            resolve_repository(self._engine, self._version, opts.distribution_repository, car.repository)
         self._opts = opts
         # The version of a --distribution-path build is only known once it runs.
         self.planned = [PlannedCluster(DEFAULT_CLUSTER, car, self._engine,
@@ -186,7 +198,7 @@ class LocalCluster(Provisioned):
         spec = ClusterSpec(name=DEFAULT_CLUSTER, nodes=o.nodes, car=o.car, car_params=o.car_params,
                            engine=self._engine, plugins=plugins_for(parse_plugins(o.plugins), DEFAULT_CLUSTER),
                            version=self._version, repository=o.distribution_repository,
-                           distribution_path=o.distribution_path, http_port=o.http_port)
+                           distribution_path=o.distribution_path, http_port=o.http_port, runtime_jdk=o.runtime_jdk)
         console.print(f"Starting a {o.nodes}-node {self._engine} {self._version} cluster "
                       f"(car {'+'.join(o.car)}) on 127.0.0.1 ...", highlight=False)
         return [provisioner.start(spec)]

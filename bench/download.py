@@ -7,6 +7,7 @@ partial or interrupted download is never mistaken for a good one.
 from __future__ import annotations
 
 import logging
+import socket
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -21,9 +22,10 @@ _CHUNK = 1 << 20
 
 
 def fetch(url: str, dest: Path, *, error: type[BenchError], what: str = "", hint: str = "",
-          timeout: float = 60.0) -> None:
+          timeout: float = 60.0, unreachable: type[BenchError] | None = None) -> None:
     """Stream ``url`` into ``dest``; on any failure (also Ctrl-C) remove ``dest`` and, for network
-    problems, raise ``error`` with one line: ``cannot download <what><url>: <reason><hint>``."""
+    problems, raise ``error`` with one line: ``cannot download <what><url>: <reason><hint>`` (``unreachable``
+    instead when no HTTP answer came at all, e.g. the host has no DNS entry here)."""
     log.info("downloading %s to %s", url, dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -42,5 +44,6 @@ def fetch(url: str, dest: Path, *, error: type[BenchError], what: str = "", hint
         if isinstance(e, urllib.error.HTTPError):
             raise error(f"cannot download {what}{url}: HTTP {e.code} {e.reason}{hint}") from None
         if isinstance(e, (urllib.error.URLError, OSError)):
-            raise error(f"cannot download {what}{url}: {getattr(e, 'reason', e)}{hint}") from None
+            no_answer = isinstance(e, (urllib.error.URLError, ConnectionError, TimeoutError, socket.gaierror))
+            raise (unreachable if unreachable and no_answer else error)(f"cannot download {what}{url}: {getattr(e, 'reason', e)}{hint}") from None
         raise

@@ -25,7 +25,8 @@ class RaceOptions(BaseModel):
     distribution_version: str = "8.19.21"
     distribution: str | None = None  # --distribution=ENGINE:VERSION (e.g. opensearch:2.19.1; bench/provision/overrides.py)
     plugins: list[str] = Field(default_factory=list)  # --plugin=[CLUSTER:]PATH, a plugin zip or folder
-    distribution_repository: str | None = None
+    distribution_repository: str | None = None  # release (default), maven-integ-test, a bench.ini name, a URL template
+    runtime_jdk: str | None = Field(default=None, pattern=r"^(bundled|[1-9][0-9]?)$")  # Rally's --runtime-jdk
     distribution_path: Path | None = None
     nodes: int = Field(default=1, ge=1)
     http_port: int | None = Field(default=None, ge=1, le=65535)

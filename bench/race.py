@@ -43,6 +43,7 @@ from bench.errors import ClusterError
 from bench.home import data_dir
 from bench.options import RaceOptions
 from bench.pipeline import RaceHook, RacePlan, RaceResult, RaceSchedule, RaceTargets, race_hooks
+from bench.provision.facts_text import distribution_text
 from bench.report import check_report_file, render_summary, write_report
 from bench.store import TrialInfo, machine_info, new_trial_id, utcnow
 from bench.summary import Summary, summarize
@@ -183,11 +184,16 @@ async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, tr
                              console: Console, pool: OpenedPool,
                              code_corpora: list[str]) -> tuple[list[dict[str, Any]], ClusterTotals | None]:
     """The schedule against the targets (the hooks around it), then the cluster totals it left."""
-    facts = [await check_cluster(t) for t in targets]
-    store.update_trial(trial_id, clusters=facts)
+    started = clusters.facts()
+    facts = [{**await check_cluster(t), **started.get(t.name, {})} for t in targets]
+    # The car the clusters really ran (a topology's own cars, not --car's default), when they all ran one.
+    cars = {f["car"] for f in facts if f.get("car")}
+    store.update_trial(trial_id, clusters=facts, **({"car": next(iter(cars)).split("+")} if len(cars) == 1 else {}))
     for c in facts:
         console.print(f"Cluster [cyan]{c['name']}[/cyan]: {c['engine']} {c['version']}, {c['nodes']} node(s) at "
                       f"{', '.join(c['hosts'])}", highlight=False)
+        if (installed := distribution_text(c)) is not None:
+            console.print(f"  installed from {escape(installed)}", highlight=False)
     default = DEFAULT_CLUSTER if any(t.name == DEFAULT_CLUSTER for t in targets) else targets[0].name
 
     sink = SampleBuffer(store, trial_id)

@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import ProvisionError
+from bench.errors import ConfigError, ProvisionError
+from bench.home import bench_home
 from bench.provision.distribution import checksum_algorithm, distribution_url, obtain_distribution
+from bench.provision.repositories import resolve_repository
 
 
 def _zip_bytes(top: str = "elasticsearch-1.0", binary: str = "bin/elasticsearch") -> bytes:
@@ -180,17 +182,57 @@ def test_local_distribution_path(tmp_path: Path) -> None:
         obtain_distribution("elasticsearch", "x", distribution_path=junk)
 
 
-def test_url_templates() -> None:
-    assert distribution_url("elasticsearch", "8.19.21") == (
+def test_maven_integ_test_urls() -> None:
+    assert distribution_url("elasticsearch", "8.19.21", "maven-integ-test") == (
         "https://repo1.maven.org/maven2/org/elasticsearch/distribution/integ-test-zip/elasticsearch/8.19.21/"
         "elasticsearch-8.19.21.zip")
-    assert distribution_url("opensearch", "2.19.1") == (
+    assert distribution_url("opensearch", "2.19.1", "maven-integ-test") == (
         "https://repo1.maven.org/maven2/org/opensearch/distribution/integ-test-zip/opensearch/2.19.1/"
         "opensearch-2.19.1.zip")
     assert distribution_url("elasticsearch", "1.2", "https://mirror.local/es-{version}.zip") == \
         "https://mirror.local/es-1.2.zip"
     with pytest.raises(ProvisionError, match="unknown engine"):
         distribution_url("solr", "9")
+
+
+def test_release_urls_are_rallys_and_osbs_for_each_os_and_arch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default is the official archive, named per OS and architecture the way each engine names it."""
+    monkeypatch.delenv("BENCH_DISTRIBUTION_REPOSITORY", raising=False)
+    es = resolve_repository("elasticsearch", "8.19.21", os="linux", machine="x86_64")
+    assert es.url == "https://artifacts.elastic.co/downloads/elasticsearch/elasticsearch-8.19.21-linux-x86_64.tar.gz"
+    assert (es.name, es.checksum, es.flavour, es.bundled_jdk, es.explicit) == ("release", "sha512", "official", True,
+                                                                              False)
+    assert distribution_url("elasticsearch", "8.19.21", os="darwin", machine="arm64").endswith(
+        "elasticsearch-8.19.21-darwin-aarch64.tar.gz")
+    assert distribution_url("opensearch", "2.19.1", os="linux", machine="x86_64") == (
+        "https://artifacts.opensearch.org/releases/bundle/opensearch/2.19.1/opensearch-2.19.1-linux-x64.tar.gz")
+    assert distribution_url("opensearch", "2.19.1", os="linux", machine="aarch64").endswith("-linux-arm64.tar.gz")
+    # Rally's placeholders and bench's spell the same thing
+    assert distribution_url("elasticsearch", "9.1.0", "http://m/{{VERSION}}/es-{version}-{{OSNAME}}-{arch}.tar.gz",
+                            os="linux", machine="x86_64") == "http://m/9.1.0/es-9.1.0-linux-x86_64.tar.gz"
+
+
+def test_repository_choice_order_and_bench_ini(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BENCH_DISTRIBUTION_REPOSITORY", raising=False)
+    home = bench_home()
+    (home / "bench.ini").write_text(
+        "[distributions]\nrepository = mirror\nmirror.url = http://mirror.local/es-{{VERSION}}.tar.gz\n"
+        "opensearch.mirror.url = http://mirror.local/os-{{VERSION}}-{{ARCH}}.tar.gz\n"
+        "release.url = http://copy.local/elasticsearch-{{VERSION}}-{{OSNAME}}-{{ARCH}}.tar.gz\n")
+    repo = resolve_repository("elasticsearch", "8.19.21")
+    assert (repo.name, repo.url, repo.flavour, repo.explicit) == ("mirror", "http://mirror.local/es-8.19.21.tar.gz",
+                                                                  "custom", True)
+    assert resolve_repository("opensearch", "2.19.1", machine="x86_64").url == "http://mirror.local/os-2.19.1-x64.tar.gz"
+    # Rally's release.url: the same archives elsewhere, so still the official flavour with its bundled JDK
+    release = resolve_repository("elasticsearch", "8.19.21", "release", os="linux", machine="x86_64")
+    assert (release.url, release.flavour, release.bundled_jdk) == (
+        "http://copy.local/elasticsearch-8.19.21-linux-x86_64.tar.gz", "official", True)
+    monkeypatch.setenv("BENCH_DISTRIBUTION_REPOSITORY", "maven-integ-test")
+    assert resolve_repository("elasticsearch", "8.19.21").name == "maven-integ-test"  # the environment beats bench.ini
+    assert resolve_repository("elasticsearch", "8.19.21", "release").name == "release"  # the option beats both
+    with pytest.raises(ConfigError, match=r"unknown distribution repository 'nightly' for elasticsearch: use one "
+                                          r"of maven-integ-test, mirror, release"):
+        resolve_repository("elasticsearch", "8.19.21", "nightly")
 
 
 def test_maven_central_publishes_the_checksum_we_verify(tmp_path: Path) -> None:

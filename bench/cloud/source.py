@@ -52,4 +52,8 @@ def topology_source(opts: RaceOptions) -> RaceClusters | None:
     topology = load_topology(opts.topology)
     if opts.distribution or opts.plugins:
         topology = with_overrides(topology, opts.distribution, parse_plugins(opts.plugins))
+    # The command line's repository and JDK apply to every cluster bench starts, as --distribution does.
+    update = {k: v for k, v in (("repository", opts.distribution_repository), ("runtime_jdk", opts.runtime_jdk)) if v}
+    if update:
+        topology = topology.model_copy(update={"clusters": [c.model_copy(update=update) for c in topology.clusters]})
     return LocalTopology(topology) if topology.provider == "local" else CloudTopology(topology)

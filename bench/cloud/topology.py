@@ -39,7 +39,8 @@ class ClusterTopology(BaseModel):
     car_params: dict[str, Any] = Field(default_factory=dict)
     engine: Engine = "elasticsearch"
     version: str = "8.19.21"
-    repository: str | None = None  # URL template with {version}
+    repository: str | None = None  # a repository name (release, maven-integ-test, ...) or a URL template
+    runtime_jdk: str | None = Field(default=None, pattern=r"^(bundled|[1-9][0-9]?)$")  # Rally's --runtime-jdk
     plugins: list[str] = Field(default_factory=list)
     roles: list[str] | None = None  # node.roles; None = engine default (every role)
     # Names of other clusters of this topology this one connects to as remote clusters
@@ -137,7 +138,7 @@ class Topology(BaseModel):
     def cluster_specs(self, **overrides: Any) -> list[ClusterSpec]:
         """The clusters as LocalProvisioner specs (provider local; also what the cloud nodes run)."""
         return [ClusterSpec(name=c.name, nodes=c.nodes, car=c.car, car_params=c.car_params, engine=c.engine,
-                            version=c.version, repository=c.repository,
+                            version=c.version, repository=c.repository, runtime_jdk=c.runtime_jdk,
                             plugins=[Path(p).expanduser() for p in c.plugins], **overrides)
                 for c in self.clusters]
 

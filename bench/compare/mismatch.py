@@ -32,10 +32,39 @@ def _machine(info: TrialInfo) -> str | None:
     return f"{m.get('hostname', '?')} ({m.get('cpu_count', '?')} CPUs{size}, {m.get('cpu_model') or '?'})"
 
 
+def _per_cluster(info: TrialInfo, value: Callable[[dict[str, Any]], str | None]) -> str | None:
+    """One value when every cluster has the same, else ``name: value`` per cluster; None when none is known."""
+    found = {str(c.get("name", "?")): value(c) for c in info.clusters}
+    known = {n: v for n, v in found.items() if v is not None}
+    if not known:
+        return None
+    if len(set(known.values())) == 1 and len(known) == len(found):
+        return next(iter(known.values()))
+    return ", ".join(f"{n}: {v or 'unknown'}" for n, v in sorted(found.items()))
+
+
+def _cars(info: TrialInfo) -> str | None:
+    return _per_cluster(info, lambda c: c.get("car")) or "+".join(info.car) or "none (existing cluster)"
+
+
+def _distribution(c: dict[str, Any]) -> str | None:
+    d = c.get("distribution")
+    if not isinstance(d, dict):
+        return None
+    return f"{d.get('repository', '?')} ({d.get('flavour', '?')}, {len(d.get('modules') or [])} modules)"
+
+
+def _jdk(c: dict[str, Any]) -> str | None:
+    j = c.get("java")
+    return f"{j.get('source', '?')} JDK {j.get('version') or '?'}" if isinstance(j, dict) else None
+
+
 ASPECTS: list[tuple[str, Callable[[TrialInfo], str | None]]] = [
     ("test mode", lambda i: "test mode" if i.test_mode else "full"),
     ("engine versions", _engines),
-    ("cars", lambda i: "+".join(i.car) or "none (existing cluster)"),
+    ("distributions", lambda i: _per_cluster(i, _distribution)),
+    ("JDKs", lambda i: _per_cluster(i, _jdk)),
+    ("cars", _cars),
     ("load-driver machines", _machine),
     ("bench versions", lambda i: i.bench_version),
 ]

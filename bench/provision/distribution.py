@@ -19,11 +19,14 @@ import urllib.parse
 import urllib.request
 import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
+from bench.activity import notice
 from bench.download import fetch
 from bench.errors import ProvisionError
 from bench.home import distributions_dir
-from bench.provision.model import ENGINES, Checksum
+from bench.provision.model import ENGINES, Checksum, DistributionFacts
+from bench.provision.repositories import fallback_repository, resolve_repository
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +35,15 @@ _TIMEOUT = 60.0
 _UNPACKED_MARKER = ".bench-unpacked"
 
 
-def distribution_url(engine: str, version: str, repository: str | None = None) -> str:
-    """The archive URL: the repository template (or the engine's default) with ``{version}`` filled in."""
-    layout = _layout(engine)
-    template = repository or layout.default_repository
-    if "{version}" not in template and "{{VERSION}}" not in template:
-        log.info("distribution repository %s has no {version} placeholder; using it as is", template)
-    return template.replace("{{VERSION}}", version).replace("{version}", version)
+class DistributionUnreachable(ProvisionError):
+    """The repository's host cannot be reached at all (no DNS answer, refused, timed out): not an HTTP error."""
+
+
+def distribution_url(engine: str, version: str, repository: str | None = None, *, os: str | None = None,
+                     machine: str | None = None) -> str:
+    """The archive URL of ``engine`` ``version`` in ``repository`` (a name or a template; default: as chosen by
+    ``bench.provision.repositories``) for this machine, or for ``os``/``machine`` (e.g. a cloud host)."""
+    return resolve_repository(engine, version, repository, os=os, machine=machine).url
 
 
 def checksum_algorithm(url: str, checksum: Checksum = "auto") -> str | None:
@@ -50,15 +55,70 @@ def checksum_algorithm(url: str, checksum: Checksum = "auto") -> str | None:
     return "sha512" if url.endswith((".tar.gz", ".tgz")) or "artifacts.elastic.co" in url else "sha1"
 
 
+class Obtained(NamedTuple):
+    home: Path  # the unpacked install (contains bin/)
+    facts: DistributionFacts
+
+
 def obtain_distribution(engine: str, version: str, repository: str | None = None,
                         distribution_path: Path | None = None, checksum: Checksum = "auto") -> Path:
     """The unpacked install dir (contains ``bin/``) of the requested distribution, from the cache if possible."""
+    return obtain(engine, version, repository, distribution_path=distribution_path, checksum=checksum).home
+
+
+def obtain(engine: str, version: str, repository: str | None = None, car_repository: str | None = None, *,
+           distribution_path: Path | None = None, checksum: Checksum = "auto") -> Obtained:
+    """The unpacked install and what it is. A default (not user-chosen) repository whose host cannot be reached
+    falls back to Maven Central's integ-test build, saying so in one line and in the facts."""
     layout = _layout(engine)
     if distribution_path is not None:
-        return _local_distribution(Path(distribution_path).expanduser(), layout.binary)
-    url = distribution_url(engine, version, repository)
-    archive = download_archive(url, checksum)
-    return unpack(archive, _file_digest(archive, "sha1"), layout.binary)
+        path = Path(distribution_path).expanduser()
+        home = _local_distribution(path, layout.binary)
+        digest = _file_digest(path, "sha512") if path.is_file() else None
+        return Obtained(home, _facts(home, engine, version, "local", "custom", None, path.name,
+                                     f"sha512:{digest}" if digest else None, source=str(path)))
+    repo = resolve_repository(engine, version, repository, car_repository, checksum)
+    fallback = None
+    try:
+        archive = download_archive(repo.url, repo.checksum or "none")
+    except DistributionUnreachable as e:
+        if repo.explicit:
+            raise ProvisionError(f"{e}; the {repo.name} repository was chosen explicitly, so bench does not fall "
+                                 "back to another build") from None
+        fallback = f"{repo.host} unreachable ({_reason(e)})"
+        repo = fallback_repository(engine, version, checksum)
+        notice(f"cannot reach {fallback.removesuffix(')').replace(' unreachable (', ': ')}; running {engine} "
+               f"{version} from Maven Central's integ-test build instead: a minimal build without most modules and "
+               f"without a bundled JDK (pass --distribution-repository=release to refuse this fallback)")
+        archive = download_archive(repo.url, repo.checksum or "none")
+    home = unpack(archive, _file_digest(archive, "sha1"), layout.binary)
+    return Obtained(home, _facts(home, engine, version, repo.name, repo.flavour, repo.url, archive.name,
+                                 _stored_checksum(archive, repo.checksum), fallback=fallback))
+
+
+def _reason(e: BaseException) -> str:
+    return str(e).rsplit(": ", 1)[-1].split(";")[0]
+
+
+def _stored_checksum(archive: Path, algo: str | None) -> str | None:
+    if not algo:
+        return None
+    try:
+        return f"{algo}:{archive.with_name(f'{archive.name}.{algo}').read_text().split()[0]}"
+    except (OSError, IndexError):
+        return f"{algo}:{_file_digest(archive, algo)}"
+
+
+def _facts(home: Path, engine: str, version: str, repository: str, flavour: str, url: str | None, archive: str,
+           checksum: str | None, *, fallback: str | None = None, source: str | None = None) -> DistributionFacts:
+    def names(folder: str) -> list[str]:
+        d = home / folder
+        return sorted(p.name for p in d.iterdir() if p.is_dir()) if d.is_dir() else []
+
+    return DistributionFacts(engine=engine, version=version, repository=repository, flavour=flavour, url=url,
+                             source=source, archive=archive, checksum=checksum, modules=names("modules"),
+                             plugins=names("plugins"), bundled_jdk=(home / "jdk" / "bin" / "java").is_file(),
+                             fallback=fallback)
 
 
 def download_archive(url: str, checksum: Checksum = "auto") -> Path:
@@ -173,7 +233,8 @@ def _expected_checksum(url: str, algo: str, archive: Path) -> str:
             log.warning("cannot fetch %s.%s (%s); verifying the cached archive against the stored checksum",
                         url, algo, e)
             return stored.read_text().strip()
-        raise ProvisionError(f"cannot fetch checksum {url}.{algo}: {e}; check the network or the repository") from e
+        raise DistributionUnreachable(f"cannot fetch checksum {url}.{algo}: {getattr(e, 'reason', e)}; check the "
+                                      "network or the repository") from None
     token = text.split()[0].lower() if text.split() else ""
     expected_len = {"sha1": 40, "sha512": 128}[algo]
     if len(token) != expected_len or any(c not in "0123456789abcdef" for c in token):
@@ -182,7 +243,8 @@ def _expected_checksum(url: str, algo: str, archive: Path) -> str:
 
 
 def _fetch(url: str, dest: Path) -> None:
-    fetch(url, dest, error=ProvisionError, hint="; check the version, the repository and the network")
+    fetch(url, dest, error=ProvisionError, unreachable=DistributionUnreachable,
+          hint="; check the version, the repository and the network")
 
 
 def _file_digest(path: Path, algo: str) -> str:

@@ -34,10 +34,10 @@ import bench.provision.ports as portalloc
 from bench.activity import say
 from bench.errors import ConfigError, ProvisionError
 from bench.provision.car import CarConfig, load_car
-from bench.provision.distribution import obtain_distribution
+from bench.provision.distribution import obtain
 from bench.provision.guard import kill_survivors
-from bench.provision.java import resolve_java_home
-from bench.provision.model import ENGINES, ClusterInfo, ClusterSpec, EngineLayout, NodeInfo
+from bench.provision.java import resolve_java
+from bench.provision.model import ENGINES, ClusterInfo, ClusterSpec, EngineLayout, JavaFacts, NodeInfo
 from bench.provision.osuser import NodeUser, chown_tree, make_traversable, node_user, popen_user_kwargs
 from bench.provision.stop import KeptNode, keep_logs, process_record, record_kept
 from bench.redact import redact_text, register_secret
@@ -60,6 +60,7 @@ class _Node:
     pid_file: Path
     guard: subprocess.Popen | None = None
     stopped: bool = False
+    java_home: Path | None = None  # the JDK this node runs on (a bundled JDK: the node's own copy of it)
 
 
 @dataclass
@@ -148,12 +149,15 @@ class LocalProvisioner:
                               f"not {spec.engine}")
         if car.trial_license and spec.engine != "elasticsearch":
             raise ConfigError(f"car {','.join(spec.car)}: trial-license is for elasticsearch only, not {spec.engine}")
-        java_home = resolve_java_home(spec.java_home, layout)
+        say(f"cluster {spec.name}: getting {spec.engine} {spec.version or ''}".rstrip())
+        source, distribution = obtain(spec.engine, spec.version, spec.repository, car.repository,
+                                      distribution_path=spec.distribution_path,
+                                      checksum=spec.checksum or car.checksum or "auto")
+        java = resolve_java(source, layout, spec.runtime_jdk, spec.java_home,
+                            what=f"the {distribution.repository} build of {spec.engine} {spec.version}".strip())
+        cluster.info.distribution, cluster.info.java, cluster.info.car_params = distribution, java, spec.car_params
         pairs = portalloc.node_ports(spec.nodes, spec.http_port)  # fails before anything is started
         try:
-            say(f"cluster {spec.name}: getting {spec.engine} {spec.version or ''}".rstrip())
-            source = obtain_distribution(spec.engine, spec.version, spec.repository or car.repository,
-                                         spec.distribution_path, checksum=spec.checksum or car.checksum or "auto")
             user = node_user()
             if user:
                 log.info("running as root: nodes of cluster %s run as unprivileged user %s (uid %d)",
@@ -165,14 +169,14 @@ class LocalProvisioner:
             names = [f"{spec.name}-{i}" for i in range(spec.nodes)]
             for i, (http, transport) in enumerate(pairs):
                 say(f"cluster {spec.name}: installing node {names[i]} ({i + 1} of {spec.nodes})")
-                node = self._prepare_node(spec, layout, car, source, java_home, user, names, pairs, i)
+                node = self._prepare_node(spec, layout, car, source, java, user, names, pairs, i)
                 cluster.nodes.append(node)
                 cluster.info.nodes.append(node.info)
                 if car.security:
-                    self._add_user(node, layout, java_home, user, car.security.role, username, password)
+                    self._add_user(node, layout, user, car.security.role, username, password)
             for node in cluster.nodes:
                 say(f"cluster {spec.name}: launching node {node.info.name}")
-                self._launch(node, layout, car, java_home, user)
+                self._launch(node, layout, car, user)
         finally:
             portalloc.release([p for pair in pairs for p in pair])
         cluster.info.username = username
@@ -181,6 +185,8 @@ class LocalProvisioner:
         say(f"cluster {spec.name}: waiting for {spec.nodes} node(s) to form a healthy cluster")
         self._wait_healthy(cluster, spec.nodes, auth, timeout)
         cluster.info.version = self._version(cluster, auth)
+        if cluster.info.distribution is not None:  # a --distribution-path build's version is known only now
+            cluster.info.distribution.version = cluster.info.version
         for node in cluster.nodes:
             node.info.pid = _server_pid(node)
         if car.trial_license:
@@ -201,7 +207,7 @@ class LocalProvisioner:
         base.mkdir(parents=True, exist_ok=True)
         return base
 
-    def _prepare_node(self, spec: ClusterSpec, layout: EngineLayout, car: CarConfig, source: Path, java_home: Path,
+    def _prepare_node(self, spec: ClusterSpec, layout: EngineLayout, car: CarConfig, source: Path, java: JavaFacts,
                       user: NodeUser | None, names: list[str], pairs: list[tuple[int, int]], i: int) -> _Node:
         name = names[i]
         http, transport = pairs[i]
@@ -216,6 +222,11 @@ class LocalProvisioner:
         if spec.engine == "opensearch":
             # Elasticsearch-only keys (e.g. xpack.security.enabled in the defaults car) would stop OpenSearch.
             settings = {k: v for k, v in settings.items() if not k.startswith("xpack.")}
+            if (home / "plugins" / "opensearch-security").is_dir() and not any(
+                    k.startswith("plugins.security.") for k in settings):
+                # The bundle's security plugin refuses to start without certificates; the defaults mean security
+                # off, as the defaults car says for Elasticsearch (OSB's 1.0 vanilla config does the same).
+                settings["plugins.security.disabled"] = True
         settings.update({"cluster.name": spec.name, "node.name": name, "network.host": portalloc.HOST,
                          "http.port": http, "transport.port": transport, "path.data": str(data),
                          "path.logs": str(logs)})
@@ -237,26 +248,28 @@ class LocalProvisioner:
         (conf / "jvm.options.d" / "bench.options").write_text("\n".join(car.heap_options() + car.jvm_options) + "\n")
         node = _Node(info=NodeInfo(name=name, http_port=http, transport_port=transport, home=home, log_dir=logs,
                                    data_dir=data),
-                     cluster=spec.name, base=base, console_log=logs / "console.log", pid_file=base / "node.pid")
+                     cluster=spec.name, base=base, console_log=logs / "console.log", pid_file=base / "node.pid",
+                     java_home=home / "jdk" if java.source == "bundled" else Path(java.home))
         chown_tree(base, user)
         make_traversable(base)
         for plugin in spec.plugins:
-            self._install_plugin(node, layout, java_home, user, Path(plugin).expanduser())
+            self._install_plugin(node, layout, user, Path(plugin).expanduser())
         return node
 
-    def _env(self, node: _Node, layout: EngineLayout, java_home: Path, car: CarConfig | None) -> dict[str, str]:
+    def _env(self, node: _Node, layout: EngineLayout, car: CarConfig | None) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in ("ES_JAVA_OPTS", "OPENSEARCH_JAVA_OPTS", "JAVA_TOOL_OPTIONS")}
         env.update(car.env if car else {})
-        env[layout.java_home_env] = str(java_home)
+        # Explicit even for a bundled JDK, so a JAVA_HOME or ES_JAVA_HOME in bench's environment cannot replace it.
+        env[layout.java_home_env] = str(node.java_home)
         env[layout.path_conf_env] = str(node.info.home / "config")
         env["HOME"] = str(node.base)  # the node user has no home; tools want one
         return env
 
-    def _run_tool(self, node: _Node, layout: EngineLayout, java_home: Path, user: NodeUser | None, argv: list[str],
+    def _run_tool(self, node: _Node, layout: EngineLayout, user: NodeUser | None, argv: list[str],
                   what: str, stdin_text: str | None = None) -> None:
         io: dict[str, Any] = {"input": stdin_text} if stdin_text is not None else {"stdin": subprocess.DEVNULL}
         try:
-            res = subprocess.run(argv, cwd=node.info.home, env=self._env(node, layout, java_home, None),
+            res = subprocess.run(argv, cwd=node.info.home, env=self._env(node, layout, None),
                                  capture_output=True, text=True, timeout=120, check=False, **io,
                                  **popen_user_kwargs(user))
         except (OSError, subprocess.TimeoutExpired) as e:
@@ -265,16 +278,15 @@ class LocalProvisioner:
             out = redact_text((res.stdout + res.stderr).strip().replace("\n", " | "))[-400:]
             raise ProvisionError(f"{what} for node {node.info.name} failed (exit {res.returncode}): {out}")
 
-    def _add_user(self, node: _Node, layout: EngineLayout, java_home: Path, user: NodeUser | None, role: str,
+    def _add_user(self, node: _Node, layout: EngineLayout, user: NodeUser | None, role: str,
                   username: str, password: str) -> None:
         tool = str(node.info.home / layout.users_tool)
         # The password goes in on stdin (the tool prompts twice), never on a command line other processes can
         # read; it is never logged either (errors are redacted).
-        self._run_tool(node, layout, java_home, user, [tool, "useradd", username, "-r", role],
+        self._run_tool(node, layout, user, [tool, "useradd", username, "-r", role],
                        f"creating file-realm user {username!r}", stdin_text=f"{password}\n{password}\n")
 
-    def _install_plugin(self, node: _Node, layout: EngineLayout, java_home: Path, user: NodeUser | None,
-                        plugin: Path) -> None:
+    def _install_plugin(self, node: _Node, layout: EngineLayout, user: NodeUser | None, plugin: Path) -> None:
         if plugin.is_dir():
             target = node.info.home / "plugins" / plugin.name
             shutil.copytree(plugin, target)
@@ -283,16 +295,15 @@ class LocalProvisioner:
             local = node.base / plugin.name  # a copy the node user can read
             shutil.copy2(plugin, local)
             chown_tree(local, user)
-            self._run_tool(node, layout, java_home, user,
+            self._run_tool(node, layout, user,
                            [str(node.info.home / layout.plugin_tool), "install", "--batch", local.as_uri()],
                            f"installing plugin {plugin}")
         else:
             raise ConfigError(f"plugin {plugin} is neither a plugin folder nor a .zip file; fix --plugins")
 
-    def _launch(self, node: _Node, layout: EngineLayout, car: CarConfig, java_home: Path,
-                user: NodeUser | None) -> None:
+    def _launch(self, node: _Node, layout: EngineLayout, car: CarConfig, user: NodeUser | None) -> None:
         spec = {"argv": [str(node.info.home / layout.binary), "-p", str(node.pid_file)],
-                "cwd": str(node.info.home), "env": self._env(node, layout, java_home, car),
+                "cwd": str(node.info.home), "env": self._env(node, layout, car),
                 "console_log": str(node.console_log), "grace": STOP_GRACE,
                 "user": {"uid": user.uid, "gid": user.gid} if user else None,
                 # If bench dies, the guard itself keeps the logs with the trial and deletes the node's files.

@@ -17,7 +17,6 @@ class EngineLayout(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     engine: Engine
-    default_repository: str
     binary: str  # relative to the install dir
     config_file: str
     java_home_env: str
@@ -29,8 +28,6 @@ class EngineLayout(BaseModel):
 ENGINES: dict[str, EngineLayout] = {
     "elasticsearch": EngineLayout(
         engine="elasticsearch",
-        default_repository="https://repo1.maven.org/maven2/org/elasticsearch/distribution/integ-test-zip/"
-        "elasticsearch/{version}/elasticsearch-{version}.zip",
         binary="bin/elasticsearch",
         config_file="elasticsearch.yml",
         java_home_env="ES_JAVA_HOME",
@@ -40,8 +37,6 @@ ENGINES: dict[str, EngineLayout] = {
     ),
     "opensearch": EngineLayout(
         engine="opensearch",
-        default_repository="https://repo1.maven.org/maven2/org/opensearch/distribution/integ-test-zip/"
-        "opensearch/{version}/opensearch-{version}.zip",
         binary="bin/opensearch",
         config_file="opensearch.yml",
         java_home_env="OPENSEARCH_JAVA_HOME",
@@ -68,12 +63,48 @@ class ClusterSpec(BaseModel):
     distribution_path: Path | None = None
     plugins: list[Path] = Field(default_factory=list)
     http_port: int | None = Field(default=None, ge=1, le=65535)  # base port; None = free ports
-    java_home: Path | None = None
+    java_home: Path | None = None  # a JDK home to run with (tests); else runtime_jdk decides
+    # Rally's --runtime-jdk: "bundled", a major version ("17": a system JDK found as Rally finds it), or None:
+    # the distribution's bundled JDK when it has one, else the system's.
+    runtime_jdk: str | None = Field(default=None, pattern=r"^(bundled|[1-9][0-9]?)$")
 
     @field_validator("car")
     @classmethod
     def _strip_car(cls, v: list[str]) -> list[str]:
         return [c.strip() for c in v if c.strip()]
+
+
+class DistributionFacts(BaseModel):
+    """What a cluster's nodes were installed from: stored with the trial, shown by ``bench show``, compared."""
+
+    engine: str
+    version: str
+    repository: str  # release, maven-integ-test, a bench.ini name, url (a template given directly), local
+    flavour: str  # official (the engine's release archive), minimal (Maven's integ-test build), custom
+    url: str | None = None
+    source: str | None = None  # --distribution-path
+    archive: str | None = None
+    checksum: str | None = None  # "<algo>:<hex>" as verified (published for downloads)
+    modules: list[str] = Field(default_factory=list)
+    plugins: list[str] = Field(default_factory=list)  # plugins the archive itself ships (OpenSearch's bundle)
+    bundled_jdk: bool = False
+    fallback: str | None = None  # why the default repository was not used (e.g. its host unreachable)
+
+
+class JavaFacts(BaseModel):
+    """The JDK the nodes ran on."""
+
+    source: Literal["bundled", "system"]
+    home: str
+    version: str | None = None  # e.g. 17.0.13, from the JDK's release file
+    found_by: str = ""  # bundled, JAVA17_HOME, $ES_JAVA_HOME, PATH, ...
+
+    @property
+    def major(self) -> int | None:
+        head = (self.version or "").split(".")[0]
+        if head == "1":  # 1.8.0_x
+            head = (self.version or "").split(".")[1]
+        return int(head) if head.isdigit() else None
 
 
 class NodeInfo(BaseModel):
@@ -97,6 +128,20 @@ class ClusterInfo(BaseModel):
     nodes: list[NodeInfo]
     username: str | None = None
     password: SecretStr | None = None
+    car_params: dict[str, Any] = Field(default_factory=dict)
+    distribution: DistributionFacts | None = None
+    java: JavaFacts | None = None
+
+    def facts(self) -> dict[str, Any]:
+        """What the trial stores of this cluster beyond what the cluster itself answers (never credentials)."""
+        out: dict[str, Any] = {"car": "+".join(self.car)}
+        if self.car_params:
+            out["car_params"] = self.car_params
+        if self.distribution is not None:
+            out["distribution"] = self.distribution.model_dump(mode="json", exclude_none=True)
+        if self.java is not None:
+            out["java"] = {**self.java.model_dump(mode="json", exclude_none=True), "major": self.java.major}
+        return out
 
     @property
     def hosts(self) -> list[str]:

@@ -24,6 +24,7 @@ from typing import Any
 import bench
 from bench.compare.core import Comparison, Side
 from bench.compare.render import side_lines, table_headers, table_rows, to_json
+from bench.provision.facts_text import distribution_text
 from bench.redact import redact, redact_text
 from bench.report import format_value
 from bench.reporting.headline_view import compare_headline_view, trial_headline
@@ -39,7 +40,8 @@ _SHOWN_OPTIONS = ("distribution_version", "nodes", "target_hosts", "car_params",
 def environment(info: TrialInfo, summary: Summary | None = None) -> dict[str, Any]:
     """Engine and version, car, nodes, machine, track, challenge, params, user tags -- redacted. The status says
     "complete, with errors (...)" when the summary has failed requests."""
-    clusters = [{k: c.get(k) for k in ("name", "engine", "version", "nodes", "hosts")} for c in info.clusters]
+    clusters = [{**{k: c.get(k) for k in ("name", "engine", "version", "nodes", "hosts", "car")},
+                 "distribution": distribution_text(c)} for c in info.clusters]
     options = {k: info.options.get(k) for k in _SHOWN_OPTIONS if info.options.get(k) not in (None, [], {}, "")}
     env = {
         "id": info.id, "short_id": info.id[:8], "status": status_label(info.status, summary), "error": info.error,
@@ -63,7 +65,10 @@ def environment_rows(info: TrialInfo, summary: Summary | None = None) -> list[tu
     rows = [("Trial", f"{e['id']} ({e['status']})"), ("Started", e["start_time"])]
     for c in e["clusters"]:
         rows.append((f"Cluster {c['name']}", (f"{c.get('engine') or '?'} {c.get('version') or '?'}, "
-                                             f"{c.get('nodes') or '?'} node(s)")))
+                                             f"{c.get('nodes') or '?'} node(s)"
+                                             + (f", car {c['car']}" if c.get("car") else ""))))
+        if c.get("distribution"):
+            rows.append((f"Distribution {c['name']}", c["distribution"]))
     rows += [("Car", e["car"]), ("Pipeline", e["pipeline"] + (" (test mode)" if e["test_mode"] else "")),
              ("Track", f"{e['track']} / {e['challenge']}"), ("Track params", _fmt_dict(e["track_params"])),
              ("User tags", _fmt_dict(e["user_tags"]))]
