@@ -61,6 +61,7 @@ class _Node:
     guard: subprocess.Popen | None = None
     stopped: bool = False
     java_home: Path | None = None  # the JDK this node runs on (a bundled JDK: the node's own copy of it)
+    bundled_jdk: bool = False
 
 
 @dataclass
@@ -249,7 +250,8 @@ class LocalProvisioner:
         node = _Node(info=NodeInfo(name=name, http_port=http, transport_port=transport, home=home, log_dir=logs,
                                    data_dir=data),
                      cluster=spec.name, base=base, console_log=logs / "console.log", pid_file=base / "node.pid",
-                     java_home=home / "jdk" if java.source == "bundled" else Path(java.home))
+                     java_home=home / "jdk" if java.source == "bundled" else Path(java.home),
+                     bundled_jdk=java.source == "bundled")
         chown_tree(base, user)
         make_traversable(base)
         for plugin in spec.plugins:
@@ -259,8 +261,13 @@ class LocalProvisioner:
     def _env(self, node: _Node, layout: EngineLayout, car: CarConfig | None) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in ("ES_JAVA_OPTS", "OPENSEARCH_JAVA_OPTS", "JAVA_TOOL_OPTIONS")}
         env.update(car.env if car else {})
-        # Explicit even for a bundled JDK, so a JAVA_HOME or ES_JAVA_HOME in bench's environment cannot replace it.
-        env[layout.java_home_env] = str(node.java_home)
+        if node.bundled_jdk:
+            # Unset, as on a user's machine running the archive: the engine then picks its own jdk/ (and says
+            # "using bundled JDK [true]"), and a JAVA_HOME in bench's environment cannot replace it.
+            env.pop(layout.java_home_env, None)
+            env.pop("JAVA_HOME", None)
+        else:
+            env[layout.java_home_env] = str(node.java_home)
         env[layout.path_conf_env] = str(node.info.home / "config")
         env["HOME"] = str(node.base)  # the node user has no home; tools want one
         return env
