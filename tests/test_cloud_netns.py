@@ -33,7 +33,7 @@ from bench.cloud.tls import make_transport_tls
 from bench.cloud.topology import parse_topology
 from bench.options import RaceOptions
 from bench.provision.distribution import distribution_url, download_archive
-from bench.provision.java import resolve_java_home
+from bench.provision.java import resolve_java
 from bench.provision.model import ENGINES
 from bench.redact import register_secret
 from bench.store import TrialStore
@@ -78,7 +78,7 @@ def ccr_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CcrLab]:
     except OSError:
         shutil.copy(archive, www / name)
     (www / f"{name}.sha1").write_text(hashlib.sha1((www / name).read_bytes()).hexdigest() + "\n")
-    java_home = str(resolve_java_home(None, ENGINES["elasticsearch"]))
+    java_home = resolve_java(Path("/nonexistent"), ENGINES["elasticsearch"]).home  # the system JDK
     lab = NetnsLab()
     base = Path("/var/tmp/bench-cloud-netns") / lab.prefix
     try:

@@ -19,7 +19,7 @@ import pytest
 
 from bench.store import TrialStore
 from tests.esnode import default_cache
-from tests.official_archives import official_archive, release_ini, release_name, release_site, bundled_jdk_version
+from tests.official_archives import bundled_jdk_version, official_archive, release_ini, release_name, release_site
 
 pytestmark = pytest.mark.cluster
 VERSION = "8.19.21"

@@ -139,7 +139,9 @@ def node_boots(topo: Topology, plan: Plan, ips: dict[str, str], passwords: dict[
                 cluster_name=c.name, node_name=i.name, node_index=i.index, bind_host=ips[i.name],
                 seed_hosts=transport[c.name], master_nodes=[m.name for m in members],
                 remote_seeds={r: transport[r] for r in c.remote_clusters}, engine=c.engine, version=c.version,
-                distribution_url=distribution_url(c.engine, c.version, c.repository), car=c.car,
+                # Cloud hosts are Linux; x86_64 unless the topology's repository names another archive.
+                distribution_url=distribution_url(c.engine, c.version, c.repository, os="linux",
+                                                  machine="x86_64"), car=c.car,
                 car_params=c.car_params, roles=c.roles, http_port=c.http_port, transport_port=c.transport_port,
                 base_dir=NODE_BASE_DIR, security_password=passwords.get(c.name),
                 transport_tls=tls if c.name in passwords else None)
