@@ -76,3 +76,26 @@ def test_one_cluster_against_a_ccr_pair_of_the_same_version_is_no_engine_mismatc
     pair = [{**ES[0], "name": "leader"}, {**ES[0], "name": "follower"}]
     cmp = compare(_side("a", _trial(1)), [_side("b", _trial(2, clusters=pair))])
     assert not any("engine versions" in w for w in cmp.warnings)
+
+
+def _started(car: str, repository: str, flavour: str, modules: int, jdk: str, version: str) -> dict[str, Any]:
+    return {**ES[0], "car": car, "distribution": {"engine": "elasticsearch", "version": "8.19.21",
+                                                  "repository": repository, "flavour": flavour,
+                                                  "modules": [f"m{i}" for i in range(modules)]},
+            "java": {"source": jdk, "home": "/jdk", "version": version}}
+
+
+def test_distributions_jdks_and_the_cars_clusters_really_ran_are_compared_per_cluster():
+    base = _trial(1, car=["defaults"], clusters=[_started("defaults+512mheap", "release", "official", 98,
+                                                          "bundled", "24.0.2")])
+    cand = _trial(2, car=["defaults"], clusters=[_started("defaults+512mheap", "maven-integ-test", "minimal", 4,
+                                                          "system", "17.0.15")])
+    warnings = compare(_side("base", base), [_side("cand", cand)]).warnings
+    assert "Trials differ in distributions: base: release (official, 98 modules); " \
+           "cand: maven-integ-test (minimal, 4 modules)." in warnings
+    assert "Trials differ in JDKs: base: bundled JDK 24.0.2; cand: system JDK 17.0.15." in warnings
+    # Both clusters ran defaults+512mheap whatever --car said: no car difference is claimed.
+    assert not any(w.startswith("Trials differ in cars") for w in warnings)
+    # A trial of an existing cluster (no facts of what bench started) is unknown, not different.
+    external = _trial(3, car=[], clusters=ES)
+    assert not any("distributions" in w for w in compare(_side("a", base), [_side("b", external)]).warnings)
