@@ -3,7 +3,8 @@
 An extension is a ``setup()`` callable published under the ``bench.extensions`` entry-point group (bench's own
 CCR, telemetry, Loadgen and cloud support are published that way in ``pyproject.toml``; a third-party package
 does the same in its own). ``load()`` calls each one once per process; ``setup()`` then registers what the
-extension adds with the registry of the seam it extends -- each seam owns its registry and its types:
+extension adds with the registry of the seam it extends (all of them exported, with their types, by
+``bench.api``, which is what an extension imports) -- each seam owns its registry and its types:
 
 - operation runners and their load-time checks ............ ``bench.driver.registry.register_runner``
 - parameter sources of operations ......................... ``bench.driver.params.register_param_source``

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from bench.api import register_source
 from bench.cloud.source import topology_source
-from bench.cluster_source import register_source
 
 
 def setup() -> None:

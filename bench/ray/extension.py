@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from bench.compare.metrics import register_metric
-from bench.driver.backends import OpenedPool, register_pool_backend
+from bench.api import OpenedPool, register_enricher, register_metric, register_pool_backend, register_section
 from bench.ray.section import SECTION, enrich_summary, load_driver_rows
-from bench.summary import register_section
-from bench.trial_summary import register_enricher
 
 
 def setup() -> None:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.compare.metrics import register_metric
-from bench.pipeline import register_race_hook
+from bench.api import register_metric, register_race_hook, register_section
 from bench.redline.race_hook import RedlineHook
 from bench.redline.section import SECTION, SUSTAINED, is_headline_metric, redline_rows, redline_tables
-from bench.summary import register_section
 
 
 def setup() -> None:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from bench.compare.metrics import register_metric
-from bench.pipeline import register_race_hook
-from bench.summary import register_section
+from bench.api import register_enricher, register_metric, register_race_hook, register_section
 from bench.telemetry.race_hook import TelemetryHook
 from bench.telemetry.summary import SECTION, enrich_summary, is_headline_metric, telemetry_rows
-from bench.trial_summary import register_enricher
 
 
 def setup() -> None:
