@@ -54,7 +54,7 @@ def load() -> list[str]:
                     setup()
                 except ConfigError:
                     raise
-                except Exception as e:  # noqa: BLE001 - one clear line naming the broken extension
+                except Exception as e:
                     raise ConfigError(f"bench extension {ep.name!r} ({ep.value}) failed to load: "
                                       f"{type(e).__name__}: {e}; reinstall it or uninstall it") from e
                 _loaded[ep.name] = setup

@@ -171,7 +171,7 @@ def _sshd_host(lab: NetnsLab, work: Path, octet: int) -> tuple[str, subprocess.P
         "Subsystem sftp internal-sftp\n")
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     sshd = lab.popen(ns, [str(SSHD), "-D", "-e", "-f", str(conf / "sshd_config")],
-                     stdout=subprocess.DEVNULL, stderr=open(conf / "sshd.log", "w"))  # noqa: SIM115
+                     stdout=subprocess.DEVNULL, stderr=open(conf / "sshd.log", "w"))
     return addr, sshd
 
 

@@ -267,7 +267,7 @@ def test_bulk_documents_by_corpora_and_indices(tmp_path):
     ]
     folder = file_track(tmp_path / "t", "x", 1, corpora=corpora)
     t = load_track(folder, {})
-    names = lambda ds: [d.source_file for d in ds]  # noqa: E731
+    names = lambda ds: [d.source_file for d in ds]
     assert names(bulk_documents(t, {})) == ["a1.json", "a2.json", "b1.json"]
     assert names(bulk_documents(t, {"corpora": "b"})) == ["b1.json"]
     assert names(bulk_documents(t, {"corpora": ["a"], "indices": ["i2"]})) == ["a2.json"]

@@ -187,7 +187,7 @@ def test_track_code_importing_esrally_runs_against_a_real_cluster(tmp_path: Path
     assert rc == 0, err
     df = samples()
 
-    def task(name: str):  # noqa: ANN202 - a DataFrame slice
+    def task(name: str):
         return df[df["task"] == name]
 
     ingest = task("ingest-events")

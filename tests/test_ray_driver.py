@@ -21,16 +21,16 @@ import pytest
 
 pytest.importorskip("ray", reason="the Ray load driver needs bench[ray]")
 
-from bench.cli import main  # noqa: E402
-from bench.nullsink import free_port, start_in_background  # noqa: E402
-from bench.store import TrialStore  # noqa: E402
-from tests.http_serving import serving  # noqa: E402
-from tests.ray_cluster import RayTestCluster, start_ray_cluster  # noqa: E402
-from tests.test_cli_errors import one_line_error  # noqa: E402
-from tests.test_faults import RaceProcess, start_race, stored_trial  # noqa: E402
-from tests.test_race import only_trial, write_track  # noqa: E402
-from tests.test_race import race as race_in_process  # noqa: E402
-from tests.test_step_corpora import counting_server  # noqa: E402
+from bench.cli import main
+from bench.nullsink import free_port, start_in_background
+from bench.store import TrialStore
+from tests.http_serving import serving
+from tests.ray_cluster import RayTestCluster, start_ray_cluster
+from tests.test_cli_errors import one_line_error
+from tests.test_faults import RaceProcess, start_race, stored_trial
+from tests.test_race import only_trial, write_track
+from tests.test_race import race as race_in_process
+from tests.test_step_corpora import counting_server
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -117,7 +117,7 @@ def run_worker(wid: int, commands: Any, results: Any, extensions: dict[str, str]
             loop.run_until_complete(_run_step(wid, cmd[1], results, stop, cancel, go, prepare_corpora))
         except BenchError as e:
             results.put(("error", wid, str(e)))
-        except Exception as e:  # noqa: BLE001 - reported to the coordinator, which fails the race
+        except Exception as e:
             log.exception("worker %s failed", wid)
             results.put(("error", wid, f"worker {wid}: {type(e).__name__}: {e}"))
         finally:

@@ -97,7 +97,7 @@ def main() -> int:
         proc = subprocess.Popen(spec["argv"], cwd=spec["cwd"], env=spec["env"], stdin=subprocess.DEVNULL,
                                 stdout=console, stderr=subprocess.STDOUT, close_fds=True,
                                 # Safe: no other thread exists yet.
-                                preexec_fn=pdeathsig_preexec(signal.SIGKILL), **kwargs)  # noqa: PLW1509
+                                preexec_fn=pdeathsig_preexec(signal.SIGKILL), **kwargs)
     print(json.dumps({"launcher_pid": proc.pid}), flush=True)
 
     stop = threading.Event()

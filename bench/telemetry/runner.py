@@ -62,7 +62,7 @@ class TelemetryRunner:
                 self._record_failure(d, d.scopes()[0] if d.scopes() else "", time.time(), e)
                 try:
                     await d.close()  # whatever it opened before failing
-                except Exception:  # noqa: BLE001, S110
+                except Exception:  # noqa: BLE001
                     pass
                 continue
             if d.end_only:

@@ -19,7 +19,7 @@ class MmapSource:
         self.mm: mmap.mmap | None = None
 
     def open(self) -> MmapSource:
-        self.f = open(self.file_name, mode="rb")  # noqa: SIM115 - closed by close(), the source's contract
+        self.f = open(self.file_name, mode="rb")
         self.mm = mmap.mmap(self.f.fileno(), 0, access=mmap.ACCESS_READ)
         self.mm.madvise(mmap.MADV_SEQUENTIAL)
         return self
