@@ -22,7 +22,10 @@ from bench.ccr.remote import ensure_remote
 from bench.cli import main
 from bench.client import ClusterTarget, RawHttp
 from bench.cloud import local as cloud_local
+from bench.home import bench_home
 from bench.store import TrialStore
+from tests.esnode import default_cache
+from tests.official_archives import official_archive, release_ini, release_site
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.cluster  # real clusters
@@ -103,8 +106,24 @@ def test_live_pair_from_environment(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.timeout(1200)
 @pytest.mark.skipif(not os.environ.get("BENCH_OPENSEARCH_REPLICATION_PLUGIN"),
                     reason="set BENCH_OPENSEARCH_REPLICATION_PLUGIN to the replication plugin zip or folder")
-def test_live_opensearch_pair_with_plugin(capsys: pytest.CaptureFixture[str]) -> None:
-    rows = _live_race(f"--topology={ROOT / 'topologies' / 'ccr-local-opensearch.yml'}",
-                      f"--plugin={os.environ['BENCH_OPENSEARCH_REPLICATION_PLUGIN']}", capsys=capsys)
+def test_live_opensearch_bundle_replicates_without_a_plugin_flag(capsys: pytest.CaptureFixture[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenSearch's release bundle ships the replication plugin: the example topology runs CCR from the release
+    repository with no --plugin. The bundle is the official layout served locally (tests/official_archives.py),
+    with the real plugin inside as the bundle has it."""
+    folder = Path(default_cache()) / "test-official-archives"
+    plugin = Path(os.environ["BENCH_OPENSEARCH_REPLICATION_PLUGIN"])
+    official_archive("opensearch", "2.19.1", folder, extra_plugins={"opensearch-cross-cluster-replication": plugin})
+    monkeypatch.delenv("BENCH_DISTRIBUTION_REPOSITORY", raising=False)
+    with release_site(folder) as base:
+        (bench_home() / "bench.ini").write_text(release_ini(base))
+        rows = _live_race(f"--topology={ROOT / 'topologies' / 'ccr-local-opensearch.yml'}", capsys=capsys)
     assert rows[("CCR doc counts match", "follower/logs")] == 1
     assert ("100th percentile CCR catch-up time", "wait-for-followers-to-sync") in rows
+    with TrialStore() as store:
+        [trial] = store.list_trials(1)
+    for cluster in trial.clusters:
+        dist = cluster["distribution"]
+        assert dist["repository"] == "release" and "opensearch-cross-cluster-replication" in dist["plugins"]
+        assert cluster["java"]["source"] == "bundled" and cluster["car"] == "defaults+512mheap"
+    assert trial.car == ["defaults", "512mheap"]  # what both clusters ran, not --car's default
