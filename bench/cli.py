@@ -95,7 +95,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="load driver processes (clients are dealt out to them; default 1, with "
                         "--load-driver=ray:... one per CPU of each Ray node)")
     _load_driver_arguments(r)
-    r.add_argument("--topology", help="a topology file (topologies/): its clusters, locally or in a cloud")
+    r.add_argument("--topology", help="a topology file or a bundled example's name (topologies/: ccr-local, ...): "
+                                      "its clusters, locally or in a cloud")
     r.add_argument("--yes", action="store_true", help="with a cloud --topology: create machines without asking")
     r.add_argument("--max-instances", type=int, default=8, help="with a cloud --topology: refuse more machines")
     r.add_argument("--telemetry", help="telemetry devices, e.g. node-stats,ccr-stats,host (see 'bench list telemetry')")

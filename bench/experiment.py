@@ -23,7 +23,8 @@ An experiment file (YAML)::
       baseline-if-refused: baseline      # ... and this variant is the baseline then
 
 Options take ``bench race``'s flag names (``plugin``, ``track-params``, ...; ``-`` or ``_``); a relative
-``topology`` is found from here, else next to the experiment file or one folder up (the checkout).
+``topology`` is found from here, else next to the experiment file or one folder up (where
+``topologies/`` sits beside ``experiments/``, in the repository and in the installed package alike).
 
 Resume: ``bench experiment FILE --resume`` continues the newest run of this experiment, skipping the races
 that completed (the run id, order and tags are the same, so nothing is repeated). Failed races are run again
@@ -42,6 +43,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from bench.bundled import resolve_example
 from bench.errors import ConfigError, RaceInterrupted
 from bench.options import RaceOptions
 from bench.trials import TrialInfo, TrialReader
@@ -193,8 +195,9 @@ def _resolve_path(raw: str, folder: Path | None) -> Path:
 def load_experiment(path: Path | str, overrides: dict[str, Any] | None = None,
                     repetitions: int | None = None) -> ExperimentFile:
     """Load and check an experiment file. ``overrides`` (bench race option names) apply to every race on top of
-    the file's ``race:`` options; ``repetitions`` replaces the file's count (a quick check of a long study)."""
-    p = Path(path).expanduser()
+    the file's ``race:`` options; ``repetitions`` replaces the file's count (a quick check of a long study).
+    ``path`` may name a bundled example (``ccr-overhead``, ``experiments/ccr-overhead.yml``) from any folder."""
+    p = resolve_example(path, "experiments", "experiment file")
     exp = load_yaml_model(p, ExperimentFile, "experiment file", "name, variants, ...")
     exp._folder = p.resolve().parent
     if overrides:

@@ -82,8 +82,3 @@ def _sub(name: str, base: Path | None = None) -> Path:
     except OSError as e:
         raise storage_error(p, e, "folder") from None
     return p
-
-
-def project_root() -> Path:
-    """The checkout bench runs from; built-in tracks, car configs, profiles and templates live here."""
-    return Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.home import project_root
+from tests.checkout import ROOT
 
 # What plugs in: the core reaches these only through bench.extensions (entry points), never by import.
 EXTENSIONS = ("bench.ccr", "bench.cloud", "bench.loadgen", "bench.ray", "bench.redline", "bench.telemetry")
@@ -21,7 +21,7 @@ COMPOSITION_ROOT = ("bench.cli",)
 
 
 def _modules() -> dict[str, Path]:
-    root = project_root()
+    root = ROOT
     mods = {}
     for p in (root / "bench").rglob("*.py"):
         parts = p.relative_to(root).with_suffix("").parts

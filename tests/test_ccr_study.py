@@ -13,13 +13,13 @@ import pytest
 
 from bench.cli import main
 from bench.experiment import load_experiment, runs_of
-from bench.home import project_root
 from bench.reporting.study import delta_text, load_study_table, render_study_markdown
 from bench.store import TrialStore
+from tests.checkout import ROOT
 
 pytestmark = pytest.mark.cluster
 
-FILE = project_root() / "experiments" / "ccr-overhead-opensearch.yml"
+FILE = ROOT / "experiments" / "ccr-overhead-opensearch.yml"
 
 
 @pytest.mark.timeout(2400)

@@ -75,8 +75,11 @@ def test_every_port_a_ray_node_listens_on_is_in_the_opened_range() -> None:
 
 
 def test_driver_hosts_get_bench_with_the_ray_extra() -> None:
-    assert install_command("python3", "v", "src", extras=("ray",)).endswith("-e 'src[ray]'")
-    assert install_command("python3", "v", "src").endswith("-e src")
+    with_ray = install_command("python3", "v", "w/bench-0.1.0-py3-none-any.whl", extras=("ray",))
+    assert " 'w/bench-0.1.0-py3-none-any.whl[ray]' && " in with_ray
+    assert "[" not in install_command("python3", "v", "w/bench-0.1.0-py3-none-any.whl")
+    # The same version with other code: bench itself is always reinstalled, its dependencies left alone.
+    assert with_ray.endswith("--force-reinstall --no-deps w/bench-0.1.0-py3-none-any.whl")
 
 
 def test_a_cloud_race_refuses_a_load_driver_of_its_own() -> None:

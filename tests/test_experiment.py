@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from bench.bundled import bundled_dir
 from bench.cloud.topology import load_topology
 from bench.errors import ConfigError
 from bench.experiment import load_experiment, plan, race_options
-from bench.home import project_root
+from tests.checkout import ROOT
 
 
 def _write(tmp_path, text: str):
@@ -68,7 +69,7 @@ def test_bad_experiment_files_are_one_line_errors(tmp_path, text, message):
 
 
 def test_shipped_example_experiments_load():
-    files = sorted((project_root() / "experiments").glob("*.yml"))
+    files = sorted((ROOT / "experiments").glob("*.yml"))
     assert files
     for f in files:
         exp = load_experiment(f)
@@ -97,9 +98,29 @@ def test_plugin_and_distribution_are_checked_at_load_like_bench_race(tmp_path):
 
 def test_topology_paths_resolve_from_the_checkout_as_well_as_from_here(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # not the checkout: topologies/ is next to experiments/
-    exp = load_experiment(project_root() / "experiments" / "ccr-overhead.yml")
+    exp = load_experiment(ROOT / "experiments" / "ccr-overhead.yml")
     ccr = next(r for r in plan(exp, "r") if r.variant == "ccr")
-    assert race_options(exp, ccr, run_id="r").topology == project_root() / "topologies" / "ccr-local.yml"
+    assert race_options(exp, ccr, run_id="r").topology == ROOT / "topologies" / "ccr-local.yml"
+
+
+def test_bundled_examples_are_found_by_name_from_any_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no experiments/ or topologies/ here: the package's own copies are used
+    for name in ("ccr-overhead", "ccr-overhead.yml", "experiments/ccr-overhead.yml"):
+        exp = load_experiment(name)
+        assert exp.name == "ccr-overhead" and exp.folder == bundled_dir("experiments")
+    ccr = next(r for r in plan(exp, "r") if r.variant == "ccr")
+    topology = race_options(exp, ccr, run_id="r").topology
+    assert topology == bundled_dir("topologies") / "ccr-local.yml"
+    for name in (topology, "ccr-local", "topologies/ccr-local.yml"):
+        assert load_topology(name).name == "ccr-local"
+    with pytest.raises(ConfigError) as e:
+        load_topology("ccr-lokal")
+    assert str(e.value).startswith("topology file ccr-lokal does not exist;") and "ccr-local, " in str(e.value)
+    with pytest.raises(ConfigError, match="experiment file other/ccr-overhead.yml does not exist"):
+        load_experiment("other/ccr-overhead.yml")  # a path with another folder is never an example's name
+    # A file of that name here wins over the example.
+    (tmp_path / "ccr-local").write_text("name: mine\nprovider: local\nclusters: [{name: a}]\n")
+    assert load_topology("ccr-local").name == "mine"
 
 
 def test_command_line_overrides_and_repetitions(tmp_path):
@@ -151,7 +172,7 @@ def test_a_study_naming_an_unknown_variant_or_lacking_a_fallback_is_one_line(tmp
 
 @pytest.mark.parametrize("name", ["ccr-overhead.yml", "ccr-overhead-opensearch.yml"])
 def test_shipped_ccr_overhead_studies(name):
-    exp = load_experiment(project_root() / "experiments" / name)
+    exp = load_experiment(ROOT / "experiments" / name)
     assert exp.repetitions >= 3 and exp.order == "interleaved" and exp.study is not None
     # both shipped engines (Elasticsearch 8, OpenSearch 2) refuse soft deletes off: soft-deletes-on is the baseline
     assert exp.baseline == "soft-deletes-on"

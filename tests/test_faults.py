@@ -21,8 +21,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench.home import project_root
 from bench.store import TrialInfo, TrialStore
+from tests.checkout import ROOT
 from tests.esnode import default_cache, running_cluster
 from tests.test_cli_errors import one_line_error
 
@@ -57,7 +57,7 @@ class RaceProcess:
         env = {**os.environ, "BENCH_HOME": str(home), "BENCH_CACHE": default_cache(), **(env or {})}
         with open(self.out_file, "wb") as out, open(self.err_file, "wb") as err:
             self.proc = subprocess.Popen([sys.executable, "-m", "bench", command, "--quiet", *args], env=env,
-                                         cwd=project_root(), stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+                                         cwd=ROOT, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         self.trial_id: str | None = None
 
     @property
@@ -382,7 +382,7 @@ def test_kill_9_kills_workers_and_nodes_and_loses_no_sample(tmp_path: Path, race
 
     with TrialStore(home / "bench.db") as store:  # a bench command opening the store settles the trial
         pass
-    listed = subprocess.run([sys.executable, "-m", "bench", "list", "trials"], cwd=project_root(),
+    listed = subprocess.run([sys.executable, "-m", "bench", "list", "trials"], cwd=ROOT,
                             env={**os.environ, "BENCH_HOME": str(home)}, capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0, listed.stderr
     row = next(line for line in listed.stdout.splitlines() if trial_id[:12] in line)

@@ -11,9 +11,9 @@ import pytest
 from bench.cli import _parser, main
 from bench.errors import TrackError
 from bench.experiment import dry_run_lines, load_experiment
-from bench.home import project_root
 from bench.track.loader import find_track, load_track
 from bench.track.params import blame_param
+from tests.checkout import ROOT
 from tests.test_race import write_track
 
 HINT = re.compile(r"""(?:run|see|use|with|until) ['`]bench ([^'`]+)['`]""")
@@ -21,7 +21,7 @@ HINT = re.compile(r"""(?:run|see|use|with|until) ['`]bench ([^'`]+)['`]""")
 
 def _hints() -> list[tuple[str, str]]:
     found = []
-    for path in sorted((project_root() / "bench").rglob("*.py")):
+    for path in sorted((ROOT / "bench").rglob("*.py")):
         for cmd in HINT.findall(path.read_text()):
             found.append((path.name, re.sub(r"\{[^}]*\}", "x", cmd)))  # an f-string's values
     return found
@@ -80,7 +80,7 @@ def test_a_broken_track_that_is_no_parameters_fault_still_shows_its_line(tmp_pat
 
 
 def test_the_experiment_dry_run_explains_every_field(capsys):
-    exp = load_experiment(project_root() / "experiments" / "bulk-clients.yml")
+    exp = load_experiment(ROOT / "experiments" / "bulk-clients.yml")
     lines = dry_run_lines(exp, "dry-run")
     text = "\n".join(lines)
     assert lines[0].startswith("Experiment bulk-clients: 4 races = 2 variant(s) × 2 repetition(s) × 1 track(s)")

@@ -24,11 +24,11 @@ import pandas as pd
 import pytest
 
 from bench.cli import main
-from bench.home import project_root
 from bench.metrics_store import config as store_config
 from bench.metrics_store.http import StoreHttp
 from bench.provision.model import ClusterInfo
 from bench.store import TrialStore
+from tests.checkout import ROOT
 from tests.esnode import default_cache, start_cluster
 
 
@@ -148,7 +148,7 @@ def test_race_into_a_secured_elasticsearch_store_with_rallys_documents(
 
 def _bench(home: Path, *args: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "BENCH_HOME": str(home), "BENCH_CACHE": default_cache()}
-    return subprocess.Popen([sys.executable, "-m", "bench", *args], env=env, cwd=project_root(),
+    return subprocess.Popen([sys.executable, "-m", "bench", *args], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
 
 

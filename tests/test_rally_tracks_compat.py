@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.home import project_root
+from tests.checkout import ROOT
 
 GOOD = {
     "version": 2,
@@ -37,7 +37,7 @@ def _unsupported(name: str, op_type: str) -> dict:
 
 @pytest.fixture(scope="module")
 def compat():
-    path = project_root() / "benchmarks" / "rally_tracks_compat.py"
+    path = ROOT / "benchmarks" / "rally_tracks_compat.py"
     spec = importlib.util.spec_from_file_location("rally_tracks_compat", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

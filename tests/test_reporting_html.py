@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.home import project_root
 from bench.reporting.plots import plotly_js
+from tests.checkout import ROOT
 from tests.compare_trials import compare_trials, es_target_session  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.cluster
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="headless Chromium not installed (apt-get install -y chromium; CI's .ci/run installs it)")
-ARTIFACTS = project_root() / "test-artifacts"
+ARTIFACTS = ROOT / "test-artifacts"
 
 
 def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:

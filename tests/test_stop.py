@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.home import project_root
 from bench.provision.local import ROOT_NODES_BASE
+from tests.checkout import ROOT
 from tests.test_cli_errors import one_line_error
 from tests.test_faults import jvms_of, no_jvm_left
 
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(420)]
 
 
 def bench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bench", *args], env=dict(os.environ), cwd=project_root(),
+    return subprocess.run([sys.executable, "-m", "bench", *args], env=dict(os.environ), cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.home import project_root
+from tests.checkout import ROOT
 from tests.esnode import default_cache
 from tests.test_cli_errors import one_line_error
 from tests.test_faults import LONG_TRACK, RaceProcess, jvms_of, no_jvm_left
@@ -38,7 +38,7 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
 
 def bench(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "BENCH_HOME": str(home), "BENCH_CACHE": default_cache()}
-    return subprocess.run([sys.executable, "-m", "bench", *args], env=env, cwd=project_root(), capture_output=True,
+    return subprocess.run([sys.executable, "-m", "bench", *args], env=env, cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
 
 

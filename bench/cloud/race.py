@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import shlex
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -23,6 +24,7 @@ from bench.cloud.providers import get_provider
 from bench.cloud.ray_hosts import RayDrivers, RayHost
 from bench.cloud.ssh import DriverHost, RemoteHost, client_options_json
 from bench.cloud.topology import Topology
+from bench.cloud.wheel import build_wheel
 from bench.errors import ConfigError, ProvisionError, RaceInterrupted
 from bench.home import trials_dir
 from bench.options import RaceOptions
@@ -114,8 +116,10 @@ def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[Dri
     console.print(f"installing bench on driver{'s' if len(hosts) > 1 else ''} {', '.join(h.host for h in hosts)} ...",
                   highlight=False)
     began = time.monotonic()
-    with ThreadPoolExecutor(len(hosts)) as pool:  # minutes each: the hosts install at once
-        list(pool.map(lambda h: h.install_bench(system_site_packages=system_site_packages, offline=offline,
+    # One wheel of this bench for every host; minutes each: the hosts install at once.
+    with tempfile.TemporaryDirectory(prefix="bench-wheel-") as tmp, ThreadPoolExecutor(len(hosts)) as pool:
+        wheel = build_wheel(Path(tmp))
+        list(pool.map(lambda h: h.install_bench(wheel, system_site_packages=system_site_packages, offline=offline,
                                                 extras=extras), hosts))
     console.print(f"bench installed in {time.monotonic() - began:.1f} s", highlight=False)
     _, out, _ = head.run("mktemp -d")

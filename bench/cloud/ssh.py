@@ -1,9 +1,9 @@
 """The load-driver host over SSH (paramiko): wait for it, install bench at the orchestrator's version,
 run a race there, and copy the trial (store rows and logs) back.
 
-bench is installed from a wheel built from this checkout (``pip wheel --no-deps``), so the driver runs
-exactly the orchestrator's code; its dependencies come from the driver's package index, or from the
-driver's own site-packages when ``system_site_packages`` is set (offline hosts, tests). Host keys are
+bench is installed from a wheel of the running bench (bench.cloud.wheel), so the driver runs exactly the
+orchestrator's code and data; its dependencies come from the driver's package index, or from the driver's
+own site-packages when ``system_site_packages`` is set (offline hosts, tests). Host keys are
 trusted on first use and recorded in a known_hosts file of the trial (the machine was created a minute
 ago by us; there is no earlier key to compare with).
 """
@@ -15,7 +15,6 @@ import logging
 import posixpath
 import shlex
 import stat
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -24,8 +23,8 @@ from typing import Self
 import paramiko
 
 import bench
+from bench.cloud.wheel import build_wheel
 from bench.errors import ProvisionError, RaceError
-from bench.home import project_root
 from bench.redact import redact_text
 
 log = logging.getLogger(__name__)
@@ -159,50 +158,32 @@ class RemoteHost:
             sftp.get(remote, str(local))
 
 
-# What the driver needs of the checkout: the package and the data bench reads from its project root.
-_SOURCE_ITEMS = ("bench", "tracks", "car-configs", "telemetry", "topologies", "pyproject.toml", "README.md")
-
-
-def pack_checkout(dest: Path) -> Path:
-    """A tar.gz of this checkout's code and data (no caches, no build output)."""
-    root = project_root()
-    archive = dest / "bench-src.tar.gz"
-
-    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-        name = Path(info.name).name
-        return None if name in ("__pycache__", ".pytest_cache") or name.endswith((".pyc", ".egg-info")) else info
-
-    with tarfile.open(archive, "w:gz") as tar:
-        for item in _SOURCE_ITEMS:
-            if (root / item).exists():
-                tar.add(root / item, arcname=item, filter=keep)
-    return archive
-
-
 # Run by the venv's python: a .pth file listing the given interpreter's site-packages (argv[1], one a line).
 _LINK_SITE = ("import sys, sysconfig; open(sysconfig.get_path('purelib') + '/bench-offline-site.pth', 'w')"
               ".write(sys.argv[1])")
 _SITE_DIRS = "import site; print(*site.getsitepackages(), sep=chr(10))"
 
 
-def install_command(python: str, venv: str, src: str, *, system_site_packages: bool = False,
+def install_command(python: str, venv: str, wheel: str, *, system_site_packages: bool = False,
                     offline: bool = False, extras: tuple[str, ...] = ()) -> str:
-    """The shell command that makes ``venv`` from ``python`` and installs the checkout at ``src`` into it.
+    """The shell command that makes ``venv`` from ``python`` and installs bench's wheel file ``wheel`` into it.
 
     offline: a venv without pip whose only extra path is ``python``'s own site-packages (a .pth file), so
     a venv ``python`` (the test session's) lends exactly what it declares; --system-site-packages would
     instead expose the base interpreter behind it, whatever that happens to have installed. extras: bench's
     optional extras to install with it (e.g. ray); offline they come from that same site-packages."""
-    py = shlex.quote(python)
+    py, whl = shlex.quote(python), shlex.quote(wheel)
+    pip = f"{venv}/bin/python -m pip install -q --disable-pip-version-check"
+    # bench's version stays the same while its code changes, and pip skips a local wheel of an installed
+    # version: the last step always reinstalls bench itself (--no-deps: its dependencies are left as they are).
     if not offline:
         flags = " --system-site-packages" if system_site_packages else ""
-        target = shlex.quote(f"{src}[{','.join(extras)}]") if extras else src
-        return (f"{py} -m venv{flags} {venv} && {venv}/bin/python -m pip install -q --disable-pip-version-check "
-                f"-e {target}")
+        target = shlex.quote(f"{wheel}[{','.join(extras)}]" if extras else wheel)
+        return f"{py} -m venv{flags} {venv} && {pip} {target} && {pip} --force-reinstall --no-deps {whl}"
+    # A wheel needs no build: no index, no build tools; the dependencies are already on the lent path.
     return (f"{py} -m venv --without-pip {venv} && "
             f"{venv}/bin/python -c {shlex.quote(_LINK_SITE)} \"$({py} -c {shlex.quote(_SITE_DIRS)})\" && "
-            f"{venv}/bin/python -m pip install -q --disable-pip-version-check --no-index --no-build-isolation "
-            f"--no-deps -e {src}")
+            f"{pip} --no-index --force-reinstall --no-deps {whl}")
 
 
 class DriverHost(RemoteHost):
@@ -212,21 +193,21 @@ class DriverHost(RemoteHost):
                  known_hosts: Path | None = None, workdir: str = ".", python: str = "python3"):
         super().__init__(host, user, key_file, port, known_hosts)
         # Relative to the login directory unless absolute; python: the interpreter the venv is made from.
-        self.venv, self.home, self.src = (f"{workdir}/{n}" for n in ("bench-venv", "bench-home", "bench-src"))
+        self.venv, self.home, self.wheels = (f"{workdir}/{n}" for n in ("bench-venv", "bench-home", "bench-wheel"))
         self.python = python
 
-    def install_bench(self, system_site_packages: bool = False, offline: bool = False, timeout: float = 900,
-                      extras: tuple[str, ...] = ()) -> str:
-        """Install this checkout (editable, so bench finds its tracks and car configs beside the package) into
-        ~/bench-venv on the driver; returns the remote version string. offline: no package index at all —
-        pip, the build tools and every dependency come from the site-packages of the interpreter ``python``
-        names (which may itself be a venv), never from its base interpreter's."""
+    def install_bench(self, wheel: Path | None = None, system_site_packages: bool = False, offline: bool = False,
+                      timeout: float = 900, extras: tuple[str, ...] = ()) -> str:
+        """Install bench's ``wheel`` (default: one built now, see build_wheel) into ~/bench-venv on the driver,
+        its tracks, cars and templates inside; returns the remote version string. offline: no package index at
+        all — pip and every dependency come from the site-packages of the interpreter ``python`` names (which
+        may itself be a venv), never from its base interpreter's."""
         with tempfile.TemporaryDirectory() as tmp:
-            archive = pack_checkout(Path(tmp))
-            self.run(f"rm -rf {self.src} && mkdir -p {self.src}")
-            self.put(archive, f"{self.src}.tar.gz")
-        self.run(f"tar -xzf {self.src}.tar.gz -C {self.src} && rm {self.src}.tar.gz")
-        self.run(install_command(self.python, self.venv, self.src, system_site_packages=system_site_packages,
+            local = wheel or build_wheel(Path(tmp))
+            remote = f"{self.wheels}/{local.name}"  # pip reads name, version and tags from the file name
+            self.run(f"rm -rf {self.wheels} && mkdir -p {self.wheels}")
+            self.put(local, remote)
+        self.run(install_command(self.python, self.venv, remote, system_site_packages=system_site_packages,
                                  offline=offline, extras=extras), timeout=timeout)
         _, out, _ = self.run(f"{self.venv}/bin/bench --version")
         version = out.strip().split()[-1]

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from bench.bundled import resolve_example
 from bench.errors import ConfigError
 from bench.provision.model import ClusterSpec, Engine
 from bench.provision.overrides import parse_distribution, plugins_for
@@ -174,10 +175,9 @@ def parse_topology(raw: Any, source: str = "<topology>") -> Topology:
 
 
 def load_topology(path: str | Path) -> Topology:
-    """Read and validate a topology file; every problem is one line naming the file and field."""
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise ConfigError(f"topology file {p} does not exist")
+    """Read and validate a topology file (or a bundled example's name); every problem is one line naming the file
+    and field."""
+    p = resolve_example(path, "topologies", "topology file")
     raw = read_yaml(p, "topology")
     return parse_topology(raw, str(p))
 

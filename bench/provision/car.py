@@ -18,8 +18,8 @@ import jinja2.meta
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from bench.bundled import bundled_dir
 from bench.errors import ConfigError
-from bench.home import project_root
 from bench.provision.model import Checksum
 from bench.yaml_file import load_yaml_model
 
@@ -86,7 +86,7 @@ class CarConfig(BaseModel):
 
 def car_dirs() -> list[Path]:
     """Built-in car-configs/ plus folders in $BENCH_CAR_PATH (os.pathsep separated); later folders win."""
-    dirs = [project_root() / "car-configs"]
+    dirs = [bundled_dir("car-configs")]
     dirs += [Path(p).expanduser() for p in os.environ.get("BENCH_CAR_PATH", "").split(os.pathsep) if p]
     return dirs
 

@@ -45,7 +45,7 @@ def add_report_parsers(sub: Any) -> None:
     _noise_options(r)
 
     e = sub.add_parser("experiment", help="run a matrix of races from a YAML file, then compare the variants")
-    e.add_argument("file", help="experiment file (see experiments/)")
+    e.add_argument("file", help="experiment file, or a bundled example's name (see experiments/)")
     e.add_argument("--resume", action="store_true", help="continue the newest run, skipping completed races")
     e.add_argument("--run-id", help="resume (or start) this run id")
     e.add_argument("--dry-run", action="store_true", help="print the planned races and stop")

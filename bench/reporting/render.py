@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import jinja2
 
+from bench.bundled import bundled_dir
 from bench.compare.core import Comparison, Side
 from bench.compare.render import markdown_result
 from bench.errors import ConfigError
-from bench.home import project_root
 from bench.redact import redact_text
 from bench.reporting.context import compare_context, trial_context
 from bench.reporting.plots import Plot, PlotTrial, all_plots, export_pngs, figure_div, plotly_js
@@ -30,7 +30,7 @@ KINDS: tuple[str, ...] = ("markdown", "html")
 
 
 def templates_dir() -> Path:
-    return project_root() / "reports"
+    return bundled_dir("reports")
 
 
 def default_template(fmt: ReportKind) -> Path:

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from bench.bundled import bundled_dir
 from bench.errors import ConfigError
-from bench.home import project_root
 from bench.yaml_file import load_yaml_model
 
 
@@ -113,7 +113,7 @@ class TelemetryConfig(BaseModel):
 
 
 def profiles_dir() -> Path:
-    return project_root() / "telemetry"
+    return bundled_dir("telemetry")
 
 
 def available_profiles() -> dict[str, Path]:

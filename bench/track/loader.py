@@ -22,12 +22,12 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, ValidationError
 
+from bench.bundled import bundled_dir
 from bench.driver.param_types import as_bool, as_float
 from bench.driver.request_options import check_assertions
 from bench.driver.runners import CORE_RUNNERS
 from bench.driver.schedule import OPS, has_scheduler, scheduler_names
 from bench.errors import TrackError
-from bench.home import project_root
 from bench.track import dependencies as track_dependencies
 from bench.track import legacy, notices, rally_helpers
 from bench.track import plugins as track_plugins
@@ -64,7 +64,7 @@ class TrackListing(BaseModel):
 
 
 def builtin_tracks_dir() -> Path:
-    return project_root() / "tracks"
+    return bundled_dir("tracks")
 
 
 def builtin_track_names() -> list[str]:
