@@ -39,6 +39,7 @@ ZIP = f"/es/{VERSION}/elasticsearch-{VERSION}.zip"
 TEMPLATE = "/es/{version}/elasticsearch-{version}.zip"
 WAITED_FOR_DOWNLOAD = "waiting for another bench's download of"
 MB = 1 << 20
+CHUNK = 1 << 16
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -86,10 +87,10 @@ class Repository:
                     with open(src, "rb") if isinstance(src, Path) else contextlib.nullcontext(None) as f:
                         sent = 0
                         while sent < size:
-                            chunk = f.read(MB // 4) if f else src[sent:sent + MB // 4]
+                            chunk = f.read(CHUNK) if f else src[sent:sent + CHUNK]
+                            time.sleep(len(chunk) / repo.rate)  # before writing: a one-chunk file is slow too
                             self.wfile.write(chunk)
                             sent += len(chunk)
-                            time.sleep(len(chunk) / repo.rate)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the downloading process was killed
 
