@@ -117,14 +117,22 @@ def es_repository(real_zip: Path, seconds: float) -> Repository:
 
 
 def _child(log_file: str, cache: str, job: Callable[[], Path]) -> None:
+    """Run ``job`` with its log in ``log_file``, its result (or error) in ``.out`` and its activity line (the spinner
+    a terminal shows) in ``.activity``."""
+    from rich.console import Console
+
+    from bench.activity import step
+
     logging.basicConfig(filename=log_file, level=logging.INFO, format="%(name)s %(message)s")
     os.environ["BENCH_CACHE"] = cache
     out = Path(log_file).with_suffix(".out")
-    try:
-        out.write_text(str(job()))
-    except BaseException as e:
-        out.write_text(f"error: {type(e).__name__}: {e}")
-        raise
+    with open(Path(log_file).with_suffix(".activity"), "w") as screen:
+        try:
+            with step("starting", console=Console(file=screen, force_terminal=True, width=200)):
+                out.write_text(str(job()))
+        except BaseException as e:
+            out.write_text(f"error: {type(e).__name__}: {e}")
+            raise
 
 
 def provision(log_file: str, cache: str, template: str | None, archive: str | None = None) -> None:
@@ -160,6 +168,11 @@ class Child:
     @property
     def log(self) -> str:
         return self.log_file.read_text() if self.log_file.exists() else ""
+
+    @property
+    def activity(self) -> str:
+        screen = self.log_file.with_suffix(".activity")
+        return screen.read_text(errors="replace") if screen.exists() else ""
 
     @property
     def result(self) -> str:
@@ -218,6 +231,7 @@ def test_two_processes_provision_from_an_empty_cache_with_one_download(tmp_path:
     waited = [c for c in children if WAITED_FOR_DOWNLOAD in c.log]
     assert len(waited) == 1, [c.log for c in children]
     assert "using cached distribution" in waited[0].log
+    assert f"{WAITED_FOR_DOWNLOAD} elasticsearch-{VERSION}.zip" in waited[0].activity  # what a terminal shows
     assert leftovers(cache) == []
 
 
