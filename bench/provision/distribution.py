@@ -100,7 +100,8 @@ def _download_locked(url: str, archive: Path, algo: str | None) -> Path:
             if actual != expected:
                 raise ProvisionError(f"checksum mismatch for {url}: expected {algo} {expected}, got {actual}; "
                                      "the download is corrupt or the mirror serves a different file")
-            write_atomically(_stored_checksum(archive, algo), (expected + "\n").encode())
+            # what _expected_checksum falls back to offline; written whole, as another bench may read it
+            write_atomically(archive.with_name(f"{archive.name}.{algo}"), (expected + "\n").encode())
         os.replace(part, archive)
     finally:
         part.unlink(missing_ok=True)  # gone already unless something failed
@@ -178,7 +179,7 @@ def _extract(archive: Path, dest: Path) -> None:
 
 def _expected_checksum(url: str, algo: str, archive: Path) -> str:
     """The published checksum (first token of ``<url>.<algo>``); the stored copy when offline."""
-    stored = _stored_checksum(archive, algo)
+    stored = archive.with_name(f"{archive.name}.{algo}")
     try:
         with urllib.request.urlopen(f"{url}.{algo}", timeout=_TIMEOUT) as resp:
             text = resp.read(4096).decode("ascii", "replace")
@@ -196,11 +197,6 @@ def _expected_checksum(url: str, algo: str, archive: Path) -> str:
     if len(token) != expected_len or any(c not in "0123456789abcdef" for c in token):
         raise ProvisionError(f"checksum file {url}.{algo} does not hold a {algo} digest (got {text[:60]!r})")
     return token
-
-
-def _stored_checksum(archive: Path, algo: str) -> Path:
-    """The checksum the archive was verified against when downloaded: what an offline run verifies it against."""
-    return archive.with_name(f"{archive.name}.{algo}")
 
 
 def _fetch(url: str, dest: Path) -> None:
