@@ -1,5 +1,6 @@
 """Shared fixtures. Every test gets a fresh BENCH_HOME (its own trial store and logs) while downloads
-stay cached in BENCH_CACHE; tests that only need *a* cluster share one real Elasticsearch per session."""
+stay cached in BENCH_CACHE (``tests.esnode.default_cache``: empty at the start of a CI run); tests that only need *a*
+cluster share one real Elasticsearch per session."""
 
 from __future__ import annotations
 

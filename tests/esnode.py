@@ -22,7 +22,8 @@ from bench.provision.model import ClusterInfo, ClusterSpec
 
 
 def default_cache() -> str:
-    """Where tests keep downloads: $BENCH_CACHE, else ~/.bench (so the distribution is downloaded once)."""
+    """Where tests keep downloads: $BENCH_CACHE, else ~/.bench (so the distribution is downloaded once per run).
+    ``.ci/run`` sets BENCH_CACHE to a fresh empty folder, so CI downloads everything as a fresh machine does."""
     return os.environ.get("BENCH_CACHE") or str(Path.home() / ".bench")
 
 

@@ -37,6 +37,7 @@ from bench.provision.java import resolve_java
 from bench.provision.model import ENGINES
 from bench.redact import register_secret
 from bench.store import TrialStore
+from tests.esnode import default_cache
 from tests.isolation import leaked
 from tests.netns import NetnsLab, inside, serve_directory, unavailable_reason
 
@@ -67,7 +68,7 @@ def _curl(lab: NetnsLab, ns: str, url: str, auth: str, method: str = "GET", body
 
 @pytest.fixture(scope="module")
 def ccr_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CcrLab]:
-    os.environ.setdefault("BENCH_CACHE", str(Path.home() / ".bench"))
+    os.environ.setdefault("BENCH_CACHE", default_cache())
     tmp = tmp_path_factory.mktemp("netns")
     archive = download_archive(distribution_url("elasticsearch", VERSION))
     www = tmp / "www"

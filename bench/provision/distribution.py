@@ -1,12 +1,15 @@
 """Obtain an unpacked engine distribution: download (verified, cached), unpack, or use a local one.
 
-Downloads go to ``<archive>.part`` and are renamed only after the checksum matched, so a partial or
+Downloads go to a part file of their own and are renamed only after the checksum matched, so a partial or
 corrupt archive is never used. A cached archive is verified again on every use; if it no longer
 matches it is deleted and downloaded again. Unpacked installs are keyed by the archive's checksum.
+Benches running at once share the cache: one lock per archive and one per unpacked install
+(``bench.file_lock``), so the second waits for the first and uses its verified result.
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import logging
 import os
@@ -24,6 +27,7 @@ from typing import NamedTuple
 from bench.activity import notice
 from bench.download import fetch
 from bench.errors import ProvisionError
+from bench.file_lock import exclusive, lock_file_for, part_path, remove_stale_parts, write_atomically
 from bench.home import distributions_dir
 from bench.provision.model import ENGINES, Checksum, DistributionFacts
 from bench.provision.repositories import fallback_repository, resolve_repository
@@ -132,8 +136,15 @@ def download_archive(url: str, checksum: Checksum = "auto") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     archive = folder / name
     algo = checksum_algorithm(url, checksum)
-    expected = _expected_checksum(url, algo, archive) if algo else None
+    # Everything from the check to the rename under the archive's lock: a second bench waits, then finds the
+    # archive and verifies it as any cached one.
+    with exclusive(lock_file_for(archive), waiting=f"waiting for another bench's download of {name}"):
+        remove_stale_parts(archive)
+        return _download_locked(url, archive, algo)
 
+
+def _download_locked(url: str, archive: Path, algo: str | None) -> Path:
+    expected = _expected_checksum(url, algo, archive) if algo else None
     if archive.exists():
         if expected is None or _file_digest(archive, algo) == expected:
             log.info("using cached distribution %s", archive)
@@ -141,33 +152,40 @@ def download_archive(url: str, checksum: Checksum = "auto") -> Path:
         log.warning("cached distribution %s does not match its %s checksum; downloading it again", archive, algo)
         archive.unlink()
 
-    part = archive.with_name(archive.name + ".part")
-    _fetch(url, part)
-    if algo and expected:
-        actual = _file_digest(part, algo)
-        if actual != expected:
-            part.unlink(missing_ok=True)
-            raise ProvisionError(f"checksum mismatch for {url}: expected {algo} {expected}, got {actual}; "
-                                 "the download is corrupt or the mirror serves a different file")
-        (folder / f"{name}.{algo}").write_text(expected + "\n")
-    os.replace(part, archive)
+    part = part_path(archive)
+    try:
+        _fetch(url, part)
+        if algo and expected:
+            actual = _file_digest(part, algo)
+            if actual != expected:
+                raise ProvisionError(f"checksum mismatch for {url}: expected {algo} {expected}, got {actual}; "
+                                     "the download is corrupt or the mirror serves a different file")
+            # what _expected_checksum falls back to offline; written whole, as another bench may read it
+            write_atomically(archive.with_name(f"{archive.name}.{algo}"), (expected + "\n").encode())
+        os.replace(part, archive)
+    finally:
+        part.unlink(missing_ok=True)  # gone already unless something failed
     return archive
 
 
 def unpack(archive: Path, digest: str, binary: str) -> Path:
     """Unpack archive once into the cache (keyed by digest); returns the install dir."""
     target = distributions_dir() / "unpacked" / digest
-    if (target / _UNPACKED_MARKER).exists():
-        return _install_root(target, binary, archive)
-    shutil.rmtree(target, ignore_errors=True)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".unpack-", dir=target.parent))
-    try:
-        _extract(archive, tmp)
-        (tmp / _UNPACKED_MARKER).write_text(str(archive) + "\n")
-        os.replace(tmp, target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with exclusive(lock_file_for(target), waiting=f"waiting for another bench unpacking {archive.name}"):
+        if (target / _UNPACKED_MARKER).exists():
+            return _install_root(target, binary, archive)
+        # Holding the lock, any unpack folder of this digest is a killed process's (its name says which digest).
+        prefix = f".unpack-{digest}-"
+        for stale in target.parent.glob(glob.escape(prefix) + "*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        shutil.rmtree(target, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
+        try:
+            _extract(archive, tmp)
+            (tmp / _UNPACKED_MARKER).write_text(str(archive) + "\n")
+            os.replace(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return _install_root(target, binary, archive)
 
 

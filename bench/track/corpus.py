@@ -2,20 +2,21 @@
 
 For each document set the bulk tasks use: generate it (``generator``), or find it in
 ``data_dir()/<corpus>/`` or next to the track, download it from ``base-url`` if missing, and
-decompress it once. Every file is written as ``<name>.part`` and renamed when complete, so an
-interrupted download, decompression or generation is never used. The line count is checked against
+decompress it once. Every file is written as a part file of its writer (``bench.file_lock.part_path``) and
+renamed when complete, so an interrupted download, decompression or generation is never used. The line count is checked against
 ``document-count`` (x2 with action-and-meta-data lines) and remembered in ``data_dir()/.linecounts``.
 
 ``prepare_document_set`` does this for one document set on whichever machine calls it (a load-driver worker on
 another machine prepares its own copy from the same sources, described by a ``CorpusRecipe``); a lock file per
-document set in the data cache keeps processes of one machine from fetching the same file at once.
+document set in the data cache (per generated file for generated sets) keeps processes of one machine (workers of
+one Ray node, benches running at once) from fetching or making the same file at once: the second waits for the
+first, then finds the file ready.
 """
 
 from __future__ import annotations
 
 import bz2
 import contextlib
-import fcntl
 import gzip
 import hashlib
 import json
@@ -31,6 +32,7 @@ import zstandard
 from bench.activity import say
 from bench.download import fetch
 from bench.errors import TrackError
+from bench.file_lock import exclusive, lock_file_for, part_path, remove_stale_parts, write_atomically
 from bench.home import data_dir
 from bench.track.generators import generate_file
 from bench.track.model import Challenge, DocumentsSpec, Track
@@ -105,8 +107,11 @@ def _open_decompressed(path: Path) -> IO[bytes]:
 
 
 def _write_atomically(target: Path, chunks: Iterator[bytes]) -> None:
+    """Write ``target`` through a part file of its own; called holding the document set's lock, so any other part
+    file of ``target`` is a killed writer's."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    part = target.with_name(target.name + ".part")
+    remove_stale_parts(target)
+    part = part_path(target)
     try:
         with open(part, "wb") as out:
             for c in chunks:
@@ -174,17 +179,22 @@ def count_lines(path: Path) -> int:
         n += 1  # a last line without newline is still a document
     try:
         side.parent.mkdir(parents=True, exist_ok=True)
-        side.write_text(f"{key} {n}")
+        write_atomically(side, f"{key} {n}".encode())  # two processes counting one file never tear it
     except OSError:
         pass
     return n
 
 
 def download(url: str, target: Path) -> Path:
-    """Download ``url`` to ``target`` (via ``.part``) with a progress bar."""
-    part = target.with_name(target.name + ".part")
-    fetch(url, part, error=TrackError, what="corpus file ")
-    os.replace(part, target)
+    """Download ``url`` to ``target`` (via a part file of its own) with a progress bar; called holding the document
+    set's lock, so any other part file of ``target`` is a killed download's."""
+    remove_stale_parts(target)
+    part = part_path(target)
+    try:
+        fetch(url, part, error=TrackError, what="corpus file ")
+        os.replace(part, target)
+    finally:
+        part.unlink(missing_ok=True)  # gone already unless something failed
     return target
 
 
@@ -225,11 +235,14 @@ def _generated(corpus: str, d: DocumentsSpec, docs: int) -> Path:
     if g.params:
         extra = "-" + hashlib.sha256(json.dumps(g.params, sort_keys=True).encode()).hexdigest()[:10]
     path = data_dir() / corpus / f"{g.name}-seed{g.seed}-n{docs}{extra}.json"
-    if not path.is_file():
-        log.info("generating %d %s documents into %s", docs, g.name, path)
-        say(f"corpus {corpus}: generating {docs:,} {g.name} documents")
-        generate_file(g.name, g.seed, docs, path)
-    _check_lines(path, d, docs)
+    # Locked per generated file: document sets of other corpora or tracks with the same generator make the same one.
+    with exclusive(lock_file_for(path), waiting=f"corpus {corpus}: waiting for another bench generating {path.name}"):
+        if not path.is_file():
+            log.info("generating %d %s documents into %s", docs, g.name, path)
+            say(f"corpus {corpus}: generating {docs:,} {g.name} documents")
+            remove_stale_parts(path)
+            generate_file(g.name, g.seed, docs, path)
+        _check_lines(path, d, docs)
     return path
 
 
@@ -285,30 +298,23 @@ class CorpusRecipe:
         return Sources(self.track_root, self.corpus_dir, self.offline)
 
 
-@contextlib.contextmanager
-def _file_lock(corpus: str, d: DocumentsSpec) -> Iterator[None]:
-    """Held while one document set is prepared: the other processes of this machine (workers of one Ray node,
-    two races) wait and then find the file ready instead of downloading or decompressing it a second time."""
+def _file_lock(corpus: str, d: DocumentsSpec) -> contextlib.AbstractContextManager[None]:
+    """Held while one document set's files are prepared: the other processes of this machine (workers of one Ray
+    node, two races) wait and then find the file ready instead of downloading or decompressing it a second time."""
     digest = hashlib.sha256(f"{corpus}/{d.source_file}".encode()).hexdigest()[:16]
     path = data_dir() / ".locks" / f"{Path(_strip_compression(d.source_file)).name}-{digest}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    return exclusive(path, waiting=f"corpus {corpus}: waiting for another bench preparing {d.source_file}")
 
 
 def prepare_document_set(corpus: str, d: DocumentsSpec, recipe: CorpusRecipe) -> Path:
     """Make one document set of corpus ``corpus`` available here and return its uncompressed file: generated,
     found locally (``--corpus-dir``, this machine's data cache, the track's folder) or downloaded into the data
     cache; its line count checked. In test mode ``d.document_count`` becomes the test-mode count."""
+    if d.generator is not None:
+        docs = min(d.document_count, TEST_MODE_DOCS) if recipe.test_mode else d.document_count
+        d.document_count = docs
+        return _generated(corpus, d, docs)
     with _file_lock(corpus, d):
-        if d.generator is not None:
-            docs = min(d.document_count, TEST_MODE_DOCS) if recipe.test_mode else d.document_count
-            d.document_count = docs
-            return _generated(corpus, d, docs)
         return _prepare_file(corpus, d, recipe.sources, recipe.test_mode)
 
 

@@ -9,19 +9,18 @@ never installs: a missing requirement is refused with the exact pip command.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib.metadata
 import json
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 from bench.errors import TrackError
+from bench.file_lock import exclusive
 from bench.home import bench_home, bench_home_path
 
 LIBS = "libs"
@@ -110,15 +109,9 @@ def activate() -> None:
         sys.path.insert(0, libs)
 
 
-@contextlib.contextmanager
-def _install_lock(libs: Path) -> Iterator[None]:
+def _install_lock(libs: Path) -> contextlib.AbstractContextManager[None]:
     """Two bench processes loading tracks at once must not run pip into the same folder together."""
-    with open(libs / ".bench-install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    return exclusive(libs / ".bench-install.lock", waiting="waiting for another bench installing track dependencies")
 
 
 def ensure(deps: list[str], file: Path, *, offline: bool) -> list[str]:

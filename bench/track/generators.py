@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from bench.errors import TrackError
+from bench.file_lock import part_path
 
 _CHUNK = 20_000  # documents per write
 
@@ -225,14 +226,18 @@ def generate(name: str, seed: int, count: int, out: BinaryIO) -> int:
 
 
 def generate_file(name: str, seed: int, count: int, path: Path) -> Path:
-    """Generate into ``path`` via ``path.part`` + rename, so an interrupted run never leaves a usable file."""
+    """Generate into ``path`` via a part file of its own + rename, so an interrupted run never leaves a usable file
+    and two writers never share one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(path.name + ".part")
-    with open(part, "wb", buffering=1 << 20) as f:
-        generate(name, seed, count, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(part, path)
+    part = part_path(path)
+    try:
+        with open(part, "wb", buffering=1 << 20) as f:
+            generate(name, seed, count, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)  # gone already unless something failed
     return path
 
 
