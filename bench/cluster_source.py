@@ -23,7 +23,13 @@ from bench.pipeline import HealthCheck, NodeProcesses, PlannedCluster, RaceResul
 from bench.provision.car import CarConfig, load_car
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo, ClusterSpec
-from bench.provision.overrides import parse_distribution, parse_plugins, plugins_for
+from bench.provision.overrides import (
+    check_plugin_engines,
+    named_plugins,
+    parse_distribution,
+    parse_plugins,
+    plugins_for,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -177,6 +183,9 @@ class LocalCluster(Provisioned):
         car = load_car(opts.car, opts.car_params)  # bad car names or params fail before anything starts
         self._engine, self._version = parse_distribution(opts.distribution, opts.distribution_version)
         self._opts = opts
+        named = named_plugins(opts.elasticsearch_plugins, opts.opensearch_plugins)
+        check_plugin_engines(named, {self._engine})
+        self._plugin_names = named.get(self._engine, [])
         # The version of a --distribution-path build is only known once it runs.
         self.planned = [PlannedCluster(DEFAULT_CLUSTER, car, self._engine,
                                        None if opts.distribution_path else self._version)]
@@ -185,6 +194,7 @@ class LocalCluster(Provisioned):
         o = self._opts
         spec = ClusterSpec(name=DEFAULT_CLUSTER, nodes=o.nodes, car=o.car, car_params=o.car_params,
                            engine=self._engine, plugins=plugins_for(parse_plugins(o.plugins), DEFAULT_CLUSTER),
+                           plugin_names=self._plugin_names,
                            version=self._version, repository=o.distribution_repository,
                            distribution_path=o.distribution_path, http_port=o.http_port)
         console.print(f"Starting a {o.nodes}-node {self._engine} {self._version} cluster "

@@ -13,7 +13,7 @@ from bench.pipeline import PlannedCluster, RaceResult
 from bench.provision.car import load_car
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo
-from bench.provision.overrides import parse_plugins
+from bench.provision.overrides import named_plugins, parse_plugins
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -50,6 +50,7 @@ def topology_source(opts: RaceOptions) -> RaceClusters | None:
     if not opts.topology:
         return None
     topology = load_topology(opts.topology)
-    if opts.distribution or opts.plugins:
-        topology = with_overrides(topology, opts.distribution, parse_plugins(opts.plugins))
+    named = named_plugins(opts.elasticsearch_plugins, opts.opensearch_plugins)
+    if opts.distribution or opts.plugins or named:
+        topology = with_overrides(topology, opts.distribution, parse_plugins(opts.plugins), named)
     return LocalTopology(topology) if topology.provider == "local" else CloudTopology(topology)
