@@ -97,7 +97,7 @@ def plugin_source(engine: str, ref: PluginRef, cluster_version: str,
 def obtain_plugin(source: PluginSource) -> Path:
     """The verified zip of ``source`` in the download cache, downloaded when missing or no longer matching."""
     file_name = Path(urllib.parse.urlparse(source.url).path).name
-    folder = distributions_dir() / "plugins" / f"{source.name}-{source.version}-{_url_key(source.url)}"
+    folder = cache_folder(source)
     folder.mkdir(parents=True, exist_ok=True)
     archive = folder / file_name
     if archive.exists():
@@ -126,6 +126,8 @@ def obtain_plugin(source: PluginSource) -> Path:
         os.replace(part, archive)
     finally:
         part.unlink(missing_ok=True)
+        if not archive.exists():
+            _remove_if_empty(folder)
     return archive
 
 
@@ -142,9 +144,11 @@ def _hint(source: PluginSource, what: str) -> str:
     return f"; {what}, or set {key} in {ini_path()} [distributions] to where the plugin is"
 
 
-def _url_key(url: str) -> str:
-    # One folder per URL: two mirrors serving different files under one name never share a cache entry.
-    return hashlib.sha1(url.encode()).hexdigest()[:10]
+def cache_folder(source: PluginSource) -> Path:
+    """Where ``source``'s zip is cached: one folder per URL, so two mirrors serving different files under one name
+    never share an entry."""
+    key = hashlib.sha1(source.url.encode()).hexdigest()[:10]
+    return distributions_dir() / "plugins" / f"{source.name}-{source.version}-{key}"
 
 
 def _expected_digest(source: PluginSource, file_name: str, cached: Path | None) -> tuple[str, str] | None:
@@ -195,6 +199,13 @@ def _parse_checksum(text: str, algo: str, url: str, file_name: str, source: Plug
 def _digest(path: Path, algo: str) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, algo).hexdigest()
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()  # a failed first download leaves no empty folder behind
+    except OSError:
+        pass
 
 
 def _write_atomically(path: Path, text: str) -> None:
