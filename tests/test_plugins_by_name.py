@@ -273,3 +273,20 @@ def test_plugin_facts_are_compact() -> None:
     assert plugin_facts({"nodes": {"a": {"plugins": [], "modules": []}}}) == {"plugins": {}, "modules": []}
     assert plugin_facts({"nodes": {"a": {"name": "n"}}}) == {}  # a server that does not list them claims nothing
     assert plugin_facts("not json") == {}
+
+
+def test_experiments_take_the_flags_and_check_them_at_load(tmp_path: Path) -> None:
+    from bench.experiment import load_experiment, plan, race_options
+
+    good = tmp_path / "good.yml"
+    good.write_text("name: x\nrace: {track: nginx, elasticsearch-plugins: 'analysis-icu,mapper-size:8.19.21'}\n"
+                    "variants:\n  a: {}\n  b: {opensearch-plugins: [analysis-icu], distribution: 'opensearch:2.19.1'}\n")
+    exp = load_experiment(good, {"elasticsearch_plugins": "analysis-icu"})  # bench experiment's flag overrides
+    a, b = (race_options(exp, r, run_id="r") for r in plan(exp, "r")[:2])
+    assert a.elasticsearch_plugins == ["analysis-icu"] and b.opensearch_plugins == ["analysis-icu"]
+    bad = tmp_path / "bad.yml"
+    bad.write_text("name: x\nrace: {track: nginx}\nvariants: {a: {elasticsearch-plugins: 'analysis-icu:cfg'}}\n")
+    with pytest.raises(ConfigError) as e:
+        load_experiment(bad)
+    assert str(e.value).startswith(f"experiment file {bad}: variants.a: --elasticsearch-plugins")
+    assert RALLY_CONFIG_LINE in str(e.value) and "\n" not in str(e.value)
