@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.cloud.topology import parse_topology, with_overrides
+from bench.cloud.topology import parse_topology, refuse_cloud_plugins, with_overrides
 from bench.cluster_plugins import plugin_facts
 from bench.errors import ConfigError, ProvisionError
 from bench.home import distributions_dir
@@ -290,3 +290,15 @@ def test_experiments_take_the_flags_and_check_them_at_load(tmp_path: Path) -> No
         load_experiment(bad)
     assert str(e.value).startswith(f"experiment file {bad}: variants.a: --elasticsearch-plugins")
     assert RALLY_CONFIG_LINE in str(e.value) and "\n" not in str(e.value)
+
+
+def test_cloud_topologies_refuse_plugins_their_nodes_would_not_install() -> None:
+    cloud = {"name": "t", "provider": "aws", "region": "eu-west-1",
+             "clusters": [{"name": "leader", "instance_type": "c5.large", "plugins": ["analysis-icu"]}]}
+    with pytest.raises(ConfigError) as e:
+        parse_topology(cloud, "t.yml")
+    assert "clusters[leader].plugins: nodes in aws do not install plugins" in str(e.value)
+    del cloud["clusters"][0]["plugins"]
+    topo = parse_topology(cloud, "t.yml")
+    with pytest.raises(ConfigError, match="nodes in aws do not install plugins"):
+        refuse_cloud_plugins(with_overrides(topo, None, {}, {"elasticsearch": [PluginRef(name="analysis-icu")]}))

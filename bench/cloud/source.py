@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bench.cloud.local import start_topology
-from bench.cloud.topology import Topology, load_topology, with_overrides
+from bench.cloud.topology import Topology, load_topology, refuse_cloud_plugins, with_overrides
 from bench.cluster_source import Provisioned, RaceClusters
 from bench.pipeline import PlannedCluster, RaceResult
 from bench.provision.car import load_car
@@ -53,4 +53,5 @@ def topology_source(opts: RaceOptions) -> RaceClusters | None:
     named = named_plugins(opts.elasticsearch_plugins, opts.opensearch_plugins)
     if opts.distribution or opts.plugins or named:
         topology = with_overrides(topology, opts.distribution, parse_plugins(opts.plugins), named)
+        refuse_cloud_plugins(topology)
     return LocalTopology(topology) if topology.provider == "local" else CloudTopology(topology)

@@ -133,6 +133,7 @@ class Topology(BaseModel):
             if unknown:
                 raise ValueError(f"clusters[{c.name}].remote_clusters: {unknown} are not other clusters of this topology")
         if self.provider != "local":
+            refuse_cloud_plugins(self, ValueError)
             for what in [*self.clusters, *self.drivers]:
                 if self.provider not in what.instance_type:
                     kind = "clusters" if isinstance(what, ClusterTopology) else "drivers"
@@ -156,6 +157,15 @@ class Topology(BaseModel):
                             plugins=[Path(p).expanduser() for p in c.plugins if is_plugin_path(p)],
                             plugin_names=c.plugin_names(), **overrides)
                 for c in self.clusters]
+
+
+def refuse_cloud_plugins(topo: Topology, error: type[Exception] = ConfigError) -> None:
+    """Cloud nodes are installed by their startup script, which installs no plugin: say so rather than race
+    without the plugins the file (or --plugin, --*-plugins) asks for."""
+    for c in topo.clusters:
+        if c.plugins and topo.provider != "local":
+            raise error(f"clusters[{c.name}].plugins: nodes in {topo.provider} do not install plugins (their startup "
+                        f"script does not); race the topology with provider local, or leave the plugins out")
 
 
 def _loc(err: dict[str, Any], raw: Any) -> str:
