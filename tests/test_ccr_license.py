@@ -9,12 +9,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import secrets
+import subprocess
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
+import psutil
 import pytest
 
 from bench.ccr.license import STARTED, clusters_ccr_reaches, ensure_ccr_license
@@ -22,9 +25,8 @@ from bench.cli import main
 from bench.client import ClientOptions, ClusterTarget, RawHttp
 from bench.errors import ClusterError
 from bench.options import RaceOptions
-from bench.provision.java import resolve_java_home
-from bench.provision.model import ENGINES, ClusterInfo
-from bench.provision.osuser import node_user
+from bench.provision.model import ClusterInfo
+from bench.provision.osuser import node_user, popen_user_kwargs
 from bench.redact import register_secret
 from tests.ccr_replay import CcrPair
 from tests.esnode import start_cluster
@@ -48,6 +50,20 @@ def _call(info: ClusterInfo, method: str, path: str, user: str, password: str) -
         return e.code, json.loads(e.read() or b"{}")
 
 
+def _add_file_realm_user(info: ClusterInfo, user: str, password: str, role: str) -> None:
+    """``bin/elasticsearch-users useradd`` in the node's install, with the JDK the node runs on, as its user."""
+    node = info.nodes[0]
+    assert node.pid is not None
+    java_home = Path(psutil.Process(node.pid).exe()).parent.parent
+    env = {**os.environ, "ES_JAVA_HOME": str(java_home), "ES_PATH_CONF": str(node.home / "config"),
+           "HOME": str(node.home)}
+    # the password on stdin (the tool asks twice), as bench adds its own user: never on a command line
+    res = subprocess.run([str(node.home / "bin" / "elasticsearch-users"), "useradd", user, "-r", role],
+                         input=f"{password}\n{password}\n", cwd=node.home, env=env, capture_output=True, text=True,
+                         timeout=120, **popen_user_kwargs(node_user()))
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
 async def _ensure(target: ClusterTarget):
     async with RawHttp(target, connections=1) as http:
         return await ensure_ccr_license(http, target.name)
@@ -63,10 +79,7 @@ def test_license_lines_on_a_real_elasticsearch(tmp_path: Path) -> None:
         # a file-realm user without the manage privilege (the file realm picks the new user up within seconds)
         password = secrets.token_urlsafe(16)
         register_secret(password)
-        cluster = provisioner._clusters["leader"]  # noqa: SLF001 - the node bench made, to add a user to it
-        layout = ENGINES["elasticsearch"]
-        provisioner._add_user(cluster.nodes[0], layout, resolve_java_home(None, layout), node_user(),  # noqa: SLF001
-                              "monitoring_user", "watcher", password)
+        _add_file_realm_user(info, "watcher", password, "monitoring_user")
         deadline = time.monotonic() + 60
         while _call(info, "GET", "/_security/_authenticate", "watcher", password)[0] != 200:
             assert time.monotonic() < deadline, "the file realm did not pick up the new user"
