@@ -12,7 +12,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from rich.console import Console
@@ -20,6 +20,9 @@ from rich.console import Console
 from bench import __version__, redact
 from bench.errors import BenchError, ConfigError
 from bench.home import STORAGE_ERRNOS, bench_home, bench_home_path, storage_error
+
+if TYPE_CHECKING:
+    from bench.options import RaceOptions
 
 log = logging.getLogger("bench")
 
@@ -75,6 +78,12 @@ def _parser() -> argparse.ArgumentParser:
                                           "(overrides --distribution-version and a topology's engine/version)")
     r.add_argument("--plugin", action="append", dest="plugins", metavar="[CLUSTER:]PATH",
                    help="install a plugin zip or folder into every node (of CLUSTER only when given); repeatable")
+    r.add_argument("--elasticsearch-plugins", metavar="NAME[:VERSION],...",
+                   help="official Elasticsearch plugins, downloaded (verified, cached) and installed into every "
+                        "Elasticsearch node bench starts; VERSION defaults to the cluster's (Rally's flag)")
+    r.add_argument("--opensearch-plugins", metavar="NAME[:VERSION],...",
+                   help="the same for OpenSearch clusters (OpenSearch Benchmark's flag)")
+    r.add_argument("--plugin-params", help=argparse.SUPPRESS)  # Rally's; refused in one line (no plugin configs)
     r.add_argument("--nodes", type=int, default=1, help="nodes of the local cluster (default 1)")
     r.add_argument("--http-port", type=int, help="first HTTP port of the local cluster (default: free ports)")
     r.add_argument("--target-hosts", help="benchmark existing clusters: host:port,... or name:host:port,... or JSON")
@@ -220,17 +229,12 @@ def _race(a: argparse.Namespace, console: Console) -> int:
             telemetry=[d.strip() for d in (a.telemetry or "").split(",") if d.strip()],
             telemetry_params=_params(a.telemetry_params, "--telemetry-params"), telemetry_profile=a.telemetry_profile,
             topology=a.topology, yes=a.yes, max_instances=a.max_instances,
-            distribution=a.distribution, plugins=a.plugins or [], redline=a.redline)
+            distribution=a.distribution, plugins=a.plugins or [], redline=a.redline,
+            elasticsearch_plugins=a.elasticsearch_plugins or [], opensearch_plugins=a.opensearch_plugins or [])
     except ValidationError as e:
         err = e.errors()[0]
         raise ConfigError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
-    if opts.distribution or opts.plugins:  # bad values fail before a trial is created
-        from bench.provision.overrides import parse_distribution, parse_plugins
-
-        if opts.target_hosts:
-            raise ConfigError("--distribution and --plugin are for clusters bench starts, not --target-hosts")
-        parse_distribution(opts.distribution, opts.distribution_version)
-        parse_plugins(opts.plugins)
+    _check_provisioning_flags(opts, a.plugin_params)
     result = run_race(opts, console=console)
     from bench.summary import status_label
 
@@ -240,6 +244,25 @@ def _race(a: argparse.Namespace, console: Console) -> int:
     console.print(f"\nTrial [bold]{result.trial_id}[/bold] stored ({status_label(result.status, result.summary)}).",
                   highlight=False)
     return 0
+
+
+def _check_provisioning_flags(opts: RaceOptions, plugin_params: str | None) -> None:
+    """Bad --distribution/--plugin/--*-plugins values fail before a trial is created."""
+    from bench.provision.overrides import named_plugins, parse_distribution, parse_plugins
+    from bench.provision.plugin_names import refuse_plugin_params
+
+    refuse_plugin_params(plugin_params)
+    given = [flag for flag, value in (("--distribution", opts.distribution), ("--plugin", opts.plugins),
+                                      ("--elasticsearch-plugins", opts.elasticsearch_plugins),
+                                      ("--opensearch-plugins", opts.opensearch_plugins)) if value]
+    if not given:
+        return
+    if opts.target_hosts:
+        raise ConfigError(f"{', '.join(given)}: for clusters bench starts, not --target-hosts (install plugins into "
+                          f"existing clusters yourself; the trial records the plugins each cluster runs)")
+    parse_distribution(opts.distribution, opts.distribution_version)
+    parse_plugins(opts.plugins)
+    named_plugins(opts.elasticsearch_plugins, opts.opensearch_plugins)
 
 
 def _loadgen(a: argparse.Namespace, console: Console) -> int:

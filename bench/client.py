@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import os
 import socket
 import ssl
@@ -20,9 +21,11 @@ from typing import Any
 import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
-from bench import redact
+from bench import cluster_plugins, redact
 from bench.driver import request_scope
 from bench.errors import ClusterError, ConfigError
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CLUSTER = "default"
 
@@ -372,6 +375,7 @@ async def check_cluster(target: ClusterTarget) -> dict[str, Any]:
                 status = resp.status
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise describe_connection_error(url, e) from None
+        plugins = await _plugins(http) if status < 400 else {}
     if status == 401:
         raise ClusterError(f"authentication failed at {url} (HTTP 401): check basic_auth_user/basic_auth_password "
                            f"or api_key in --client-options")
@@ -391,4 +395,15 @@ async def check_cluster(target: ClusterTarget) -> dict[str, Any]:
     engine = "opensearch" if flavor == {None} else "elasticsearch"
     return {"name": target.name, "cluster_name": data.get("cluster_name"), "engine": engine,
             "version": versions[0] if len(versions) == 1 else ",".join(versions), "nodes": len(nodes),
-            "hosts": target.urls()}
+            "hosts": target.urls(), **plugins}
+
+
+async def _plugins(http: RawHttp) -> dict[str, Any]:
+    """The cluster's plugins and modules (bench.cluster_plugins); {} when it will not say (they are a record of
+    what ran, never a reason to fail the race)."""
+    try:
+        status, body = await http.request("GET", cluster_plugins.PATH, params={"filter_path": cluster_plugins.FILTER})
+    except (aiohttp.ClientError, OSError, TimeoutError) as e:
+        log.info("GET _nodes/plugins failed: %s", e)
+        return {}
+    return cluster_plugins.plugin_facts(body) if status < 400 else {}

@@ -23,7 +23,13 @@ from bench.pipeline import HealthCheck, NodeProcesses, PlannedCluster, RaceResul
 from bench.provision.car import CarConfig, load_car
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo, ClusterSpec
-from bench.provision.overrides import parse_distribution, parse_plugins, plugins_for
+from bench.provision.overrides import (
+    check_plugin_engines,
+    named_plugins,
+    parse_distribution,
+    parse_plugins,
+    plugins_for,
+)
 from bench.provision.repositories import resolve_repository
 
 if TYPE_CHECKING:
@@ -189,6 +195,9 @@ class LocalCluster(Provisioned):
         if not opts.distribution_path:  # an unknown repository name fails before a trial is created
             resolve_repository(self._engine, self._version, opts.distribution_repository, car.repository)
         self._opts = opts
+        named = named_plugins(opts.elasticsearch_plugins, opts.opensearch_plugins)
+        check_plugin_engines(named, {self._engine})
+        self._plugin_names = named.get(self._engine, [])
         # The version of a --distribution-path build is only known once it runs.
         self.planned = [PlannedCluster(DEFAULT_CLUSTER, car, self._engine,
                                        None if opts.distribution_path else self._version)]
@@ -197,6 +206,7 @@ class LocalCluster(Provisioned):
         o = self._opts
         spec = ClusterSpec(name=DEFAULT_CLUSTER, nodes=o.nodes, car=o.car, car_params=o.car_params,
                            engine=self._engine, plugins=plugins_for(parse_plugins(o.plugins), DEFAULT_CLUSTER),
+                           plugin_names=self._plugin_names,
                            version=self._version, repository=o.distribution_repository,
                            distribution_path=o.distribution_path, http_port=o.http_port, runtime_jdk=o.runtime_jdk)
         console.print(f"Starting a {o.nodes}-node {self._engine} {self._version} cluster "

@@ -209,12 +209,14 @@ def load_experiment(path: Path | str, overrides: dict[str, Any] | None = None,
     for v in exp.variants:
         opts = race_options(exp, PlannedRace(variant=v, repetition=1, track=exp.track_entries()[0], track_index=0),
                             run_id="check", where=f"experiment file {p}: variants.{v}")
-        if opts.distribution or opts.plugins:  # as `bench race` checks them, before any race runs
-            from bench.provision.overrides import parse_distribution, parse_plugins
+        if opts.distribution or opts.plugins or opts.elasticsearch_plugins or opts.opensearch_plugins:
+            # as `bench race` checks them, before any race runs
+            from bench.provision.overrides import named_plugins, parse_distribution, parse_plugins
 
             try:
                 parse_distribution(opts.distribution, opts.distribution_version)
                 parse_plugins(opts.plugins)
+                named_plugins(opts.elasticsearch_plugins, opts.opensearch_plugins)
             except ConfigError as e:
                 raise ConfigError(f"experiment file {p}: variants.{v}: {e}") from None
     return resolve_study(exp)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bench import redact
 
@@ -25,6 +25,10 @@ class RaceOptions(BaseModel):
     distribution_version: str = "8.19.21"
     distribution: str | None = None  # --distribution=ENGINE:VERSION (e.g. opensearch:2.19.1; bench/provision/overrides.py)
     plugins: list[str] = Field(default_factory=list)  # --plugin=[CLUSTER:]PATH, a plugin zip or folder
+    # Official plugins by name[:version], downloaded and installed into every cluster of that engine bench starts
+    # (Rally's --elasticsearch-plugins, OpenSearch Benchmark's --opensearch-plugins; bench/provision/plugin_names.py)
+    elasticsearch_plugins: list[str] = Field(default_factory=list)
+    opensearch_plugins: list[str] = Field(default_factory=list)
     distribution_repository: str | None = None  # release (default), maven-integ-test, a bench.ini name, a URL template
     runtime_jdk: str | None = Field(default=None, pattern=r"^(bundled|[1-9][0-9]?)$")  # Rally's --runtime-jdk
     distribution_path: Path | None = None
@@ -57,6 +61,11 @@ class RaceOptions(BaseModel):
     telemetry_profile: str | None = None
     # --redline=task:NAME,p99:500ms,...: the highest throughput NAME sustains within the objective (bench/redline)
     redline: str | None = None
+
+    @field_validator("elasticsearch_plugins", "opensearch_plugins", mode="before")
+    @classmethod
+    def _comma_separated(cls, v: Any) -> Any:
+        return [p.strip() for p in v.split(",")] if isinstance(v, str) else v
 
     @property
     def pipeline(self) -> str:

@@ -5,7 +5,9 @@ replication plugin, the operations that use it, the race wiring and the CCR sect
   checkpoints) with ``ElasticsearchCcr`` and ``OpenSearchReplication``; the no-CCR-support detection
 - ``sync.py``     wait-for-followers-to-sync: leader per-shard targets, follower progress, the wait loop
 - ``runners.py``  the operation runners (``ccr-follow`` ... ``wait-for-followers-to-sync``)
-- ``remote.py``   remote-cluster wiring and checks (``_remote/info``), trial license
+- ``remote.py``   remote-cluster wiring and checks (``_remote/info``)
+- ``license.py``  Elasticsearch's CCR licence: the trial started (and said so) where a cluster has less, also in
+  races that use CCR only through ccr-stats or a wired leader/follower pair
 - ``prepare.py``  what a race does before its schedule starts (clusters named by the challenge, remote
   connection, licenses, CCR support, car variants) and after it (final doc counts)
 - ``report.py``   the CCR section of the summary

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from bench.ccr.engine import CcrError, ccr_engine, detect_engine
-from bench.ccr.remote import ensure_remote, ensure_trial_license
+from bench.ccr.license import clusters_ccr_reaches, ensure_ccr_license
+from bench.ccr.remote import ensure_remote
 from bench.ccr.runners import CCR_OPERATION_TYPES, FOLLOWER, LEADER_ALIAS, follower_cluster
 from bench.client import DEFAULT_CLUSTER, ClusterTarget, RawHttp, check_cluster
 from bench.errors import ConfigError
@@ -226,16 +227,18 @@ async def _prepare(track: Track, challenge: Challenge, targets: list[ClusterTarg
                               f"(car {'+'.join(car.names)})", highlight=False)
         if plan is None:
             return None, engines
+        licensed: set[str] = set()
         for (follower, alias), leader in plan.pairs.items():
             entry = await ensure_remote(https[follower], follower, alias, https.get(leader) if leader else None,
                                         leader)
             console.print(f"Cluster [cyan]{follower}[/cyan]: remote cluster [cyan]{alias}[/cyan] connected "
                           f"(seeds {', '.join(entry.get('seeds') or [str(entry.get('proxy_address'))])})",
                           highlight=False)
-            for cluster in [c for c in (leader, follower) if c]:
+            for cluster in [c for c in (leader, follower) if c and c not in licensed]:
                 if engines[cluster] == "elasticsearch":
-                    lic = await ensure_trial_license(https[cluster], cluster)
-                    console.print(f"Cluster [cyan]{cluster}[/cyan]: {lic} license active", highlight=False)
+                    lic = await ensure_ccr_license(https[cluster], cluster)
+                    console.print(f"Cluster [cyan]{cluster}[/cyan]: {lic.line()}", highlight=False)
+                licensed.add(cluster)
             for cluster in [c for c in (follower, leader) if c]:
                 await ccr_engine(engines[cluster], https[cluster], cluster).probe()
         apply_follow_parameter_sets(plan, cars, engines)
@@ -248,14 +251,31 @@ async def _prepare(track: Track, challenge: Challenge, targets: list[ClusterTarg
     return plan, engines
 
 
+async def _license_without_tasks(opts: RaceOptions, targets: list[ClusterTarget], cars: dict[str, Any],
+                                  console: Console) -> None:
+    """A race without CCR tasks that still uses CCR (ccr-stats, a wired CCR topology): the licence on the
+    Elasticsearch clusters it reaches, then, where ccr-stats samples, CCR itself (one line when it is missing)."""
+    need, sampled = await clusters_ccr_reaches(opts, targets, set(cars))
+    by_name = {t.name: t for t in targets}
+    for name in need:
+        engine = str((await check_cluster(by_name[name]))["engine"])
+        async with RawHttp(by_name[name], connections=1) as http:
+            if engine == "elasticsearch":
+                lic = await ensure_ccr_license(http, name)
+                console.print(f"Cluster [cyan]{name}[/cyan]: {lic.line()}", highlight=False)
+            if name in sampled:
+                await ccr_engine(engine, http, name).probe()
+
+
 def prepare_ccr_race(opts: RaceOptions, cars: dict[str, CarConfig], track: Track, challenge: Challenge,
                      targets: list[ClusterTarget], console: Console) -> tuple[RaceOptions, CcrRace | None]:
     """Run before the schedule with the cars of the clusters bench started; returns the (possibly
     telemetry-extended) options and the CCR state, or None when the challenge has no CCR operation. Raises a
     BenchError (one line) when CCR cannot work."""
-    if not any(t.operation.operation_type in CCR_OPERATION_TYPES for t in challenge.tasks()) and \
-            not any(c.variables.get("index_soft_deletes") is False for c in cars.values()):
-        return opts, None
+    if not any(t.operation.operation_type in CCR_OPERATION_TYPES for t in challenge.tasks()):
+        asyncio.run(_license_without_tasks(opts, targets, cars, console))
+        if not any(c.variables.get("index_soft_deletes") is False for c in cars.values()):
+            return opts, None
     plan, engines = asyncio.run(_prepare(track, challenge, targets, cars, console))
     if plan is None:
         return opts, None

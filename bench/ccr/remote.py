@@ -1,5 +1,5 @@
-"""Remote-cluster wiring and licensing for CCR: the follower's ``cluster.remote.<alias>.seeds`` (the leader's
-*transport* addresses), a connected ``_remote/info``, and Elasticsearch's trial license."""
+"""Remote-cluster wiring for CCR: the follower's ``cluster.remote.<alias>.seeds`` (the leader's *transport*
+addresses) and a connected ``_remote/info`` (Elasticsearch's licence: ``license.py``)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,6 @@ from bench.client import RawHttp
 from bench.errors import ClusterError
 
 log = logging.getLogger(__name__)
-
-CCR_LICENSES = ("trial", "platinum", "enterprise")
-
 
 def _short(body: Any) -> str:
     return redact.redact_text(" ".join(str(body).split())[:300])
@@ -71,24 +68,3 @@ async def ensure_remote(follower: RawHttp, follower_name: str, alias: str, leade
                                f"(seeds {entry.get('seeds') or entry.get('proxy_address')}); is the leader's transport "
                                f"port reachable from the follower?")
         await asyncio.sleep(0.5)
-
-
-async def ensure_trial_license(http: RawHttp, cluster: str) -> str:
-    """Elasticsearch CCR needs platinum/enterprise/trial on both clusters: start the trial when the cluster
-    has less. Returns the license type now active."""
-    status, body = await http.request("GET", "/_license")
-    lic = (body or {}).get("license", {}) if isinstance(body, dict) else {}
-    if status < 400 and lic.get("type") in CCR_LICENSES and lic.get("status") == "active":
-        return str(lic["type"])
-    status, body = await http.request("POST", "/_license/start_trial", params={"acknowledge": "true"})
-    ok = isinstance(body, dict) and (body.get("trial_was_started") or "already activated" in str(body))
-    if status >= 400 or not ok:
-        raise ClusterError(f"cluster {cluster}: CCR needs a platinum or trial license and starting the trial failed: "
-                           f"HTTP {status} {_short(body)}")
-    status, body = await http.request("GET", "/_license")
-    lic = (body or {}).get("license", {}) if isinstance(body, dict) else {}
-    if lic.get("type") not in CCR_LICENSES or lic.get("status") != "active":
-        raise ClusterError(f"cluster {cluster}: license is {lic.get('type')}/{lic.get('status')} after starting the "
-                           f"trial; CCR needs platinum, enterprise or an active trial")
-    log.info("cluster %s: %s license active", cluster, lic.get("type"))
-    return str(lic["type"])

@@ -7,13 +7,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bench.cloud.local import start_topology
-from bench.cloud.topology import Topology, load_topology, with_overrides
+from bench.cloud.topology import Topology, load_topology, refuse_cloud_plugins, with_overrides
 from bench.cluster_source import Provisioned, RaceClusters
 from bench.pipeline import PlannedCluster, RaceResult
 from bench.provision.car import load_car
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo
-from bench.provision.overrides import parse_plugins
+from bench.provision.overrides import named_plugins, parse_plugins
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -50,8 +50,10 @@ def topology_source(opts: RaceOptions) -> RaceClusters | None:
     if not opts.topology:
         return None
     topology = load_topology(opts.topology)
-    if opts.distribution or opts.plugins:
-        topology = with_overrides(topology, opts.distribution, parse_plugins(opts.plugins))
+    named = named_plugins(opts.elasticsearch_plugins, opts.opensearch_plugins)
+    if opts.distribution or opts.plugins or named:
+        topology = with_overrides(topology, opts.distribution, parse_plugins(opts.plugins), named)
+        refuse_cloud_plugins(topology)
     # The command line's repository and JDK apply to every cluster bench starts, as --distribution does.
     update = {k: v for k, v in (("repository", opts.distribution_repository), ("runtime_jdk", opts.runtime_jdk)) if v}
     if update:

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from bench.bundled import resolve_example
 from bench.errors import ConfigError
 from bench.provision.model import ClusterSpec, Engine
-from bench.provision.overrides import parse_distribution, plugins_for
+from bench.provision.overrides import check_plugin_engines, is_plugin_path, parse_distribution, plugins_for
+from bench.provision.plugin_names import PluginRef, parse_plugin_names
 from bench.yaml_file import read_yaml
 
 Provider = Literal["local", "aws", "gcp"]
@@ -42,6 +43,8 @@ class ClusterTopology(BaseModel):
     version: str = "8.19.21"
     repository: str | None = None  # a repository name (release, maven-integ-test, ...) or a URL template
     runtime_jdk: str | None = Field(default=None, pattern=r"^(bundled|[1-9][0-9]?)$")  # Rally's --runtime-jdk
+    # A plugin zip or folder (a path: has a '/', ends in .zip, starts with '.' or '~'), or an official plugin by
+    # name (name or name:version), downloaded like --elasticsearch-plugins/--opensearch-plugins
     plugins: list[str] = Field(default_factory=list)
     roles: list[str] | None = None  # node.roles; None = engine default (every role)
     # Names of other clusters of this topology this one connects to as remote clusters
@@ -59,6 +62,18 @@ class ClusterTopology(BaseModel):
     @classmethod
     def _car_list(cls, v: Any) -> Any:
         return [c.strip() for c in v.split(",") if c.strip()] if isinstance(v, str) else v
+
+    @field_validator("plugins")
+    @classmethod
+    def _plugin_names(cls, v: list[str]) -> list[str]:
+        try:
+            parse_plugin_names([p for p in v if not is_plugin_path(p)], "plugins")
+        except ConfigError as e:  # pydantic reports ValueErrors with the field's place in the file
+            raise ValueError(str(e).removeprefix("plugins: ")) from None
+        return v
+
+    def plugin_names(self) -> list[PluginRef]:
+        return parse_plugin_names([p for p in self.plugins if not is_plugin_path(p)], f"clusters[{self.name}].plugins")
 
 
 class DriverTopology(BaseModel):
@@ -120,6 +135,7 @@ class Topology(BaseModel):
             if unknown:
                 raise ValueError(f"clusters[{c.name}].remote_clusters: {unknown} are not other clusters of this topology")
         if self.provider != "local":
+            refuse_cloud_plugins(self, ValueError)
             for what in [*self.clusters, *self.drivers]:
                 if self.provider not in what.instance_type:
                     kind = "clusters" if isinstance(what, ClusterTopology) else "drivers"
@@ -140,8 +156,18 @@ class Topology(BaseModel):
         """The clusters as LocalProvisioner specs (provider local; also what the cloud nodes run)."""
         return [ClusterSpec(name=c.name, nodes=c.nodes, car=c.car, car_params=c.car_params, engine=c.engine,
                             version=c.version, repository=c.repository, runtime_jdk=c.runtime_jdk,
-                            plugins=[Path(p).expanduser() for p in c.plugins], **overrides)
+                            plugins=[Path(p).expanduser() for p in c.plugins if is_plugin_path(p)],
+                            plugin_names=c.plugin_names(), **overrides)
                 for c in self.clusters]
+
+
+def refuse_cloud_plugins(topo: Topology, error: type[Exception] = ConfigError) -> None:
+    """Cloud nodes are installed by their startup script, which installs no plugin: say so rather than race
+    without the plugins the file (or --plugin, --*-plugins) asks for."""
+    for c in topo.clusters:
+        if c.plugins and topo.provider != "local":
+            raise error(f"clusters[{c.name}].plugins: nodes in {topo.provider} do not install plugins (their startup "
+                        f"script does not); race the topology with provider local, or leave the plugins out")
 
 
 def _loc(err: dict[str, Any], raw: Any) -> str:
@@ -182,21 +208,32 @@ def load_topology(path: str | Path) -> Topology:
     return parse_topology(raw, str(p))
 
 
-def with_overrides(topo: Topology, distribution: str | None, plugins: dict[str | None, list[Path]]) -> Topology:
-    """The topology with the command line's engine/version (when given) and extra plugins on its clusters."""
+def with_overrides(topo: Topology, distribution: str | None, plugins: dict[str | None, list[Path]],
+                   named: dict[str, list[PluginRef]] | None = None) -> Topology:
+    """The topology with the command line's engine/version (when given) and extra plugins on its clusters:
+    ``plugins`` by cluster (None: every cluster), ``named`` plugins by engine (every cluster of that engine; a
+    version given there replaces the topology's entry for the same plugin)."""
     unknown = sorted(c for c in plugins if c is not None and c not in {x.name for x in topo.clusters})
     if unknown:
         raise ConfigError(f"--plugin names cluster(s) {', '.join(unknown)} that topology {topo.name} does not have "
                           f"(it has {', '.join(c.name for c in topo.clusters)})")
-    if not distribution and not plugins:
+    named = named or {}
+    if not distribution and not plugins and not named:
         return topo
     clusters = []
     for c in topo.clusters:
         update: dict[str, object] = {}
         if distribution:
             update["engine"], update["version"] = parse_distribution(distribution, c.version)
-        extra = [str(p) for p in plugins_for(plugins, c.name)]
-        if extra:
-            update["plugins"] = [*c.plugins, *extra]
+        entries = list(c.plugins)
+        flagged = named.get(str(update.get("engine", c.engine)), [])
+        if flagged:
+            replaced = {r.name for r in flagged}
+            entries = [p for p in entries if is_plugin_path(p) or p.partition(":")[0] not in replaced]
+            entries += [r.label() for r in flagged]
+        entries += [str(p) for p in plugins_for(plugins, c.name)]
+        if entries != c.plugins:
+            update["plugins"] = entries
         clusters.append(c.model_copy(update=update))
+    check_plugin_engines(named, {str(c.engine) for c in clusters})
     return topo.model_copy(update={"clusters": clusters})

@@ -22,6 +22,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -39,6 +40,8 @@ from bench.provision.guard import kill_survivors
 from bench.provision.java import resolve_java
 from bench.provision.model import ENGINES, ClusterInfo, ClusterSpec, EngineLayout, JavaFacts, NodeInfo
 from bench.provision.osuser import NodeUser, chown_tree, make_traversable, node_user, popen_user_kwargs
+from bench.provision.plugin_download import PluginSource, obtain_plugin, plugin_source
+from bench.provision.plugin_install import install_failure
 from bench.provision.stop import KeptNode, keep_logs, process_record, record_kept
 from bench.redact import redact_text, register_secret
 
@@ -157,6 +160,7 @@ class LocalProvisioner:
         java = resolve_java(source, layout, spec.runtime_jdk, spec.java_home,
                             what=f"the {distribution.repository} build of {spec.engine} {spec.version}".strip())
         cluster.info.distribution, cluster.info.java, cluster.info.car_params = distribution, java, spec.car_params
+        named = self._obtain_named_plugins(spec)
         pairs = portalloc.node_ports(spec.nodes, spec.http_port)  # fails before anything is started
         try:
             user = node_user()
@@ -171,6 +175,8 @@ class LocalProvisioner:
             for i, (http, transport) in enumerate(pairs):
                 say(f"cluster {spec.name}: installing node {names[i]} ({i + 1} of {spec.nodes})")
                 node = self._prepare_node(spec, layout, car, source, java, user, names, pairs, i)
+                for plugin_source_, archive in named:
+                    self._install_named_plugin(node, spec, layout, user, plugin_source_, archive)
                 cluster.nodes.append(node)
                 cluster.info.nodes.append(node.info)
                 if car.security:
@@ -273,7 +279,8 @@ class LocalProvisioner:
         return env
 
     def _run_tool(self, node: _Node, layout: EngineLayout, user: NodeUser | None, argv: list[str],
-                  what: str, stdin_text: str | None = None) -> None:
+                  what: str, stdin_text: str | None = None,
+                  failure: Callable[[int, str], str] | None = None) -> None:
         io: dict[str, Any] = {"input": stdin_text} if stdin_text is not None else {"stdin": subprocess.DEVNULL}
         try:
             res = subprocess.run(argv, cwd=node.info.home, env=self._env(node, layout, None),
@@ -281,6 +288,8 @@ class LocalProvisioner:
                                  **popen_user_kwargs(user))
         except (OSError, subprocess.TimeoutExpired) as e:
             raise ProvisionError(f"{what} for node {node.info.name} failed: {redact_text(str(e))}") from None
+        if res.returncode != 0 and failure is not None:  # the caller says what the tool's answer means
+            raise ProvisionError(redact_text(failure(res.returncode, res.stdout + "\n" + res.stderr)))
         if res.returncode != 0:
             out = redact_text((res.stdout + res.stderr).strip().replace("\n", " | "))[-400:]
             raise ProvisionError(f"{what} for node {node.info.name} failed (exit {res.returncode}): {out}")
@@ -293,7 +302,8 @@ class LocalProvisioner:
         self._run_tool(node, layout, user, [tool, "useradd", username, "-r", role],
                        f"creating file-realm user {username!r}", stdin_text=f"{password}\n{password}\n")
 
-    def _install_plugin(self, node: _Node, layout: EngineLayout, user: NodeUser | None, plugin: Path) -> None:
+    def _install_plugin(self, node: _Node, layout: EngineLayout, user: NodeUser | None,
+                        plugin: Path, failure: Callable[[int, str], str] | None = None) -> None:
         if plugin.is_dir():
             target = node.info.home / "plugins" / plugin.name
             shutil.copytree(plugin, target)
@@ -304,9 +314,31 @@ class LocalProvisioner:
             chown_tree(local, user)
             self._run_tool(node, layout, user,
                            [str(node.info.home / layout.plugin_tool), "install", "--batch", local.as_uri()],
-                           f"installing plugin {plugin}")
+                           f"installing plugin {plugin}", failure=failure)
         else:
             raise ConfigError(f"plugin {plugin} is neither a plugin folder nor a .zip file; fix --plugins")
+
+    # -- plugins by name (--elasticsearch-plugins, --opensearch-plugins, a topology's plugin names) ---------
+
+    def _obtain_named_plugins(self, spec: ClusterSpec) -> list[tuple[PluginSource, Path]]:
+        """Each named plugin's verified zip from the download cache, once per cluster (before any node)."""
+        out: list[tuple[PluginSource, Path]] = []
+        for ref in spec.plugin_names:
+            if ref.version is None and spec.distribution_path is not None:
+                raise ConfigError(f"cluster {spec.name}: plugin {ref.name} needs its version ({ref.name}:VERSION) "
+                                  f"with a local distribution: bench knows that build's version only once it runs")
+            src = plugin_source(spec.engine, ref, spec.version)
+            say(f"cluster {spec.name}: getting plugin {src.name} {src.version}")
+            out.append((src, obtain_plugin(src)))
+        return out
+
+    def _install_named_plugin(self, node: _Node, spec: ClusterSpec, layout: EngineLayout,
+                              user: NodeUser | None, source: PluginSource, archive: Path) -> None:
+        # The engine's own tool installs the local file, so it checks the plugin against this very build.
+        def failure(code: int, output: str) -> str:
+            return install_failure(source, spec.engine, spec.version, node.info.name, code, output)
+
+        self._install_plugin(node, layout, user, archive, failure)
 
     def _launch(self, node: _Node, layout: EngineLayout, car: CarConfig, user: NodeUser | None) -> None:
         spec = {"argv": [str(node.info.home / layout.binary), "-p", str(node.pid_file)],

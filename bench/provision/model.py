@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from bench.provision.plugin_names import PluginRef
+
 Engine = Literal["elasticsearch", "opensearch"]
 Checksum = Literal["auto", "sha1", "sha512", "none"]
 
@@ -62,6 +64,7 @@ class ClusterSpec(BaseModel):
     checksum: Checksum | None = None  # None: from the car config, else "auto"
     distribution_path: Path | None = None
     plugins: list[Path] = Field(default_factory=list)
+    plugin_names: list[PluginRef] = Field(default_factory=list)  # official plugins, downloaded (plugin_download.py)
     http_port: int | None = Field(default=None, ge=1, le=65535)  # base port; None = free ports
     java_home: Path | None = None  # a JDK home to run with (tests); else runtime_jdk decides
     # Rally's --runtime-jdk: "bundled", a major version ("17": a system JDK found as Rally finds it), or None:

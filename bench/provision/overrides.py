@@ -1,5 +1,6 @@
-"""``--distribution=ENGINE:VERSION`` and ``--plugin=[CLUSTER:]PATH``: the engine, version and plugins of the
-clusters bench provisions (a single cluster, or every cluster of a topology)."""
+"""``--distribution=ENGINE:VERSION``, ``--plugin=[CLUSTER:]PATH`` and ``--elasticsearch-plugins``/
+``--opensearch-plugins`` (official plugins by name): the engine, version and plugins of the clusters bench
+provisions (a single cluster, or every cluster of a topology)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 from pathlib import Path
 
 from bench.errors import ConfigError
+from bench.provision.plugin_names import FLAGS, PluginRef, parse_plugin_names
 
 ENGINES = ("elasticsearch", "opensearch")
 _CLUSTER = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
@@ -44,3 +46,25 @@ def parse_plugins(values: list[str] | None) -> dict[str | None, list[Path]]:
 
 def plugins_for(plugins: dict[str | None, list[Path]], cluster: str) -> list[Path]:
     return [*plugins.get(None, []), *plugins.get(cluster, [])]
+
+
+def named_plugins(elasticsearch: list[str] | None, opensearch: list[str] | None) -> dict[str, list[PluginRef]]:
+    """``--elasticsearch-plugins``/``--opensearch-plugins`` -> {engine: plugins}; bad names are one line."""
+    out = {engine: parse_plugin_names(values, FLAGS[engine])
+           for engine, values in (("elasticsearch", elasticsearch), ("opensearch", opensearch)) if values}
+    return {engine: refs for engine, refs in out.items() if refs}
+
+
+def check_plugin_engines(named: dict[str, list[PluginRef]], engines: set[str]) -> None:
+    """Each engine's plugin flag must match a cluster of that engine: OpenSearch plugins do not load into
+    Elasticsearch (and the other way round), so a mismatch is a mistake, not something to skip."""
+    for engine in named:
+        if engine not in engines:
+            other = next(e for e in FLAGS if e != engine)
+            raise ConfigError(f"{FLAGS[engine]} names {engine} plugins but this race starts no {engine} cluster "
+                              f"(it starts {', '.join(sorted(engines))}); use {FLAGS[other]} for {other} plugins")
+
+
+def is_plugin_path(entry: str) -> bool:
+    """A topology's ``plugins:`` entry is a path (a zip or a folder) when it looks like one, else a plugin name."""
+    return "/" in entry or entry.endswith(".zip") or entry.startswith(("~", "."))

@@ -55,6 +55,10 @@ def add_report_parsers(sub: Any) -> None:
     e.add_argument("--plots-dir", help="also write each plot as a PNG into this folder")
     e.add_argument("--plugin", action="append", dest="plugins", metavar="[CLUSTER:]PATH",
                    help="as bench race's --plugin, for every race of the experiment (repeatable)")
+    e.add_argument("--elasticsearch-plugins", metavar="NAME[:VERSION],...",
+                   help="as bench race's, for every race of the experiment")
+    e.add_argument("--opensearch-plugins", metavar="NAME[:VERSION],...",
+                   help="as bench race's, for every race of the experiment")
     e.add_argument("--test-mode", action="store_true", help="every race in test mode (a quick check of the file)")
     e.add_argument("--repetitions", type=int, help="override the file's repetitions (e.g. 1 for a quick check)")
     e.add_argument("--history", type=int, metavar="N",
@@ -142,6 +146,9 @@ def _experiment_overrides(a: argparse.Namespace) -> dict[str, Any]:
     overrides: dict[str, Any] = {}
     if a.plugins:
         overrides["plugins"] = a.plugins
+    for key in ("elasticsearch_plugins", "opensearch_plugins"):  # official plugins by name, as bench race takes them
+        if getattr(a, key, None):
+            overrides[key] = getattr(a, key)
     if a.test_mode:
         overrides["test_mode"] = True
     return overrides
