@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.home import project_root
 from bench.provision.local import ROOT_NODES_BASE
 from bench.provision.plugin_download import PluginSource, cache_folder, obtain_plugin
 from bench.store import TrialStore
+from tests.checkout import ROOT
 from tests.esnode import default_cache
 from tests.http_serving import serving
 from tests.test_cli_errors import one_line_error
@@ -75,7 +75,7 @@ def plugin_server(bench_home: Path) -> Iterator[str]:
 
 
 def bench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bench", *args], env=dict(os.environ), cwd=project_root(),
+    return subprocess.run([sys.executable, "-m", "bench", *args], env=dict(os.environ), cwd=ROOT,
                           capture_output=True, text=True, timeout=500)
 
 
