@@ -31,12 +31,14 @@ def _flags(action: argparse.Action) -> str:
     if not action.option_strings:
         name = action.metavar or action.dest
         return f"`{name}`" + (" …" if action.nargs in ("*", "+") else "")
+    # The value's name only where it says something (an explicit metavar, the choices): argparse's default,
+    # the flag in capitals, repeats the flag and squeezes the table's first column.
     metavar = ""
     if action.nargs != 0:
         if action.choices:
             metavar = "{" + ",".join(str(c) for c in action.choices) + "}"
-        else:
-            metavar = str(action.metavar or action.dest.upper())
+        elif action.metavar:
+            metavar = str(action.metavar)
     return ", ".join(f"`{s} {metavar}`" if metavar else f"`{s}`" for s in action.option_strings)
 
 
@@ -80,7 +82,6 @@ def _command(parser: argparse.ArgumentParser, title: str, summary: str, level: i
 
 def cli_reference() -> str:
     """The whole command line as markdown: every subcommand's usage and arguments, from ``bench.cli._parser()``."""
-    os.environ.setdefault("COLUMNS", "100")  # argparse wraps usage lines at the terminal's width: fix it
     from bench.cli import _parser
 
     parser = _parser()
@@ -92,7 +93,17 @@ def cli_reference() -> str:
         "store flags) also work after it.",
         "",
     ]
-    return "\n".join(head + _command(parser, "bench", "", 2)) + "\n"
+    # argparse wraps usage lines at the terminal's width: the same page on every machine, and the caller's
+    # environment as it was.
+    saved = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "100"
+    try:
+        return "\n".join(head + _command(parser, "bench", "", 2)) + "\n"
+    finally:
+        if saved is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = saved
 
 
 def api_modules() -> list[tuple[str, str]]:
