@@ -1,9 +1,11 @@
 """Connecting to clusters: client options, target hosts, elasticsearch-py clients, and turning
 connection/auth/TLS failures into one-line errors.
 
-Two clients exist per cluster: elasticsearch-py's AsyncElasticsearch for administrative and search
-operations, and a bare aiohttp session (``RawHttp``) for the bulk hot path, where the body is prepared
-bytes (optionally pre-gzipped) and the response is only parsed when it reports errors.
+``RawHttp`` carries every request bench sends itself (runners, bulks, telemetry, CCR wiring, checks): plain JSON
+over aiohttp, so the same calls work on Elasticsearch and OpenSearch; bulk bodies, prepared bytes (optionally
+pre-gzipped), go through ``bench.driver.http1`` uncopied, and a bulk answer is only parsed when it reports errors.
+elasticsearch-py's AsyncElasticsearch (``es_client``) is made only for the runners a track's ``track.py``
+registers, which Rally hands such a client.
 """
 
 from __future__ import annotations

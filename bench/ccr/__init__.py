@@ -11,5 +11,10 @@ replication plugin, the operations that use it, the race wiring and the CCR sect
 - ``prepare.py``  what a race does before its schedule starts (clusters named by the challenge, remote
   connection, licenses, CCR support, car variants) and after it (final doc counts)
 - ``report.py``   the CCR section of the summary
-- ``overrides.py`` ``--distribution=engine:version`` and ``--plugin`` applied to the race's clusters
+- ``operations.py`` load-time checks of the CCR operations' parameters
+- ``race_hook.py`` CCR's race hook: soft-deletes refusal before provisioning, wiring, final doc counts, the section
+- ``extension.py`` what the ccr extension registers with bench's seams
+
+``--distribution=engine:version`` and ``--plugin`` (the engine and plugins a CCR pair runs) are
+``bench.provision.overrides``.
 """

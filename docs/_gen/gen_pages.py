@@ -1,0 +1,19 @@
+"""mkdocs-gen-files script: writes the CLI reference and the API pages (see reference.py) into the build."""
+
+import sys
+from pathlib import Path
+
+import mkdocs_gen_files
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import reference  # noqa: E402
+
+with mkdocs_gen_files.open(reference.CLI_PAGE, "w") as f:
+    f.write(reference.cli_reference())
+
+for module, page in reference.api_modules():
+    with mkdocs_gen_files.open(page, "w") as f:
+        f.write(reference.api_page(module))
+
+with mkdocs_gen_files.open(f"{reference.API_DIR}/SUMMARY.md", "w") as f:
+    f.write(reference.api_nav())
