@@ -23,10 +23,11 @@ import pytest
 
 from bench.home import project_root
 from bench.store import TrialInfo, TrialStore
-from tests.esnode import default_cache, running_cluster
+from tests.esnode import LocalEngines, default_cache
 from tests.test_cli_errors import one_line_error
 
-pytestmark = pytest.mark.timeout(420)
+# Every race here but the loadgen one (es_target) starts its own nodes.
+pytestmark = [pytest.mark.timeout(420), pytest.mark.usefixtures("local_engines")]
 
 # A search loop long enough to be interrupted: it only ends by a fault.
 LONG_TRACK = """{
@@ -168,9 +169,9 @@ def start_race(race: list[RaceProcess], home: Path, *args: str, env: dict[str, s
 # -- credentials --------------------------------------------------------------------------------------------
 
 
-def test_wrong_credentials_then_right_ones_and_no_password_leaks(tmp_path: Path,
-                                                                 race: list[RaceProcess]) -> None:
-    with running_cluster(tmp_path / "secure", car=["defaults", "512mheap", "security"]) as info:
+def test_wrong_credentials_then_right_ones_and_no_password_leaks(tmp_path: Path, race: list[RaceProcess],
+                                                                 local_engines: LocalEngines) -> None:
+    with local_engines.running_cluster(tmp_path / "secure", car=["defaults", "512mheap", "security"]) as info:
         assert info.username and info.password is not None
         right = info.password.get_secret_value()
         wrong = "Wr0ng-" + secrets.token_urlsafe(12)
