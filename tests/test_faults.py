@@ -26,8 +26,7 @@ from bench.store import TrialInfo, TrialStore
 from tests.esnode import LocalEngines, default_cache
 from tests.test_cli_errors import one_line_error
 
-# Every race here but the loadgen one (es_target) starts its own nodes.
-pytestmark = [pytest.mark.timeout(420), pytest.mark.usefixtures("local_engines")]
+pytestmark = pytest.mark.timeout(420)
 
 # A search loop long enough to be interrupted: it only ends by a fault.
 LONG_TRACK = """{
@@ -152,7 +151,8 @@ def long_track(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def race(tmp_path: Path) -> Iterator[list[RaceProcess]]:
+def race(tmp_path: Path, local_engines: LocalEngines) -> Iterator[list[RaceProcess]]:
+    """bench races in subprocesses, which may start their own nodes (so: local_engines), none outliving the test."""
     started: list[RaceProcess] = []
     yield started
     for r in started:

@@ -70,7 +70,6 @@ def test_race_with_node_stats_and_host_samples_at_the_requested_interval(es_targ
 
 
 @pytest.mark.timeout(420)
-@pytest.mark.usefixtures("local_engines")  # the race starts the node it kills
 def test_node_killed_mid_race_counts_device_errors_and_stores_the_race(tmp_path: Path, long_track: Path,  # noqa: F811
                                                                         race: list[RaceProcess]) -> None:  # noqa: F811
     home = tmp_path / "bench-home-telemetry-death"
