@@ -108,6 +108,12 @@ def test_starts_a_ray_node():
     subprocess.run(["ray", "start", "--head"])
 
 
+def test_calls_ray_init():
+    import ray  # the stand-in beside this file
+
+    ray.init()
+
+
 def test_makes_a_namespace():
     subprocess.run(["ip", "netns", "add", "bench-never"])
 
@@ -154,6 +160,8 @@ def test_markers_follow_from_the_fixtures_a_test_requests(tmp_path: Path) -> Non
 
 def test_an_unmarked_test_that_starts_an_engine_ray_or_namespace_fails_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "test_guarded.py").write_text(GUARDED)
+    (tmp_path / "ray").mkdir()  # a stand-in for Ray (imported first: the test's folder leads sys.path)
+    (tmp_path / "ray" / "__init__.py").write_text(f"def init():\n    open({str(tmp_path / 'ray-started')!r}, 'w')\n")
     done = _pytest(tmp_path, "-q", "--junitxml=report.xml", MARKERS_OUT=str(tmp_path / "m.json"))
     assert done.returncode == 1, done.stdout + done.stderr
     engine = ("the test starts an engine node (LocalProvisioner.start) without the 'cluster' marker: request the "
@@ -164,6 +172,8 @@ def test_an_unmarked_test_that_starts_an_engine_ray_or_namespace_fails_in_one_li
         "test_races_in_a_subprocess_without_target_hosts": engine,
         "test_starts_a_ray_node": "the test starts a Ray node (ray start) without the 'ray' marker: request the "
                                   "ray_nodes fixture (docs/developing.md)",
+        "test_calls_ray_init": "the test starts a Ray node or driver (ray.init) without the 'ray' marker: request "
+                               "the ray_nodes fixture (docs/developing.md)",
         "test_makes_a_namespace": "the test starts a network namespace (ip netns add) without the 'netns' marker: "
                                   "request the netns_hosts fixture (docs/developing.md)",
         "test_runs_other_processes": None,
@@ -174,6 +184,7 @@ def test_an_unmarked_test_that_starts_an_engine_ray_or_namespace_fails_in_one_li
         failure = case.find("failure")
         got[case.get("name")] = None if failure is None else (failure.text or "").strip()
     assert got == expected, done.stdout
+    assert not (tmp_path / "ray-started").exists()
     for name, line in expected.items():  # the short summary says it too, after the test's name
         if line:
             assert f"FAILED test_guarded.py::{name} - {line}" in done.stdout, done.stdout

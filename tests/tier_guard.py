@@ -8,7 +8,8 @@ Python process it starts (bench races run as subprocesses, ``ray start``):
 - an engine node: ``LocalProvisioner.start`` (before it downloads or unpacks anything), and the processes
   that run a node: ``python -m bench.provision.guard`` (the LocalProvisioner launches every node through
   it) or an engine's ``bin/elasticsearch`` / ``bin/opensearch`` run directly;
-- a Ray node: ``ray start``, or the ``raylet`` / ``gcs_server`` a local ``ray.init()`` would start;
+- a Ray node: ``ray start``, ``ray.init`` (a local node, or a driver joining a cluster; a local one writes
+  Ray's state, such as ~/.ray/auth_token, before any process starts), and a node's ``raylet`` / ``gcs_server``;
 - a network namespace: ``ip netns add``.
 
 Standard library only: child processes load this file through tests/sitecustomize/ (see ``child_env``), and
@@ -35,7 +36,6 @@ SITECUSTOMIZE_DIR = Path(__file__).resolve().parent / "sitecustomize"
 # marker -> the fixture (tests/conftest.py) whose request gives it
 FIXTURES = {"cluster": "local_engines", "ray": "ray_nodes", "netns": "netns_hosts"}
 
-PROVISIONER_MODULE = "bench.provision.local"
 ENGINE_BINARIES = {"elasticsearch", "opensearch"}
 RAY_BINARIES = {"raylet", "gcs_server"}
 
@@ -106,22 +106,34 @@ class Guard:
         raise self.on_refusal(line)
 
 
+# Calls that start things, guarded once their module is imported: module -> (class or None, function, marker, what).
+GUARDED_CALLS = {
+    "bench.provision.local": ("LocalProvisioner", "start", "cluster", "an engine node (LocalProvisioner.start)"),
+    # A local ray.init writes ~/.ray/auth_token before its processes (and later Ray clusters use it); joining a
+    # cluster needs one of the ray tier's anyway.
+    "ray": (None, "init", "ray", "a Ray node or driver (ray.init)"),
+}
+
 _original_init: Callable[..., None] | None = None
 _guard: Guard | None = None
 
 
 def install(guard: Guard) -> None:
-    """Check every ``subprocess.Popen`` and ``LocalProvisioner.start`` of this process with ``guard``
+    """Check every ``subprocess.Popen`` of this process, and the calls of ``GUARDED_CALLS``, with ``guard``
     (replacing a guard installed before, e.g. one inherited through the environment by a pytest run inside a
     test)."""
     global _original_init, _guard
     _guard = guard
     if _original_init is not None:
         return
-    if PROVISIONER_MODULE in sys.modules:
-        _guard_provisioner(sys.modules[PROVISIONER_MODULE])
-    else:
-        sys.meta_path.insert(0, _ProvisionerImport())
+    pending = set()
+    for name in GUARDED_CALLS:
+        if name in sys.modules:
+            _guard_call(sys.modules[name])
+        else:
+            pending.add(name)
+    if pending:
+        sys.meta_path.insert(0, _GuardOnImport(pending))
     inherited = getattr(subprocess.Popen.__init__, "__bench_tier_guard__", None)
     _original_init = inherited or subprocess.Popen.__init__
     original = _original_init
@@ -140,43 +152,56 @@ def uninstall() -> None:
     if _original_init is not None:
         subprocess.Popen.__init__ = _original_init  # type: ignore[method-assign]
     _original_init = _guard = None
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _ProvisionerImport)]
-    module = sys.modules.get(PROVISIONER_MODULE)
-    start = getattr(getattr(module, "LocalProvisioner", None), "start", None)
-    if start is not None and hasattr(start, "__bench_tier_guard__"):
-        module.LocalProvisioner.start = start.__bench_tier_guard__  # type: ignore[union-attr]
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _GuardOnImport)]
+    for name, (owner, attr, _, _) in GUARDED_CALLS.items():
+        target = getattr(sys.modules.get(name), owner, None) if owner else sys.modules.get(name)
+        guarded = getattr(target, attr, None)
+        if guarded is not None and hasattr(guarded, "__bench_tier_guard__"):
+            setattr(target, attr, guarded.__bench_tier_guard__)
 
 
-def _guard_provisioner(module: Any) -> None:
-    """Wrap ``LocalProvisioner.start`` (once, whichever copy of this file does it)."""
-    cls = module.LocalProvisioner
-    original = getattr(cls.start, "__bench_tier_guard__", cls.start)
+def _guard_call(module: Any) -> None:
+    """Wrap the module's entry of ``GUARDED_CALLS`` (once, whichever copy of this file does it)."""
+    owner, attr, marker, what = GUARDED_CALLS[module.__name__]
+    target = getattr(module, owner, None) if owner else module
+    if target is None or not callable(getattr(target, attr, None)):
+        return
+    original = getattr(target, attr)
+    original = getattr(original, "__bench_tier_guard__", original)
 
     @functools.wraps(original)
-    def start(self: Any, *a: Any, **kw: Any) -> Any:
+    def guarded(*a: Any, **kw: Any) -> Any:
         if _guard is not None:
-            _guard.require("cluster", "an engine node (LocalProvisioner.start)")
-        return original(self, *a, **kw)
+            _guard.require(marker, what)
+        return original(*a, **kw)
 
-    start.__bench_tier_guard__ = original  # type: ignore[attr-defined]
-    cls.start = start
+    guarded.__bench_tier_guard__ = original  # type: ignore[attr-defined]
+    setattr(target, attr, guarded)
 
 
-class _ProvisionerImport(importlib.abc.MetaPathFinder):
-    """Guards ``LocalProvisioner.start`` once bench.provision.local is imported (in a child, after start-up)."""
+class _GuardOnImport(importlib.abc.MetaPathFinder):
+    """Wraps a module's guarded call once the module is imported (in a child process: after its start-up)."""
+
+    def __init__(self, pending: set[str]):
+        self.pending = pending
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname != PROVISIONER_MODULE:
+        if fullname not in self.pending:
             return None
+        self.pending.discard(fullname)
         sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            if self.pending:
+                sys.meta_path.insert(0, self)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         loader_exec = spec.loader.exec_module
 
         def exec_module(module: Any) -> None:
             loader_exec(module)
-            _guard_provisioner(module)
+            _guard_call(module)
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
