@@ -1,4 +1,5 @@
-"""nox sessions: tests (the whole suite, against real Elasticsearch), lint, bench (benchmarks)."""
+"""nox sessions: tests (the whole suite, against real Elasticsearch), unit (the tests that start no engine, no Ray
+and no network namespace: minutes, no Java), lint, bench (benchmarks). docs/extending/developing.md tells which needs what."""
 
 from __future__ import annotations
 
@@ -52,6 +53,16 @@ def tests(session: nox.Session) -> None:
     if plugin is not None and REPLICATION_PLUGIN_ENV not in os.environ:
         session.env[REPLICATION_PLUGIN_ENV] = str(plugin)
     session.run("pytest", "-q", "-ra", "--durations=25", *session.posargs)
+
+
+@nox.session(python="3.11")
+def unit(session: nox.Session) -> None:
+    """The unit tier (``-m unit``): every test that requests none of local_engines, ray_nodes and netns_hosts
+    (tests/tiers.py). No Java, no Ray, no root, no apt packages; a test starting an engine node, a Ray node or a
+    namespace without its marker fails in one line (it would in `nox -s tests` too)."""
+    session.env["PYTHONNOUSERSITE"] = "1"
+    session.install("-e", ".[test]")
+    session.run("pytest", "-q", "-ra", "-m", "unit", "--durations=10", *session.posargs)
 
 
 @nox.session(python="3.11")

@@ -26,7 +26,7 @@ import pytest
 
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo
-from tests.esnode import default_cache, start_cluster
+from tests.esnode import LocalEngines
 
 PLUGIN_ENV = "BENCH_OPENSEARCH_REPLICATION_PLUGIN"
 PAIR_ENV = "BENCH_TEST_OS_CCR_PAIR"
@@ -90,7 +90,7 @@ def connect(follower_url: str, seeds: list[str], timeout: float = 60.0) -> None:
 
 
 @pytest.fixture(scope="session")
-def os_ccr_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CcrPairInfo]:
+def os_ccr_pair(tmp_path_factory: pytest.TempPathFactory, local_engines: LocalEngines) -> Iterator[CcrPairInfo]:
     if _MADE:
         yield _MADE[0]
         return
@@ -103,13 +103,13 @@ def os_ccr_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CcrPairInf
     if plugin is None:
         pytest.skip(f"set {PLUGIN_ENV} to the OpenSearch replication plugin zip (noxfile.py does when "
                     f"../shared/opensearch-replication-plugin/ has it)")
-    os.environ.setdefault("BENCH_CACHE", default_cache())
     base = tmp_path_factory.mktemp("os-ccr-pair")
     started: list[LocalProvisioner] = []
 
     def start(name: str) -> ClusterInfo:
-        provisioner, info = start_cluster(base / name, car=["defaults", "512mheap"], name=name,
-                                          engine="opensearch", version="2.19.1", plugins=[plugin], timeout=300)
+        provisioner, info = local_engines.start_cluster(base / name, car=["defaults", "512mheap"], name=name,
+                                                        engine="opensearch", version="2.19.1", plugins=[plugin],
+                                                        timeout=300)
         started.append(provisioner)
         return info
 

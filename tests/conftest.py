@@ -1,19 +1,27 @@
 """Shared fixtures. Every test gets a fresh BENCH_HOME (its own trial store and logs) while downloads
 stay cached in BENCH_CACHE (``tests.esnode.default_cache``: empty at the start of a CI run); tests that only need *a*
-cluster share one real Elasticsearch per session."""
+cluster share one real Elasticsearch per session.
+
+Tiers (tests/tiers.py, docs/extending/developing.md): a test is marked from the fixtures it requests.
+``local_engines`` (engine nodes on this machine) gives ``cluster``, ``ray_nodes`` gives ``ray``, ``netns_hosts``
+gives ``netns``; every other test is ``unit``. A test that starts one of these without its fixture fails at once,
+in any run."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from bench.provision.model import ClusterInfo
-from tests.esnode import default_cache, start_cluster
+from tests import tiers
+from tests.esnode import LocalEngines, default_cache
 from tests.isolation import leaked
+from tests.netns import NetnsLab, unavailable_reason
+from tests.ray_cluster import RayTestCluster, start_ray_cluster
 
 # The official download sites are unreachable here (see ../shared/ENVIRONMENT.md): the suite runs Maven Central's
 # integ-test builds, chosen explicitly so no test depends on the release repository's fallback. Tests of the
@@ -29,6 +37,35 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                     f"make the nox venv without system site-packages", returncode=3)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    tiers.configure(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    tiers.unconfigure(config)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by the markers set here
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tiers.mark_items(items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    tiers.enter(item)
+    try:
+        return (yield)
+    finally:
+        tiers.leave(item)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
+    report = yield
+    tiers.refuse(item, report)
+    return report
+
+
 @pytest.fixture(autouse=True)
 def bench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "bench-home"
@@ -38,10 +75,37 @@ def bench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(scope="session")
-def es_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
-    """One real single-node Elasticsearch for the whole session (benchmark-only races use it)."""
+def local_engines() -> LocalEngines:
+    """Engine nodes on this machine (tests/esnode.py's helpers): requesting it, directly or through another
+    fixture, marks a test ``cluster`` and lets it start nodes, also through a ``bench race`` without
+    --target-hosts (then ``@pytest.mark.usefixtures("local_engines")``)."""
     os.environ.setdefault("BENCH_CACHE", default_cache())
-    provisioner, info = start_cluster(tmp_path_factory.mktemp("session-cluster"), car=["defaults", "1gheap"])
+    return LocalEngines()
+
+
+@pytest.fixture(scope="session")
+def ray_nodes() -> Callable[..., RayTestCluster]:
+    """Ray nodes on this machine: marks a test ``ray``; returns tests/ray_cluster.py's ``start_ray_cluster``.
+    Skips the test when Ray is not installed (``pip install -e .[ray]``)."""
+    pytest.importorskip("ray", reason="the Ray load driver needs bench[ray]")
+    return start_ray_cluster
+
+
+@pytest.fixture(scope="session")
+def netns_hosts() -> type[NetnsLab]:
+    """Network namespaces as hosts: marks a test ``netns``; returns tests/netns.py's ``NetnsLab`` (a lab per
+    call). Skips the test where namespaces cannot be made (not root, no iproute2)."""
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    return NetnsLab
+
+
+@pytest.fixture(scope="session")
+def es_cluster(tmp_path_factory: pytest.TempPathFactory, local_engines: LocalEngines) -> Iterator[ClusterInfo]:
+    """One real single-node Elasticsearch for the whole session (benchmark-only races use it)."""
+    provisioner, info = local_engines.start_cluster(tmp_path_factory.mktemp("session-cluster"),
+                                                    car=["defaults", "1gheap"])
     try:
         yield info
     finally:

@@ -1,11 +1,12 @@
-"""Start a real local Elasticsearch in one line from any test module.
+"""Start a real local Elasticsearch in one line from any test, through the ``local_engines`` fixture (which
+marks the test ``cluster``: tests/tiers.py):
 
-    from tests.esnode import running_cluster
-    with running_cluster(tmp_path) as info:
-        Elasticsearch(**info.client_kwargs())
+    def test_x(tmp_path, local_engines):
+        with local_engines.running_cluster(tmp_path) as info:
+            Elasticsearch(**info.client_kwargs())
 
-For a session-scoped fixture use ``start_cluster`` (returns the provisioner to stop later) after
-``use_test_homes``.
+For a session- or module-scoped fixture use ``local_engines.start_cluster`` (returns the provisioner to stop
+later).
 """
 
 from __future__ import annotations
@@ -64,3 +65,10 @@ def running_cluster(tmp_path: Path, nodes: int = 1, car: list[str] | None = None
         yield info
     finally:
         provisioner.stop_all()
+
+
+class LocalEngines:
+    """What the ``local_engines`` fixture gives: this module's helpers for starting engine nodes."""
+
+    start_cluster = staticmethod(start_cluster)
+    running_cluster = staticmethod(running_cluster)

@@ -248,6 +248,7 @@ def _java_of(trial_id: str) -> list[psutil.Process]:
     return out
 
 
+@pytest.mark.usefixtures("local_engines")  # a local race: the provisioner finds the port taken
 def test_http_port_in_use(capsys: pytest.CaptureFixture[str]) -> None:
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
@@ -278,6 +279,7 @@ class _QuietFiles(SimpleHTTPRequestHandler):
         pass
 
 
+@pytest.mark.usefixtures("local_engines")  # a local race: the provisioner refuses the download
 def test_distribution_checksum_mismatch(bad_checksum_repo: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "cache"))  # this bad download must not touch the real cache
@@ -293,6 +295,7 @@ def test_distribution_checksum_mismatch(bad_checksum_repo: str, tmp_path: Path, 
     assert not [p for p in (tmp_path / "cache").rglob("es-8.19.21.zip") if p.is_file()]
 
 
+@pytest.mark.usefixtures("local_engines")  # a local race: the provisioner finds no distribution
 def test_missing_distribution_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "no-such-elasticsearch.zip"
     rc, _, err = run(capsys, "--track=nginx", "--test-mode", "--car=defaults,512mheap",

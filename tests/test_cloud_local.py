@@ -30,6 +30,7 @@ def test_start_order_follows_remote_clusters() -> None:
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.usefixtures("local_engines")  # the topology's clusters, on 127.0.0.1
 def test_race_on_local_ccr_topology(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     seen: dict[str, list[str]] = {}
 

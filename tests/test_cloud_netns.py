@@ -37,12 +37,10 @@ from bench.provision.java import resolve_java
 from bench.provision.model import ENGINES
 from bench.redact import register_secret
 from bench.store import TrialStore
-from tests.esnode import default_cache
+from tests.esnode import LocalEngines, default_cache
 from tests.isolation import leaked
-from tests.netns import NetnsLab, inside, serve_directory, unavailable_reason
+from tests.netns import NetnsLab, inside, serve_directory
 
-_REASON = unavailable_reason()
-pytestmark = pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
 VERSION = "8.19.21"
 SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if Path("/usr/sbin/sshd").exists() else None)
 
@@ -67,7 +65,9 @@ def _curl(lab: NetnsLab, ns: str, url: str, auth: str, method: str = "GET", body
 
 
 @pytest.fixture(scope="module")
-def ccr_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CcrLab]:
+def ccr_lab(tmp_path_factory: pytest.TempPathFactory, netns_hosts: type[NetnsLab],
+            local_engines: LocalEngines) -> Iterator[CcrLab]:
+    # Namespaces (skipped where they cannot be made) running Elasticsearch nodes from the cloud startup script.
     os.environ.setdefault("BENCH_CACHE", default_cache())
     tmp = tmp_path_factory.mktemp("netns")
     archive = download_archive(distribution_url("elasticsearch", VERSION))
@@ -80,7 +80,7 @@ def ccr_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CcrLab]:
         shutil.copy(archive, www / name)
     (www / f"{name}.sha1").write_text(hashlib.sha1((www / name).read_bytes()).hexdigest() + "\n")
     java_home = resolve_java(Path("/nonexistent"), ENGINES["elasticsearch"]).home  # the system JDK
-    lab = NetnsLab()
+    lab = netns_hosts()
     base = Path("/var/tmp/bench-cloud-netns") / lab.prefix
     try:
         srv = lab.add_host(2)
@@ -257,6 +257,7 @@ def _ray_processes(marker: str) -> list[psutil.Process]:
 
 @pytest.mark.timeout(900)
 @pytest.mark.skipif(SSHD is None, reason="the SSH path needs Debian's openssh-server (sshd) installed")
+@pytest.mark.usefixtures("ray_nodes")  # Ray nodes on the namespace hosts, started over SSH
 def test_two_driver_hosts_form_a_ray_cluster_that_drives_the_race(ccr_lab: CcrLab, tmp_path: Path) -> None:
     """A topology with two driver hosts: bench is installed on both over SSH, Ray is started on both (head on the
     first, ports pinned), the race runs on the head with its Ray cluster as the load driver (a worker on each

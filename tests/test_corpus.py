@@ -287,17 +287,16 @@ def test_bulk_referring_to_undefined_corpus_fails_at_load(tmp_path):
 # ---------------------------------------------------------------- built-in tracks on a real Elasticsearch
 
 
-@pytest.mark.cluster
 @pytest.mark.timeout(420)
-def test_builtin_tracks_work_on_real_elasticsearch(tmp_path, monkeypatch):
+def test_builtin_tracks_work_on_real_elasticsearch(tmp_path, monkeypatch, local_engines):
     """Mappings are accepted by the 8.19 integ-test zip, every generated doc indexes under the strict
     mapping, and every search of the tracks runs."""
     from elasticsearch import Elasticsearch
 
-    from tests.esnode import default_cache, running_cluster
+    from tests.esnode import default_cache
 
     monkeypatch.setenv("BENCH_CACHE", default_cache())  # the distribution is downloaded once
-    with running_cluster(tmp_path / "cluster") as info:
+    with local_engines.running_cluster(tmp_path / "cluster") as info:
         es = Elasticsearch(**info.client_kwargs(), request_timeout=60)
         for name in ("nginx", "http_logs"):
             t = load_track(find_track(name, None), {}, test_mode=True)

@@ -23,7 +23,7 @@ import pytest
 
 from bench.store import TrialInfo, TrialStore
 from tests.checkout import ROOT
-from tests.esnode import default_cache, running_cluster
+from tests.esnode import LocalEngines, default_cache
 from tests.test_cli_errors import one_line_error
 
 pytestmark = pytest.mark.timeout(420)
@@ -151,7 +151,8 @@ def long_track(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def race(tmp_path: Path) -> Iterator[list[RaceProcess]]:
+def race(tmp_path: Path, local_engines: LocalEngines) -> Iterator[list[RaceProcess]]:
+    """bench races in subprocesses, which may start their own nodes (so: local_engines), none outliving the test."""
     started: list[RaceProcess] = []
     yield started
     for r in started:
@@ -168,9 +169,9 @@ def start_race(race: list[RaceProcess], home: Path, *args: str, env: dict[str, s
 # -- credentials --------------------------------------------------------------------------------------------
 
 
-def test_wrong_credentials_then_right_ones_and_no_password_leaks(tmp_path: Path,
-                                                                 race: list[RaceProcess]) -> None:
-    with running_cluster(tmp_path / "secure", car=["defaults", "512mheap", "security"]) as info:
+def test_wrong_credentials_then_right_ones_and_no_password_leaks(tmp_path: Path, race: list[RaceProcess],
+                                                                 local_engines: LocalEngines) -> None:
+    with local_engines.running_cluster(tmp_path / "secure", car=["defaults", "512mheap", "security"]) as info:
         assert info.username and info.password is not None
         right = info.password.get_secret_value()
         wrong = "Wr0ng-" + secrets.token_urlsafe(12)

@@ -26,7 +26,7 @@ from bench.provision.model import ClusterSpec, NodeInfo
 from bench.provision.stop import read_kept, stop_trial
 from tests.esnode import default_cache, running_cluster, use_test_homes
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.usefixtures("local_engines"), pytest.mark.timeout(300)]
 CAR = ["defaults", "512mheap"]
 
 

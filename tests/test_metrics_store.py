@@ -29,7 +29,7 @@ from bench.metrics_store.http import StoreHttp
 from bench.provision.model import ClusterInfo
 from bench.store import TrialStore
 from tests.checkout import ROOT
-from tests.esnode import default_cache, start_cluster
+from tests.esnode import LocalEngines, default_cache
 
 
 @pytest.fixture(autouse=True)
@@ -40,9 +40,9 @@ def _no_store_left_configured() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def secure_es_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
-    os.environ.setdefault("BENCH_CACHE", default_cache())
-    prov, info = start_cluster(tmp_path_factory.mktemp("store-es"), car=["defaults", "512mheap", "security"])
+def secure_es_store(tmp_path_factory: pytest.TempPathFactory, local_engines: LocalEngines) -> Iterator[ClusterInfo]:
+    prov, info = local_engines.start_cluster(tmp_path_factory.mktemp("store-es"),
+                                             car=["defaults", "512mheap", "security"])
     try:
         yield info
     finally:
@@ -50,10 +50,9 @@ def secure_es_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluste
 
 
 @pytest.fixture(scope="module")
-def opensearch_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
-    os.environ.setdefault("BENCH_CACHE", default_cache())
-    prov, info = start_cluster(tmp_path_factory.mktemp("store-os"), engine="opensearch", version="2.19.1",
-                               car=["defaults", "512mheap"])
+def opensearch_store(tmp_path_factory: pytest.TempPathFactory, local_engines: LocalEngines) -> Iterator[ClusterInfo]:
+    prov, info = local_engines.start_cluster(tmp_path_factory.mktemp("store-os"), engine="opensearch",
+                                             version="2.19.1", car=["defaults", "512mheap"])
     try:
         yield info
     finally:

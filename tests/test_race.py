@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import psutil
+import pytest
 
 from bench.cli import main
 from bench.store import TrialStore
@@ -149,6 +150,7 @@ def java_processes_under(path: Path) -> list[psutil.Process]:
     return found
 
 
+@pytest.mark.usefixtures("local_engines")  # bench race starts its own node
 def test_readme_race_from_distribution(tmp_path):
     """The README's first command, as a user runs it: bench provisions, races, reports, stops the node."""
     env = {**os.environ, "BENCH_HOME": os.environ["BENCH_HOME"], "BENCH_CACHE": os.environ["BENCH_CACHE"]}

@@ -318,11 +318,9 @@ def test_a_template_path_the_file_lacks_is_a_load_error(tmp_path):
         load_track(track, {})
 
 
-def test_opensearch_creates_data_streams_and_serves_point_in_time(tmp_path):
+def test_opensearch_creates_data_streams_and_serves_point_in_time(tmp_path, local_engines):
     # OpenSearch's zip has data streams in its core (the Elasticsearch integ-test zip has not) and its own point in
     # time API: one OpenSearch node for what only it can show.
-    from tests.esnode import running_cluster
-
     track = _track(tmp_path / "os", {
         "component-templates": [{"name": "os-ct", "template": "ct.json"}],
         "composable-templates": [{"name": "os-it", "index-pattern": "os-logs-*", "template": "it.json"}],
@@ -344,7 +342,7 @@ def test_opensearch_creates_data_streams_and_serves_point_in_time(tmp_path):
         "ct.json": {"template": {"mappings": {"properties": {"n": {"type": "long"}, "tag": {"type": "keyword"}}}}},
         "it.json": {"index_patterns": ["os-logs-*"], "data_stream": {}, "composed_of": ["os-ct"], "priority": 500},
     })
-    with running_cluster(tmp_path / "cluster", engine="opensearch", version="2.19.1") as info:
+    with local_engines.running_cluster(tmp_path / "cluster", engine="opensearch", version="2.19.1") as info:
         host = info.hosts[0]
         target = ",".join(h.removeprefix("http://") for h in info.hosts)
         # seen before the data stream is deleted: a second race would find it gone

@@ -13,7 +13,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -25,7 +25,7 @@ from bench.cli import main
 from bench.nullsink import free_port, start_in_background
 from bench.store import TrialStore
 from tests.http_serving import serving
-from tests.ray_cluster import RayTestCluster, start_ray_cluster
+from tests.ray_cluster import RayTestCluster
 from tests.test_cli_errors import one_line_error
 from tests.test_faults import RaceProcess, start_race, stored_trial
 from tests.test_race import only_trial, write_track
@@ -38,10 +38,10 @@ DOCS = 20000
 
 
 @pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[RayTestCluster]:
+def ray_cluster(ray_nodes: Callable[..., RayTestCluster]) -> Iterator[RayTestCluster]:
     # A short folder: Ray's unix sockets live under it, and their paths may not exceed 107 bytes.
     folder = Path(tempfile.mkdtemp(prefix="bray-"))
-    cluster = start_ray_cluster(folder, nodes=2)
+    cluster = ray_nodes(folder, nodes=2)
     try:
         yield cluster
     finally:

@@ -12,7 +12,7 @@ import pytest
 from bench.driver.shard_routing import IndexRouting
 from tests.test_track_code import race, samples, write
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.usefixtures("local_engines")]  # bench starts the 3 nodes
 
 DOCS = 3000
 SHARDS = 6

@@ -41,7 +41,8 @@ WAITED_FOR_DOWNLOAD = "waiting for another bench's download of"
 MB = 1 << 20
 CHUNK = 1 << 16
 
-pytestmark = pytest.mark.timeout(600)
+# The real Maven zip (downloaded once into the cache) and races that start nodes: the cluster tier.
+pytestmark = [pytest.mark.timeout(600), pytest.mark.cluster]
 
 
 @pytest.fixture(scope="module")

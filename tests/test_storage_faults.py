@@ -64,6 +64,7 @@ def test_read_only_bench_home_is_one_line(tmpfs: Path, populated: bool) -> None:
     one_line_error(proc.stderr, str(tmpfs / "sub"), "read-only")
 
 
+@pytest.mark.usefixtures("local_engines")  # the race starts its own node
 def test_bench_home_filling_mid_race_stops_the_race_and_cleans_up(tmpfs: Path, tmp_path: Path) -> None:
     track = tmp_path / "loop-track"
     track.mkdir()

@@ -338,6 +338,7 @@ def _target_from_url(name: str, url: str) -> ClusterTarget:
     return ClusterTarget(name=name, hosts=[f"{u.scheme}://{u.hostname}:{u.port}"], options=opts)
 
 
+@pytest.mark.cluster  # real clusters, started elsewhere: never in the unit tier
 @pytest.mark.skipif(not (os.environ.get("BENCH_CCR_LEADER") and os.environ.get("BENCH_CCR_FOLLOWER")),
                     reason="BENCH_CCR_LEADER and BENCH_CCR_FOLLOWER (URLs of CCR-capable clusters) are not set")
 def test_live_ccr_stats_sample():
