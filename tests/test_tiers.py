@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.home import project_root
 from tests import tier_guard
+from tests.checkout import ROOT
 
 MARKERS_CONFTEST = '''
 import json
@@ -133,10 +133,10 @@ def _pytest(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess
     """A pytest of its own in ``folder``, with this project's conftest and markers (and none of this test's
     guard)."""
     (folder / "conftest.py").write_text(MARKERS_CONFTEST)
-    ini = tomllib.loads((project_root() / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     (folder / "pytest.ini").write_text("[pytest]\nmarkers =\n" + "".join(f"    {m}\n" for m in ini["markers"]))
     full = {k: v for k, v in os.environ.items() if k not in (tier_guard.ENV, "PYTHONPATH")}
-    full.update({"PYTHONPATH": str(project_root()), "COLUMNS": "300", **env})
+    full.update({"PYTHONPATH": str(ROOT), "COLUMNS": "300", **env})
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--strict-markers", *args],
                           cwd=folder, env=full, capture_output=True, text=True, timeout=120)
 
