@@ -195,7 +195,8 @@ def _load_driver(a: argparse.Namespace) -> tuple[str | None, list[str]]:
     if driver_hosts and not load_driver and any(h not in ("localhost", "127.0.0.1") for h in driver_hosts):
         load_driver = "ray:auto"  # Rally's flag names machines: bench drives from other machines through Ray
     if load_driver and load_driver.startswith("ray:"):
-        _ensure_ray()
+        _ensure_ray(f"--ray-address={a.ray_address}" if a.ray_address else f"--load-driver={a.load_driver}"
+                    if a.load_driver else f"--load-driver-hosts={a.load_driver_hosts} (drives through Ray)")
     return load_driver, driver_hosts
 
 
@@ -448,12 +449,15 @@ def _ensure_redline() -> None:
     extensions.register("redline", redline_setup)
 
 
-def _ensure_ray() -> None:
+def _ensure_ray(flag: str) -> None:
     """--load-driver=ray:... where the Ray extension's entry point is not installed (a source checkout on
-    PYTHONPATH, an install older than the extension): register it in-process, idempotent by name."""
+    PYTHONPATH, an install older than the extension): register it in-process, idempotent by name. Without
+    Ray itself (the ``ray`` extra): one line naming the pip install, before anything starts."""
     from bench import extensions
+    from bench.ray.extension import require_ray
     from bench.ray.extension import setup as ray_setup
 
+    require_ray(flag)
     extensions.load()
     extensions.register("ray", ray_setup)
 

@@ -40,10 +40,11 @@ def check_reachable(address: str) -> None:
 
 def connect(address: str) -> str:
     """Join the Ray cluster at ``address`` (once per process); returns the resolved address."""
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("--load-driver=ray:...: Ray is not installed; install bench[ray]") from None
+    from bench.ray.extension import require_ray
+
+    require_ray(f"--load-driver=ray:{address}")
+    import ray
+
     resolved = resolve_address(address)
     check_reachable(resolved)
     if ray.is_initialized():

@@ -244,6 +244,13 @@ def export_pngs(plots: list[Plot], folder: Path) -> list[Path]:
     if not plots:
         return []
     try:
+        import kaleido  # noqa: F401 - plotly's PNG engine, a dependency of bench
+    except ImportError:
+        import sys
+
+        raise ConfigError(f"--plots-dir: PNG export needs kaleido, which is not installed for {sys.executable}: "
+                          "pip install 'kaleido>=1.0'") from None
+    try:
         pio.write_images([p.figure for p in plots], paths, width=1000, height=420)
     except Exception as e:
         raise ConfigError(f"--plots-dir: PNG export failed ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}): "

@@ -1,0 +1,63 @@
+"""Faults from a careful user's trial (2026-11-26): each must end in one clear line naming what is wrong and
+what to do, a non-zero exit and no traceback; nothing measured is lost and no failure reads as a measurement."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(300)
+
+# Runs bench's CLI in a Python where `import ray` fails, whether or not the ray extra is installed here.
+WITHOUT_RAY = "import sys; sys.modules['ray'] = None; from bench.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def bench_without_ray(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", WITHOUT_RAY, *args], cwd=tmp_path, env=dict(os.environ),
+                          capture_output=True, text=True, timeout=120)
+
+
+def assert_one_line(err: str, *needles: str) -> str:
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected one line on stderr, got: {err!r}"
+    for n in needles:
+        assert n in lines[0], f"{n!r} not in {lines[0]!r}"
+    return lines[0]
+
+
+@pytest.mark.parametrize("flag", ["--load-driver=ray:auto", "--ray-address=127.0.0.1:6379",
+                                  "--load-driver-hosts=10.0.0.1"])
+def test_ray_driver_without_the_ray_extra_is_one_line(flag: str, tmp_path: Path) -> None:
+    # A closed port as target: the Ray check must come first, before any cluster is contacted or started.
+    proc = bench_without_ray(tmp_path, "race", "--quiet", "--track=geopoint", "--test-mode",
+                             "--target-hosts=127.0.0.1:1", flag)
+    assert proc.returncode != 0
+    line = assert_one_line(proc.stderr, flag.split("=")[0], "pip install 'bench[ray]'")
+    assert "not installed" in line
+
+
+def test_loadgen_ray_driver_without_the_ray_extra_is_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "loadgen.yml"
+    config.write_text("requests:\n  - request:\n      method: GET\n      url: http://127.0.0.1:1/\n")
+    proc = bench_without_ray(tmp_path, "loadgen", "--quiet", f"--config={config}", "--load-driver=ray:auto")
+    assert proc.returncode != 0
+    assert_one_line(proc.stderr, "--load-driver=ray:auto", "pip install 'bench[ray]'")
+
+
+def test_png_export_without_kaleido_is_one_line(tmp_path: Path) -> None:
+    code = ("import sys; sys.modules['kaleido'] = None\n"
+            "import plotly.graph_objects as go\n"
+            "from bench.errors import ConfigError\n"
+            "from bench.reporting.plots import Plot, export_pngs\n"
+            "try:\n"
+            f"    export_pngs([Plot(key='p', title='p', figure=go.Figure())], {str(tmp_path / 'pngs')!r})\n"
+            "except ConfigError as e:\n"
+            "    print(e)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert_one_line(proc.stdout, "--plots-dir", "kaleido", "pip install 'kaleido")
