@@ -357,7 +357,16 @@ def describe_connection_error(url: str, exc: BaseException) -> ClusterError:
                             f"--target-hosts right?")
     if "timed out" in low or "timeout" in low:
         return ClusterError(f"cannot reach {url}: timed out - check --target-hosts and the network")
-    return ClusterError(f"cannot reach {url}: {text[:200]}")
+    return ClusterError(f"cannot reach {url}: {text[:200] or type(exc).__name__}")
+
+
+def timed_out(url: str, options: ClientOptions) -> ClusterError:
+    """The cluster did not answer within --client-options' ``timeout``: say so, and whether that was the user's."""
+    if "timeout" in options.model_fields_set:
+        return ClusterError(f"{url} did not answer GET _nodes within {options.timeout:g} s: timeout:"
+                            f"{options.timeout:g} in --client-options is too short; raise it (default 60)")
+    return ClusterError(f"{url} did not answer GET _nodes within {options.timeout:g} s (timeout of "
+                        f"--client-options): is the cluster overloaded, or --target-hosts wrong?")
 
 
 async def check_cluster(target: ClusterTarget) -> dict[str, Any]:
@@ -375,7 +384,9 @@ async def check_cluster(target: ClusterTarget) -> dict[str, Any]:
                                                "nodes.*.attributes,nodes.*.transport_address") as resp:
                 body = await resp.read()
                 status = resp.status
-        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+        except TimeoutError:  # aiohttp's connect/read timeouts too; their text is often empty
+            raise timed_out(url, target.options) from None
+        except (aiohttp.ClientError, OSError) as e:
             raise describe_connection_error(url, e) from None
         plugins = await _plugins(http) if status < 400 else {}
     if status == 401:

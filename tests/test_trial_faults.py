@@ -61,3 +61,14 @@ def test_png_export_without_kaleido_is_one_line(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert_one_line(proc.stdout, "--plots-dir", "kaleido", "pip install 'kaleido")
+
+
+def test_a_too_short_client_timeout_says_so(es_target: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.cli import main
+
+    rc = main(["race", "--quiet", "--track=geopoint", "--test-mode", f"--target-hosts={es_target}",
+               "--client-options=timeout:0.001"])
+    err = capsys.readouterr().err
+    assert rc != 0
+    line = assert_one_line(err, "0.001 s", "timeout:0.001 in --client-options is too short")
+    assert "cannot reach" not in line
