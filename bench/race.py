@@ -45,7 +45,7 @@ from bench.options import RaceOptions
 from bench.pipeline import RaceHook, RacePlan, RaceResult, RaceSchedule, RaceTargets, race_hooks
 from bench.provision.facts_text import distribution_text
 from bench.report import check_report_file, render_summary, write_report
-from bench.store import TrialInfo, machine_info, new_trial_id, utcnow
+from bench.store import TrialInfo, TrialStore, machine_info, new_trial_id, utcnow
 from bench.summary import Summary, summarize
 from bench.track import plugins as track_plugins
 from bench.track.corpus import CorpusRecipe, bulk_documents, prepare_corpora
@@ -92,6 +92,8 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     client_options = parse_client_options(opts.client_options)
     if opts.report_file:
         check_report_file(opts.report_file)
+    with TrialStore() as local:  # a damaged trial store says so before anything starts or is measured
+        local.check_intact()
 
     clusters = resolve_clusters(opts)
     result = clusters.take_over(opts, console)

@@ -18,8 +18,9 @@ import sys
 import threading
 import uuid
 from datetime import datetime, timezone
+from functools import wraps
 from pathlib import Path
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence, TypeVar
 
 import pandas as pd
 import psutil
@@ -224,6 +225,37 @@ def _write_error(path: Path, what: str, e: sqlite3.Error) -> StoreError:
     return StoreError(f"trial store {path}: {what} failed: {e}")
 
 
+_DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+_R = TypeVar("_R")
+
+
+def read_error(path: Path, what: str, e: BaseException) -> StoreError:
+    """A failed read as one line: a damaged file names sqlite's words and how to recover; nothing read from it is
+    shown as if it were whole. ``e``: sqlite3's error, or pandas' DatabaseError wrapping it."""
+    cause = e if isinstance(e, sqlite3.Error) else e.__cause__ or e.__context__
+    cause = cause if isinstance(cause, sqlite3.Error) else e
+    message = f"{type(cause).__module__}.{type(cause).__name__}: {cause}"
+    code = getattr(cause, "sqlite_errorcode", None)
+    if code in _DAMAGED or "malformed" in str(cause) or "not a database" in str(cause):
+        return StoreError(f"trial store {path} is damaged ({what} failed: {message}): recover it with `sqlite3 "
+                          f"{path} .recover | sqlite3 recovered.db` and put recovered.db in its place, or move it "
+                          "away (bench starts a new one) or restore it from a backup")
+    return StoreError(f"trial store {path}: {what} failed: {message}")
+
+
+def _reading(what: str) -> Callable[[Callable[..., _R]], Callable[..., _R]]:
+    """The one boundary of every read: sqlite's (and pandas') errors become a StoreError naming the file."""
+    def decorate(method: Callable[..., _R]) -> Callable[..., _R]:
+        @wraps(method)
+        def read(self: TrialStore, *args: Any, **kwargs: Any) -> _R:
+            try:
+                return method(self, *args, **kwargs)
+            except (sqlite3.DatabaseError, pd.errors.DatabaseError) as e:
+                raise read_error(self.path, what, e) from e
+        return read
+    return decorate
+
+
 class TrialStore:
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path is not None else db_path()
@@ -324,6 +356,7 @@ class TrialStore:
                 raise _write_error(self.path, "write", e) from e
             return cur.rowcount
 
+    @_reading("reading the trials")
     def _require(self, trial_id: str) -> None:
         with self._lock:
             if self.conn.execute("SELECT 1 FROM trials WHERE id = ?", (trial_id,)).fetchone() is None:
@@ -370,6 +403,7 @@ class TrialStore:
         d["test_mode"] = bool(d["test_mode"])
         return TrialInfo.model_validate(d)
 
+    @_reading("reading the trial")
     def get_trial(self, id_or_prefix: str) -> TrialInfo:
         """The trial with this id or unique id prefix."""
         key = (id_or_prefix or "").strip().lower()
@@ -381,15 +415,35 @@ class TrialStore:
                                      (key, key + "%")).fetchall()
         exact = [r for r in rows if r[0] == key]
         if exact:
-            return self._row_to_info(exact[0])
+            return self._readable(self._row_to_info(exact[0]))
         if not rows:
             raise StoreError(f"no trial with id {id_or_prefix!r} in {self.path}: run 'bench list trials'")
         if len(rows) > 1:
             ids = ", ".join(r[0][:12] for r in rows[:2])
             raise StoreError(f"trial id prefix {id_or_prefix!r} is ambiguous (matches {ids}, ...): "
                              "give more characters")
-        return self._row_to_info(rows[0])
+        return self._readable(self._row_to_info(rows[0]))
 
+    @_reading("PRAGMA quick_check")
+    def check_intact(self) -> None:
+        """Before a race writes into it: a damaged file fails here in one line, not later, or never said."""
+        with self._lock:
+            rows = [r[0] for r in self.conn.execute("PRAGMA quick_check(3)").fetchall()]
+        if rows != ["ok"]:
+            raise read_error(self.path, "PRAGMA quick_check", sqlite3.DatabaseError(
+                f"database disk image is malformed ({'; '.join(rows)[:200]})"))
+
+    def _readable(self, info: TrialInfo) -> TrialInfo:
+        """Every row of the trial read once (not through the index alone), so that show, compare and reports
+        never print a trial whose samples or telemetry sit on a damaged page."""
+        with self._lock:
+            for table, column in (("samples", "error"), ("telemetry", "raw")):
+                self.conn.execute(f"SELECT count(*), sum(length({column})) FROM {table} WHERE trial_id = ?",
+                                  (info.id,)).fetchone()
+            self.conn.execute("SELECT length(summary) FROM summaries WHERE trial_id = ?", (info.id,)).fetchone()
+        return info
+
+    @_reading("listing the trials")
     def list_trials(self, limit: int = 50) -> list[TrialInfo]:
         """Newest first."""
         cols = ", ".join(_TRIAL_COLUMNS)
@@ -426,6 +480,7 @@ class TrialStore:
                 self.conn.rollback()
                 raise _write_error(self.path, f"writing {len(samples)} samples", e) from e
 
+    @_reading("reading samples")
     def samples(self, trial_id: str) -> pd.DataFrame:
         """All samples of a trial in insertion order; columns are the RequestSample fields."""
         with self._lock:
@@ -450,6 +505,7 @@ class TrialStore:
                 self.conn.rollback()
                 raise _write_error(self.path, "writing telemetry", e) from e
 
+    @_reading("reading telemetry")
     def telemetry(self, trial_id: str) -> pd.DataFrame:
         """Columns: timestamp, cluster, node, device, metric, value, raw (parsed JSON or None)."""
         with self._lock:
@@ -466,6 +522,7 @@ class TrialStore:
         self._write("INSERT INTO summaries (trial_id, summary) VALUES (?, ?) "
                     "ON CONFLICT(trial_id) DO UPDATE SET summary = excluded.summary", (trial_id, text))
 
+    @_reading("reading a summary")
     def summary(self, trial_id: str) -> Summary | None:
         with self._lock:
             row = self.conn.execute("SELECT summary FROM summaries WHERE trial_id = ?",
@@ -473,6 +530,7 @@ class TrialStore:
         return Summary.model_validate_json(row[0]) if row else None
 
     # -- pushing to a metrics store ------------------------------------------------------------------
+    @_reading("reading samples")
     def sample_rows_after(self, trial_id: str, rowid: int, limit: int) -> list[tuple[int, RequestSample]]:
         """Up to ``limit`` samples of a trial stored after row ``rowid``, with their row ids, in order."""
         with self._lock:
@@ -481,6 +539,7 @@ class TrialStore:
                 "ORDER BY rowid LIMIT ?", (trial_id, int(rowid), int(limit))).fetchall()
         return [(r[0], RequestSample(*r[1:])) for r in rows]
 
+    @_reading("reading telemetry")
     def telemetry_rows_after(self, trial_id: str, rowid: int, limit: int) -> list[tuple[int, TelemetryRow]]:
         with self._lock:
             rows = self.conn.execute(
@@ -488,6 +547,7 @@ class TrialStore:
                 "ORDER BY rowid LIMIT ?", (trial_id, int(rowid), int(limit))).fetchall()
         return [(r[0], TelemetryRow(*r[1:7], json.loads(r[7]) if isinstance(r[7], str) else None)) for r in rows]
 
+    @_reading("reading push state")
     def push_state(self, trial_id: str, store: str) -> PushState | None:
         """How far the trial has reached ``store``; None if it was never pushed there."""
         with self._lock:
@@ -502,12 +562,14 @@ class TrialStore:
                     "telemetry_rowid = excluded.telemetry_rowid, telemetry_seen = excluded.telemetry_seen, "
                     "done = excluded.done", (trial_id, store, *state[:4], int(state.done)))
 
+    @_reading("reading push state")
     def pending_pushes(self, store: str) -> list[str]:
         """Trials meant for ``store`` that have not fully reached it."""
         with self._lock:
             rows = self.conn.execute("SELECT trial_id FROM pushes WHERE store = ? AND done = 0", (store,)).fetchall()
         return [r[0] for r in rows]
 
+    @_reading("counting unpushed rows")
     def unpushed_rows(self, trial_id: str, state: PushState | None) -> int:
         """Samples and telemetry rows of the trial not yet pushed (all of them without a state)."""
         s = state or PushState()

@@ -72,3 +72,81 @@ def test_a_too_short_client_timeout_says_so(es_target: str, capsys: pytest.Captu
     assert rc != 0
     line = assert_one_line(err, "0.001 s", "timeout:0.001 in --client-options is too short")
     assert "cannot reach" not in line
+
+
+def _health_track(folder: Path, iterations: int) -> Path:
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "track.json").write_text(json.dumps({
+        "version": 2,
+        "operations": [{"name": "health", "operation-type": "cluster-health",
+                        "request-params": {"wait_for_status": "yellow"}}],
+        "schedule": [{"operation": "health", "clients": 2, "iterations": iterations}]}))
+    return folder
+
+
+def _corrupt_one_samples_page(db: Path) -> None:
+    """Overwrite one leaf page of the samples table's b-tree with garbage (after a checkpoint, so the page is
+    in the file itself)."""
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    pages = [r[0] for r in conn.execute("SELECT pageno FROM dbstat WHERE name = 'samples' AND pagetype = 'leaf' "
+                                        "ORDER BY pageno")]
+    conn.close()
+    assert len(pages) > 4, pages
+    page = pages[len(pages) // 2]
+    with open(db, "r+b") as f:
+        f.seek((page - 1) * page_size)
+        f.write(b"\xff" * 64)
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] != "ok"
+    except sqlite3.DatabaseError as e:
+        assert "malformed" in str(e)
+    finally:
+        conn.close()
+
+
+def test_a_damaged_samples_page_is_one_line_in_every_command_that_reads_it(
+        es_target: str, tmp_path: Path, bench_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.cli import main
+    from bench.home import db_path
+    from bench.store import TrialStore
+
+    track = _health_track(tmp_path / "health", 3000)
+    for _ in range(2):
+        assert main(["race", "--quiet", f"--track-path={track}", f"--target-hosts={es_target}"]) == 0
+    capsys.readouterr()
+    with TrialStore() as store:
+        ids = [t.id for t in store.list_trials()]
+    db = db_path()
+    _corrupt_one_samples_page(db)
+
+    def one_line_for(*args: str) -> str:
+        rc = main(list(args))
+        out, err = capsys.readouterr()
+        assert rc != 0, (args, out, err)
+        line = assert_one_line(err, str(db), "database disk image is malformed", ".recover")
+        assert "sqlite3.DatabaseError" in line
+        return out
+
+    # Whichever trial the damaged page holds samples of: show, compare and both reports refuse it in one line.
+    damaged = []
+    for trial_id in ids:
+        rc = main(["show", trial_id])
+        out, err = capsys.readouterr()
+        if rc != 0:
+            assert_one_line(err, str(db), "database disk image is malformed")
+            damaged.append(trial_id)
+    assert damaged, "no trial's samples were on the damaged page"
+    trial_id = damaged[0]
+    one_line_for("show", trial_id)
+    one_line_for("compare", "--baseline", ids[0], "--candidate", ids[1])
+    for fmt in ("html", "markdown"):
+        one_line_for("report", trial_id, f"--format={fmt}", f"--output={tmp_path / ('r.' + fmt)}")
+    # A new race into the damaged store says so too, before it measures anything.
+    one_line_for("race", "--quiet", f"--track-path={track}", f"--target-hosts={es_target}")
