@@ -244,7 +244,7 @@ def _race(a: argparse.Namespace, console: Console) -> int:
                   soft_wrap=True)
     console.print(f"\nTrial [bold]{result.trial_id}[/bold] stored ({status_label(result.status, result.summary)}).",
                   highlight=False)
-    return 0
+    return 1 if result.store_refused else 0  # its line was printed when the store was closed
 
 
 def _check_provisioning_flags(opts: RaceOptions, plugin_params: str | None) -> None:

@@ -46,6 +46,8 @@ class RaceResult:
     summary: Summary | None
     report: str = ""
     clusters: list[dict[str, Any]] = field(default_factory=list)
+    # The metrics store refused the trial (its line was printed): the race exits non-zero, the trial is kept.
+    store_refused: str | None = None
 
 
 @dataclass(frozen=True)

@@ -153,7 +153,7 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
         report = render_summary(summary, opts.report_format) if summary else ""
         if opts.report_file:
             write_report(report, opts.report_file)
-        return RaceResult(trial.id, status, summary, report, facts)
+    return RaceResult(trial.id, status, summary, report, facts, store_refused=getattr(store, "push_refused", None))
 
 
 def _documents_per_task(track: Track, challenge: Challenge) -> dict[str, list[DocumentsSpec]]:

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from bench.errors import StoreError
-from bench.metrics_store.config import StoreConfig
+from bench.metrics_store.config import ENV_PASSWORD, StoreConfig
 from bench.metrics_store.http import StoreUnavailable
 from bench.metrics_store.pusher import Pusher
 from bench.metrics_store.reader import StoreReader
@@ -37,6 +37,10 @@ class MirroredStore:
         self.pusher = Pusher(config, self.local.path)
         self.unreachable: str | None = None  # why the last read from the metrics store failed
         self._recorded: set[str] = set()  # trials whose push record exists (no query per sample batch)
+        # Set by close() when the store refused bench (credentials, privileges, TLS, mappings): the race then
+        # exits non-zero although its trial is complete in the local store.
+        self.push_refused: str | None = None
+        self._closed = False
 
     @property
     def path(self) -> Any:
@@ -139,11 +143,22 @@ class MirroredStore:
         return out
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         left = self.pusher.close()
-        if left:
+        ids = ", ".join(sorted(t[:12] for t in left))
+        if left and self.pusher.refused:
+            # Retrying cannot cure this: one line naming what the store said and where the fix goes.
+            self.push_refused = redact_text(
+                f"{self.pusher.refused}; fix it (--metrics-store, --metrics-store-options, {ENV_PASSWORD} or "
+                f"bench.ini) and run 'bench store push': {len(left)} trial(s) not pushed ({ids}), kept complete in "
+                f"{self.local.path}")
+            log.error("%s", self.push_refused)
+            print(f"error: {self.push_refused}", file=sys.stderr)
+        elif left:
             line = (f"metrics store {self.remote.http.name}: {len(left)} trial(s) not pushed yet "
-                    f"({', '.join(sorted(t[:12] for t in left))}): they stay in {self.local.path}; push them with "
-                    "'bench store push'")
+                    f"({ids}): they stay in {self.local.path}; push them with 'bench store push'")
             log.warning("%s", line)
             print(f"note: {redact_text(line)}", file=sys.stderr)
         self.remote.close()

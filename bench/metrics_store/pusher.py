@@ -123,6 +123,8 @@ class Pusher:
         self._down: str | None = None
         self._thread: threading.Thread | None = None
         self.pending: set[str] = set()  # trials whose last push failed
+        # Why the store refused bench (401, 403, TLS, a mapping conflict): retrying cannot cure that, the user must.
+        self.refused: str | None = None
 
     def note(self, trial_id: str) -> None:
         with self._lock:
@@ -153,11 +155,13 @@ class Pusher:
                     with self._lock:
                         self._dirty.discard(tid)
                 self.pending.discard(tid)
+                self.refused = None
                 if self._down is not None:
                     log.warning("metrics store %s answers again: pushing resumed", push.http.name)
                     self._down = None
             except StoreError as e:
                 self.pending.add(tid)
+                self.refused = None if isinstance(e, StoreUnavailable) else str(e)
                 if self._down != str(e):
                     log.warning("%s: the trial's rows stay in the local store and are pushed when it answers "
                                 "(or by 'bench store push %s')", e, tid[:12])
