@@ -150,3 +150,38 @@ def test_a_damaged_samples_page_is_one_line_in_every_command_that_reads_it(
         one_line_for("report", trial_id, f"--format={fmt}", f"--output={tmp_path / ('r.' + fmt)}")
     # A new race into the damaged store says so too, before it measures anything.
     one_line_for("race", "--quiet", f"--track-path={track}", f"--target-hosts={es_target}")
+
+
+@pytest.mark.parametrize("base_url, offline", [(None, False), ("http://127.0.0.1:1/corpora", True)])
+def test_a_truncated_corpus_that_cannot_be_downloaded_again_is_never_to_be_deleted(
+        base_url: str | None, offline: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import bz2
+    import json
+    import random
+
+    from bench.cli import main
+
+    rnd = random.Random(7)
+    docs = b"".join(json.dumps({"n": i, "text": "%032x" % rnd.getrandbits(128)}).encode() + b"\n"
+                    for i in range(20_000))
+    folder = tmp_path / "track"
+    folder.mkdir()
+    corpus: dict[str, object] = {"name": "docs", "documents": [{"source-file": "documents.json.bz2",
+                                                                "document-count": 20_000}]}
+    if base_url:
+        corpus["base-url"] = base_url
+    (folder / "track.json").write_text(json.dumps({
+        "indices": [{"name": "docs"}], "corpora": [corpus],
+        "schedule": [{"operation": {"operation-type": "bulk", "bulk-size": 100}}]}))
+    packed = bz2.compress(docs)
+    only_copy = folder / "documents.json.bz2"
+    only_copy.write_bytes(packed[: len(packed) // 2])  # truncated, e.g. by an interrupted copy
+
+    rc = main(["race", "--quiet", f"--track-path={folder}", "--target-hosts=127.0.0.1:1",
+               *(["--offline"] if offline else [])])
+    err = capsys.readouterr().err
+    assert rc != 0
+    line = assert_one_line(err, str(only_copy), "damaged", "good copy")
+    assert "delete" not in line
+    assert ("--offline" if offline else "no base-url") in line
+    assert only_copy.stat().st_size == len(packed) // 2  # still there, untouched

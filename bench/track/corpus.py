@@ -145,11 +145,22 @@ def _head_lines(src: Path, lines: int) -> Iterator[bytes]:
             yield chunk[: cut + 1]
 
 
-def decompress(src: Path, target: Path) -> Path:
+def damaged(src: Path, e: BaseException, no_download: str | None) -> TrackError:
+    """A compressed corpus file that cannot be read to its end. Deleting it is advice only where bench can
+    download it again: otherwise it may be the user's only copy."""
+    if no_download is None:
+        return TrackError(f"cannot decompress {src}: {e}; delete it to download it again")
+    return TrackError(f"cannot decompress {src}: {e}: the file is damaged (truncated or corrupt) and cannot be "
+                      f"downloaded again ({no_download}): replace it with a good copy from where it came from "
+                      "(the track's author, the machine that made it, a backup); keep it until then")
+
+
+def decompress(src: Path, target: Path, no_download: str | None = None) -> Path:
+    """``no_download``: why bench could not fetch ``src`` again (no base-url, --offline), or None."""
     try:
         _write_atomically(target, _stream(src))
     except (OSError, EOFError, zstandard.ZstdError) as e:
-        raise TrackError(f"cannot decompress {src}: {e}; delete it to download it again") from None
+        raise damaged(src, e, no_download) from None
     return target
 
 
@@ -272,6 +283,10 @@ class Sources:
         except TrackError as e:
             raise self.missing(corpus, d, str(e)) from None
 
+    def no_download(self, d: DocumentsSpec) -> str | None:
+        """Why a file of ``d`` cannot be downloaded again, or None when it can."""
+        return "--offline" if self.offline else None if d.base_url else "the document set has no base-url"
+
     def missing(self, corpus: str, d: DocumentsSpec, why: str) -> TrackError:
         plain = _strip_compression(d.source_file)
         looked = self.candidates(corpus, d.source_file)
@@ -339,7 +354,10 @@ def _prepare_file(corpus: str, d: DocumentsSpec, src: Sources, test_mode: bool) 
                     log.info("no 1k variant (%s); downloading the full corpus file", e)
                     found = src.download(corpus, d, d.source_file, cache / d.source_file)
             say(f"corpus {corpus}: taking the first {docs:,} documents of {found.name} (test mode)")
-            _write_atomically(target, _head_lines(found, _expected_lines(d, docs)))
+            try:
+                _write_atomically(target, _head_lines(found, _expected_lines(d, docs)))
+            except (EOFError, zstandard.ZstdError) as e:
+                raise damaged(found, e, src.no_download(d)) from None
         d.document_count = docs
         _check_lines(target, d, docs)
         return target
@@ -351,7 +369,7 @@ def _prepare_file(corpus: str, d: DocumentsSpec, src: Sources, test_mode: bool) 
             packed = [src.download(corpus, d, d.source_file, cache / d.source_file)]
         if compressed:
             say(f"corpus {corpus}: decompressing {packed[0].name}")
-        target = decompress(packed[0], cache / plain_name) if compressed else packed[0]
+        target = decompress(packed[0], cache / plain_name, src.no_download(d)) if compressed else packed[0]
     say(f"corpus {corpus}: counting the documents of {target.name}")
     _check_lines(target, d, d.document_count)
     return target
