@@ -15,6 +15,7 @@ report rows, so this module knows no extension.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -48,8 +49,10 @@ class ErrorCount(BaseModel):
     """One distinct error message and how many requests got it. A list of these, not a dict keyed by message:
     the store's redaction masks the *values* of secret-looking keys, and a message may well say "credentials"."""
 
-    message: str
+    message: str  # one example of the kind
     count: int
+    # How many distinct messages the kind holds (they differ in document ids, values, index UUIDs ...).
+    variants: int = 1
 
 
 class TaskSummary(BaseModel):
@@ -287,9 +290,31 @@ MAX_MESSAGES = 10  # distinct messages listed per task in notes; all of them sta
 MAX_MESSAGE_CHARS = 500
 
 
+# What makes messages of one kind of failure differ: document ids, values, index UUIDs, counts, positions.
+_VARIABLE_PARTS = [
+    (re.compile(r"\b\d+ of \d+ documents failed"), "N of M documents failed"),
+    (re.compile(r"(with id) '[^']*'"), r"\1 '…'"),
+    (re.compile(r"(Preview of field's value:) .*$", re.S), r"\1 …"),
+    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "…"),
+    (re.compile(r"(\[[^\]/\s]*/)[A-Za-z0-9_-]{22}\]"), r"\1…]"),  # [index/uuid]
+    (re.compile(r"\[[A-Za-z0-9_-]{22}\]"), "[…]"),  # an index UUID
+    (re.compile(r"\[[^\]]*\](: version conflict)"), r"[…]\1"),  # the document id of a conflict
+    (re.compile(r"\[\d+(:\d+)?\]"), "[…]"),  # positions, versions, shard numbers
+]
+
+
+def error_kind(message: str) -> str:
+    """A failure message with its document ids, values and UUIDs taken out: what groups failures of one kind
+    (type, reason and field stay)."""
+    for pattern, repl in _VARIABLE_PARTS:
+        message = pattern.sub(repl, message)
+    return message
+
+
 def error_messages(df: pd.DataFrame) -> list[ErrorCount]:
-    """Distinct messages of the failed requests in ``df`` -> count, most frequent first. A failure stored
-    without a message (older trials) is listed by its error type."""
+    """The failed requests in ``df`` grouped by kind (``error_kind``: the message without document ids, values
+    and UUIDs) -> one example message, the count and how many distinct messages, most frequent first. A failure
+    stored without a message (older trials) is listed by its error type."""
     failed = request_failed(df)
     if not failed.any():
         return []
@@ -297,14 +322,23 @@ def error_messages(df: pd.DataFrame) -> list[ErrorCount]:
     msgs = df.loc[failed, "error"] if "error" in df else pd.Series(None, index=types.index, dtype=object)
     text = msgs.where(msgs.notna(), types).astype(str).str.slice(0, MAX_MESSAGE_CHARS)
     counts = text.value_counts(sort=False)
-    return [ErrorCount(message=str(k), count=int(v)) for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    kinds: dict[str, ErrorCount] = {}
+    for message, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        kind = kinds.get(key := error_kind(str(message)))
+        if kind is None:
+            kinds[key] = ErrorCount(message=str(message), count=int(n))
+        else:
+            kind.count += int(n)
+            kind.variants += 1
+    return sorted(kinds.values(), key=lambda e: (-e.count, e.message))
 
 
 def messages_text(messages: list[ErrorCount]) -> str:
     """'3× HTTP 404: ...; 1× timeout' (at most MAX_MESSAGES, then how many more)."""
-    shown = [f"{e.count}× {e.message}" for e in messages[:MAX_MESSAGES]]
+    shown = [f"{e.count}× {e.message}" + (f" (e.g.; {e.variants} messages of this kind, differing in ids or values)"
+                                           if e.variants > 1 else "") for e in messages[:MAX_MESSAGES]]
     more = len(messages) - MAX_MESSAGES
-    return "; ".join(shown) + (f"; and {more} more distinct messages" if more > 0 else "")
+    return "; ".join(shown) + (f"; and {more} more kinds of error" if more > 0 else "")
 
 
 def error_note(ts: TaskSummary) -> str:

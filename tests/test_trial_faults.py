@@ -185,3 +185,44 @@ def test_a_truncated_corpus_that_cannot_be_downloaded_again_is_never_to_be_delet
     assert "delete" not in line
     assert ("--offline" if offline else "no base-url") in line
     assert only_copy.stat().st_size == len(packed) // 2  # still there, untouched
+
+
+def test_mapping_conflicts_are_grouped_by_kind_not_by_document_id(
+        es_target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from bench.cli import main
+    from bench.store import TrialStore
+
+    folder = tmp_path / "conflict"
+    folder.mkdir()
+    lines = []
+    for i in range(200):  # 100 strings for a long, 100 bad dates: two kinds, 200 distinct messages
+        doc = {"n": f"not-a-number-{i}"} if i % 2 else {"n": i, "d": f"no-date-{i}"}
+        lines += [json.dumps({"index": {"_index": "conflict", "_id": f"doc-{i}"}}), json.dumps(doc)]
+    (folder / "documents.json").write_text("\n".join(lines) + "\n")
+    (folder / "track.json").write_text(json.dumps({
+        "indices": [{"name": "conflict", "body": "index.json"}],
+        "corpora": [{"name": "conflict", "documents": [{"source-file": "documents.json", "document-count": 200,
+                                                        "includes-action-and-meta-data": True}]}],
+        "schedule": [{"operation": {"operation-type": "delete-index"}},
+                     {"operation": {"operation-type": "create-index"}},
+                     {"operation": {"name": "bulk", "operation-type": "bulk", "bulk-size": 1}, "clients": 2}]}))
+    (folder / "index.json").write_text(json.dumps({"settings": {"index.number_of_replicas": 0},
+                                                   "mappings": {"properties": {"n": {"type": "long"},
+                                                                               "d": {"type": "date"}}}}))
+    assert main(["race", "--quiet", f"--track-path={folder}", f"--target-hosts={es_target}"]) == 0
+    out = capsys.readouterr().out
+    with TrialStore() as store:
+        trial = store.list_trials()[0]
+        summary = store.summary(trial.id)
+    assert summary is not None
+    task = next(t for t in summary.tasks if t.task == "bulk")
+    assert task.failed_requests == 200
+    kinds = task.error_messages
+    assert len(kinds) == 2, [k.message for k in kinds]
+    assert sorted(k.count for k in kinds) == [100, 100]
+    assert all(k.variants == 100 for k in kinds)
+    fields = sorted("[n] of type [long]" in k.message or "[d] of type [date]" in k.message for k in kinds)
+    assert fields == [True, True], [k.message for k in kinds]
+    assert "more distinct messages" not in out and "more kinds" not in out
