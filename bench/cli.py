@@ -454,8 +454,8 @@ def _ensure_ray(flag: str) -> None:
     PYTHONPATH, an install older than the extension): register it in-process, idempotent by name. Without
     Ray itself (the ``ray`` extra): one line naming the pip install, before anything starts."""
     from bench import extensions
-    from bench.ray.extension import require_ray
     from bench.ray.extension import setup as ray_setup
+    from bench.ray.require import require_ray
 
     require_ray(flag)
     extensions.load()

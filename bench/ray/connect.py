@@ -40,7 +40,7 @@ def check_reachable(address: str) -> None:
 
 def connect(address: str) -> str:
     """Join the Ray cluster at ``address`` (once per process); returns the resolved address."""
-    from bench.ray.extension import require_ray
+    from bench.ray.require import require_ray
 
     require_ray(f"--load-driver=ray:{address}")
     import ray
