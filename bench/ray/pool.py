@@ -125,7 +125,8 @@ class RayWorkerPool:
     # -- WorkerPool ------------------------------------------------------------------------------
     def start(self, count: int, extensions: dict[str, str]) -> None:
         assert count == len(self._where), "the coordinator starts as many workers as open_ray_pool placed"
-        remote = ray.remote(concurrency_groups={"results": 1})(RayWorker)
+        # ray.remote's overloads leave out concurrency_groups, an actor option Ray documents (and .options() refuses)
+        remote = ray.remote(concurrency_groups={"results": 1})(RayWorker)  # type: ignore[call-overload]
         env = {"env_vars": {"PYTHONPATH": _bench_root()}}
         try:
             for wid, node in enumerate(self._where):
