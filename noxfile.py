@@ -1,5 +1,6 @@
-"""nox sessions: tests (the whole suite, against real Elasticsearch), unit (the tests that start no engine, no Ray
-and no network namespace: minutes, no Java), lint, bench (benchmarks). docs/extending/developing.md tells which needs what."""
+"""nox sessions: tests (the whole suite, against real Elasticsearch; then lint and docs), unit (the tests that start
+no engine, no Ray and no network namespace: minutes, no Java), lint (ruff, mypy), docs, bench (benchmarks).
+docs/extending/developing.md tells which needs what."""
 
 from __future__ import annotations
 
@@ -41,6 +42,11 @@ def replication_plugin(root: Path = Path(__file__).resolve().parent) -> Path | N
 
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
+    # The whole suite (CI's `nox -s tests`) queues the checks after it, run whether or not the tests pass; a run of
+    # some tests (`nox -s tests -- tests/test_stats.py`) does not.
+    if not session.posargs:
+        session.notify("lint")
+        session.notify("docs")
     _system_packages(session)
     # Only the project's declared dependencies: no user site-packages (tests/conftest.py also refuses a venv
     # that sees the base interpreter's).
@@ -67,8 +73,12 @@ def unit(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
+    """ruff over bench/, tests/ and benchmarks/, mypy over bench/ (both configured in pyproject.toml)."""
+    # .[lint]: ruff, mypy and the stubs of the dependencies without types of their own; bench's dependencies
+    # (.[ray] too) so that mypy checks the calls into them against their own types.
+    session.install("-e", ".[lint,ray]")
     session.run("ruff", "check", "bench", "tests", "benchmarks")
+    session.run("mypy")
 
 
 @nox.session(python="3.11")

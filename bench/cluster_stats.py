@@ -178,7 +178,7 @@ def _delta_totals(before: ShardTotals, after: ShardTotals) -> ShardTotals:
             # A counter that went down was reset (an index deleted and recreated during the race):
             # everything counted since then is ``after``, a lower bound of the work done.
             values[name] = a - b if a >= b else a
-    return ShardTotals(**values)
+    return ShardTotals.model_validate(values)
 
 
 def delta(before: ClusterTotals, after: ClusterTotals) -> ClusterTotals:

@@ -18,10 +18,12 @@ import argparse
 import asyncio
 import json
 import multiprocessing as mp
+import multiprocessing.synchronize
 import signal
 import socket
 import sys
-from typing import Any
+from multiprocessing.process import BaseProcess
+from typing import Any, cast
 
 COUNT_EVERY = 16
 
@@ -68,6 +70,8 @@ def _nodes_stats(counts: Any) -> bytes:
 
 
 class _Conn(asyncio.BufferedProtocol):
+    transport: asyncio.Transport
+
     def __init__(self, stats: list[int], delay: float = 0.0, counts: Any = None) -> None:
         self._delay = delay  # seconds before each answer: a server of known service time
         self._buf = bytearray(4 << 20)
@@ -82,7 +86,7 @@ class _Conn(asyncio.BufferedProtocol):
         self._lines = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)  # a TCP server's: a full Transport
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._view
@@ -163,15 +167,15 @@ class _Conn(asyncio.BufferedProtocol):
             # A constant delay keeps answers in request order on a connection.
             asyncio.get_running_loop().call_later(self._delay, self._write, resp)
         else:
-            self.transport.write(resp)  # type: ignore[attr-defined]
+            self.transport.write(resp)
 
     def _write(self, resp: bytes) -> None:
-        if not self.transport.is_closing():  # type: ignore[attr-defined]
-            self.transport.write(resp)  # type: ignore[attr-defined]
+        if not self.transport.is_closing():
+            self.transport.write(resp)
 
 
-async def serve(port: int, *, reuse_port: bool = False, ready: object | None = None, delay: float = 0.0,
-                counts: Any = None) -> None:
+async def serve(port: int, *, reuse_port: bool = False, ready: multiprocessing.synchronize.Event | None = None,
+                delay: float = 0.0, counts: Any = None) -> None:
     stats = [0]
     loop = asyncio.get_running_loop()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -181,22 +185,23 @@ async def serve(port: int, *, reuse_port: bool = False, ready: object | None = N
     sock.bind(("127.0.0.1", port))
     server = await loop.create_server(lambda: _Conn(stats, delay, counts), sock=sock)
     if ready is not None:
-        ready.set()  # type: ignore[attr-defined]
+        ready.set()
     async with server:
         await server.serve_forever()
 
 
-def _run(port: int, reuse_port: bool, ready: object | None, delay: float = 0.0, counts: Any = None) -> None:
+def _run(port: int, reuse_port: bool, ready: multiprocessing.synchronize.Event | None, delay: float = 0.0,
+         counts: Any = None) -> None:
     asyncio.run(serve(port, reuse_port=reuse_port, ready=ready, delay=delay, counts=counts))
 
 
 def start_in_background(port: int, processes: int = 1, *, delay: float = 0.0,
-                        count_docs: bool = False) -> list[mp.Process]:
+                        count_docs: bool = False) -> list[BaseProcess]:
     """Start the sink in ``processes`` processes sharing the port (SO_REUSEPORT); returns them. ``delay``:
     seconds every answer waits (a known service time); ``count_docs``: keep the documents received (module doc)."""
     ctx = mp.get_context("spawn")
     counts = ctx.Array("q", 3) if count_docs else None  # shared by the processes, so any of them answers the total
-    procs = []
+    procs: list[BaseProcess] = []
     for _ in range(processes):
         ev = ctx.Event()
         p = ctx.Process(target=_run, args=(port, processes > 1, ev, delay, counts), daemon=True,

@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     from bench.driver.coordinator import RunStep
     from bench.options import RaceOptions
     from bench.provision.car import CarConfig
-    from bench.store import TrialStore
     from bench.summary import Summary
     from bench.track.model import Challenge, Parallel, Task, Track
+    from bench.trials import Trials
 
 # (cluster, node) -> the node's processes (psutil), for nodes bench started
 NodeProcesses = Callable[[], dict[tuple[str, str], list[Any]]]
@@ -88,7 +88,7 @@ class RaceSchedule:
 
     opts: RaceOptions
     trial_id: str
-    store: TrialStore
+    store: Trials  # where the trial goes: the SQLite store, or it mirrored into a metrics store
     targets: list[ClusterTarget]
     clusters: list[dict[str, Any]]  # check_cluster() facts of every target
     node_processes: NodeProcesses | None

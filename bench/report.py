@@ -17,7 +17,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict
 
 from rich.console import Console
 from tabulate import tabulate
@@ -101,7 +101,13 @@ def render_summary(summary: Summary, fmt: ReportFormat = "table", *, full: bool 
     return text + "\n"
 
 
-def error_records(summary: Summary) -> list[dict[str, str | int]]:
+class ErrorRecord(TypedDict):
+    task: str
+    message: str  # redacted
+    count: int
+
+
+def error_records(summary: Summary) -> list[ErrorRecord]:
     """One record per task and distinct error message of its failed requests: task, message (redacted), count."""
     return [{"task": t.task, "message": redact_text(e.message), "count": e.count} for t in summary.tasks
             for e in t.error_messages]

@@ -545,7 +545,9 @@ class TrialStore:
             rows = self.conn.execute(
                 f"SELECT rowid, {', '.join(_TELEMETRY_COLUMNS)} FROM telemetry WHERE trial_id = ? AND rowid > ? "
                 "ORDER BY rowid LIMIT ?", (trial_id, int(rowid), int(limit))).fetchall()
-        return [(r[0], TelemetryRow(*r[1:7], json.loads(r[7]) if isinstance(r[7], str) else None)) for r in rows]
+        return [(rowid, TelemetryRow(ts, cluster, node, device, metric, value,
+                                     json.loads(raw) if isinstance(raw, str) else None))
+                for rowid, ts, cluster, node, device, metric, value, raw in rows]
 
     @_reading("reading push state")
     def push_state(self, trial_id: str, store: str) -> PushState | None:
@@ -553,7 +555,10 @@ class TrialStore:
         with self._lock:
             row = self.conn.execute("SELECT samples_rowid, samples_seen, telemetry_rowid, telemetry_seen, done "
                                     "FROM pushes WHERE trial_id = ? AND store = ?", (trial_id, store)).fetchone()
-        return PushState(*row[:4], bool(row[4])) if row else None
+        if not row:
+            return None
+        samples_rowid, samples_seen, telemetry_rowid, telemetry_seen, done = row
+        return PushState(samples_rowid, samples_seen, telemetry_rowid, telemetry_seen, bool(done))
 
     def set_push_state(self, trial_id: str, store: str, state: PushState) -> None:
         self._write("INSERT INTO pushes (trial_id, store, samples_rowid, samples_seen, telemetry_rowid, telemetry_seen, "

@@ -114,6 +114,7 @@ class Summary(BaseModel):
                 return sections[name]
             if name in {k.name for k in section_kinds()}:
                 return {}
+        # pydantic defines BaseModel.__getattr__ only when not TYPE_CHECKING, so mypy cannot see it
         return super().__getattr__(name)  # type: ignore[misc]
 
     def section(self, name: str) -> dict[str, Any]:

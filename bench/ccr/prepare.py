@@ -144,7 +144,9 @@ def apply_follow_parameter_sets(plan: CcrPlan, cars: dict[str, Any], engines: di
             continue
         cluster = follower_cluster(list(engines), _default_cluster(list(engines)), t.operation.params)
         car = cars.get(cluster)
-        sets = dict((car.variables.get("ccr_follow_parameters") or {}) if car is not None else {})
+        if car is None:
+            continue
+        sets = dict(car.variables.get("ccr_follow_parameters") or {})
         if not sets:
             continue
         if engines.get(cluster) != "elasticsearch":

@@ -128,15 +128,16 @@ def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], in
         if c.failed:
             section.notes.append(f"CCR: {c.task} failed {c.failed} of {c.requests} time(s): the followers did not "
                                  f"catch up (see the trial's error); no catch-up time is reported.")
-    for f in section.followers:
-        if f.docs_match is False:
+    for fs in section.followers:
+        if fs.docs_match is False:
             synced = section.catch_up and not any(c.failed for c in section.catch_up)
             section.notes.append(
-                f"CCR: follower {f.cluster}/{f.index} has {f.follower_docs:,} documents, leader {f.leader_cluster}/"
-                f"{f.leader_index} has {f.leader_docs:,}"
+                f"CCR: follower {fs.cluster}/{fs.index} has {fs.follower_docs:,} documents, leader "
+                f"{fs.leader_cluster}/{fs.leader_index} has {fs.leader_docs:,}"
                 + (" after wait-for-followers-to-sync: MISMATCH." if synced else " (no successful sync wait)."))
-        if f.lag_ops_max is None and f.leader_cluster is not None:
-            section.notes.append(f"CCR: no lag samples for {f.cluster}/{f.index} (ccr-stats telemetry off or failing).")
+        if fs.lag_ops_max is None and fs.leader_cluster is not None:
+            section.notes.append(
+                f"CCR: no lag samples for {fs.cluster}/{fs.index} (ccr-stats telemetry off or failing).")
     return section
 
 

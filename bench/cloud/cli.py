@@ -17,7 +17,7 @@ from bench.errors import ConfigError
 from bench.store import new_trial_id
 
 
-def add_cloud_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_cloud_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = sub.add_parser("cloud", help="plan, create, list and delete cloud machines for a topology")
     cs = c.add_subparsers(dest="cloud_command", required=True, metavar="ACTION")
 
@@ -85,9 +85,9 @@ def run_cloud(a: argparse.Namespace, console: Console) -> int:
         if a.older_than:
             found = lifecycle.stale(found, lifecycle.parse_duration(a.older_than))
         now = time.time()
-        rows = [(r.trial_id[:12] if r.trial_id else "?", r.kind, r.id, r.name, r.state or "-", r.location,
-                 f"{r.age_hours(now):.1f}h" if r.created else "?", r.private_ip or "-") for r in found]
-        console.print(tabulate(rows, headers=["Trial", "Kind", "Id", "Name", "State", "Where", "Age", "Private IP"]),
+        found_rows = [(r.trial_id[:12] if r.trial_id else "?", r.kind, r.id, r.name, r.state or "-", r.location,
+                       f"{r.age_hours(now):.1f}h" if r.created else "?", r.private_ip or "-") for r in found]
+        console.print(tabulate(found_rows, headers=["Trial", "Kind", "Id", "Name", "State", "Where", "Age", "Private IP"]),
                       markup=False)
         console.print(f"{len(found)} resource(s)", highlight=False)
         return 0

@@ -9,9 +9,18 @@ describe the same study on both clouds.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
 
 from bench.bundled import resolve_example
 from bench.errors import ConfigError
@@ -22,6 +31,15 @@ from bench.yaml_file import read_yaml
 
 Provider = Literal["local", "aws", "gcp"]
 _NAME = r"^[a-z][a-z0-9-]{0,30}$"  # valid in AWS Name tags, GCE instance names and ES cluster names
+
+
+def _one_type(v: Any) -> Any:
+    """``instance_type: c5d.4xlarge``, one type for every provider."""
+    return {"aws": v, "gcp": v} if isinstance(v, str) else v
+
+
+# provider -> instance type
+InstanceTypes = Annotated[dict[str, str], BeforeValidator(_one_type)]
 
 
 class Disk(BaseModel):
@@ -35,7 +53,7 @@ class ClusterTopology(BaseModel):
 
     name: str = Field(pattern=_NAME)
     nodes: int = Field(default=1, ge=1, le=32)
-    instance_type: dict[str, str] = Field(default_factory=dict)  # provider -> type
+    instance_type: InstanceTypes = Field(default_factory=dict)
     disk: Disk = Field(default_factory=Disk)
     car: list[str] = Field(default_factory=lambda: ["defaults"], min_length=1)
     car_params: dict[str, Any] = Field(default_factory=dict)
@@ -52,11 +70,6 @@ class ClusterTopology(BaseModel):
     remote_clusters: list[str] = Field(default_factory=list)
     http_port: int = Field(default=9200, ge=1, le=65535)
     transport_port: int = Field(default=9300, ge=1, le=65535)
-
-    @field_validator("instance_type", mode="before")
-    @classmethod
-    def _one_type(cls, v: Any) -> Any:
-        return {"aws": v, "gcp": v} if isinstance(v, str) else v
 
     @field_validator("car", mode="before")
     @classmethod
@@ -81,10 +94,8 @@ class DriverTopology(BaseModel):
 
     name: str = Field(default="driver", pattern=_NAME)
     count: int = Field(default=1, ge=1, le=16)
-    instance_type: dict[str, str] = Field(default_factory=dict)
+    instance_type: InstanceTypes = Field(default_factory=dict)
     disk: Disk = Field(default_factory=Disk)
-
-    _one_type = field_validator("instance_type", mode="before")(ClusterTopology._one_type.__func__)  # type: ignore[attr-defined]
 
 
 class Network(BaseModel):
@@ -136,7 +147,8 @@ class Topology(BaseModel):
                 raise ValueError(f"clusters[{c.name}].remote_clusters: {unknown} are not other clusters of this topology")
         if self.provider != "local":
             refuse_cloud_plugins(self, ValueError)
-            for what in [*self.clusters, *self.drivers]:
+            members: list[ClusterTopology | DriverTopology] = [*self.clusters, *self.drivers]
+            for what in members:
                 if self.provider not in what.instance_type:
                     kind = "clusters" if isinstance(what, ClusterTopology) else "drivers"
                     raise ValueError(f"{kind}[{what.name}].instance_type has no entry for provider {self.provider}")
@@ -170,7 +182,7 @@ def refuse_cloud_plugins(topo: Topology, error: type[Exception] = ConfigError) -
                         f"script does not); race the topology with provider local, or leave the plugins out")
 
 
-def _loc(err: dict[str, Any], raw: Any) -> str:
+def _loc(err: ErrorDetails, raw: Any) -> str:
     """clusters.1.nodes -> clusters[follower].nodes: name list items by their name where they have one."""
     parts: list[str] = []
     node = raw

@@ -83,8 +83,11 @@ def _repack_installed(dest: Path) -> Path:
     files = [f for f in dist.files if ".." not in f.parts and "__pycache__" not in f.parts
              and not (f.parts[0].endswith(".dist-info") and f.name in _INSTALLER_FILES)]
     info = next(f.parts[0] for f in files if f.parts[0].endswith(".dist-info"))
-    tag = next(line.split(":", 1)[1].strip() for line in dist.read_text("WHEEL").splitlines()
-               if line.startswith("Tag:"))
+    wheel_meta = dist.read_text("WHEEL")
+    if wheel_meta is None:
+        raise ProvisionError(f"cannot make a wheel of the bench at {here.parent}: its {info} has no WHEEL file; "
+                             "install bench with pip")
+    tag = next(line.split(":", 1)[1].strip() for line in wheel_meta.splitlines() if line.startswith("Tag:"))
     path = dest / f"{info.removesuffix('.dist-info')}-{tag}.whl"
     with WheelFile(path, "w") as whl:
         # The dist-info last, as wheels have it (WheelFile adds RECORD when it closes).

@@ -14,6 +14,7 @@ import copy
 import os
 import random
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from bench.driver.param_types import param_bool, param_float
@@ -104,7 +105,7 @@ async def _exists(call: Call, path: str) -> bool:
     return status == 200
 
 
-async def _delete_templates(call: Call, path: str, templates: list[tuple[str, bool, str | None]],
+async def _delete_templates(call: Call, path: str, templates: Sequence[tuple[str, bool, str | None]],
                             only_if_exists: bool) -> Result:
     """Rally's order: each template, then the indices matching its pattern (destructive_requires_name lifted for
     them and put back after); every request counts as one op."""

@@ -126,12 +126,12 @@ def prepare_bodies(documents: list[DocumentsSpec], *, client: int, clients: int,
                     # Rally: ids are the document numbers of the client's slice, zero-padded; shuffled for "random".
                     ids = [f"{k:010d}" for k in range(start, end)]
                     if id_conflicts.conflicts == "random":
-                        np.random.default_rng([id_conflicts.seed, client, 1]).shuffle(ids)  # type: ignore[arg-type]
+                        np.random.default_rng([id_conflicts.seed, client, 1]).shuffle(ids)
                 # end offset (exclusive) of each document, for cutting by bytes
                 doc_ends = nl[lines_per_doc - 1::lines_per_doc] + 1 if bulk_size_bytes else None
                 b_start = start
                 while b_start < end:
-                    if doc_ends is not None:
+                    if doc_ends is not None and bulk_size_bytes:
                         lo_off = 0 if b_start == 0 else int(doc_ends[b_start - 1])
                         b_end = int(np.searchsorted(doc_ends, lo_off + bulk_size_bytes, side="right"))
                         b_end = min(max(b_end, b_start + 1), end)

@@ -15,6 +15,7 @@ from typing import Any
 
 import aiohttp
 
+from bench.driver.custom_schedule import RallySchedule
 from bench.driver.param_types import ParamError
 from bench.driver.params import CorpusSource
 from bench.driver.runners import Context, Result, Runner
@@ -88,7 +89,7 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
                   finite_source=getattr(source, "finite", False))
     # The task's own schedule unless a track's scheduler replaces it.
     pacer = Pacer(task, seed=client_id) if offsets is None else None
-    feedback = offsets if getattr(offsets, "feedback", False) else None
+    feedback = offsets if isinstance(offsets, RallySchedule) else None
     task_meta = json.dumps(task.meta, default=str) if task.meta else None
     op = task.operation
     total_iterations = None if b.iterations is None else b.warmup_iterations + b.iterations
@@ -112,7 +113,11 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
             params = next(source)
         except StopIteration:
             break
-        off = pacer.next_offset(time.monotonic() - client_start) if pacer is not None else next(offsets)  # type: ignore[arg-type]
+        if pacer is not None:
+            off = pacer.next_offset(time.monotonic() - client_start)
+        else:
+            assert offsets is not None  # the track's scheduler instead of the pacer
+            off = next(offsets)
         if off is None:
             due = time.monotonic()
         else:

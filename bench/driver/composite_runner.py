@@ -34,9 +34,12 @@ class _Failed(Exception):
 class Spec(Protocol):
     """What the composite needs of a registered operation type (the registry's RunnerSpec)."""
 
-    runner: Runner
-    required: tuple[str, ...]
-    check: Any
+    @property
+    def runner(self) -> Runner: ...
+    @property
+    def required(self) -> tuple[str, ...]: ...
+    @property
+    def check(self) -> Any: ...
 
 
 SpecOf = Callable[[str], "Spec | None"]

@@ -14,16 +14,31 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, assert_never
 
 from bench.client import ClusterTarget
+from bench.driver.messages import (
+    Cancel,
+    Cancelled,
+    EndStep,
+    Failure,
+    Go,
+    Message,
+    Ready,
+    Samples,
+    Step,
+    StepDone,
+    StepPlan,
+    Stop,
+    TaskDone,
+    WorkerError,
+)
 from bench.driver.mp_pool import MpWorkerPool
-from bench.driver.pool import Message, WorkerPool
+from bench.driver.pool import WorkerPool
 from bench.driver.shard_lookup import with_shard_tables
 from bench.driver.step_corpora import StepCorpora, step_corpora
 from bench.driver.track_code import TrackCodePlan, plan_for
 from bench.driver.track_defs import TrackDefinitions, track_definitions
-from bench.driver.worker import StepPlan
 from bench.driver.worker_extensions import extension_paths
 from bench.errors import RaceError, RaceInterrupted
 from bench.samples import RequestSample
@@ -32,7 +47,7 @@ from bench.track.model import DocumentsSpec, Parallel, Task, Track
 
 log = logging.getLogger(__name__)
 
-START_DELAY = 0.1  # seconds between "go" and the common start, so every worker starts on time
+START_DELAY = 0.1  # seconds between Go and the common start, so every worker starts on time
 WORKER_TIMEOUT = 30.0  # how long a worker may take to stop once told to
 
 
@@ -146,7 +161,7 @@ class Coordinator:
             for ti, _ in plan.clients:
                 owners[tasks[ti].name].add(wid)
         for wid, plan in enumerate(plans):
-            self.pool.send(wid, ("step", plan))
+            self.pool.send(wid, Step(plan))
 
         ready: set[int] = set()
         done: set[int] = set()
@@ -163,7 +178,7 @@ class Coordinator:
             nonlocal stopping
             if not stopping:
                 stopping = True
-                self.pool.broadcast(("stop",))
+                self.pool.broadcast(Stop())
 
         last_check = 0.0
         while len(done) < self.n:
@@ -175,7 +190,7 @@ class Coordinator:
                 if self._interrupt and not cancelling:
                     cancelling = True
                     stop_all()
-                    self.pool.broadcast(("cancel",))  # an interruption does not wait for in-flight requests
+                    self.pool.broadcast(Cancel())  # an interruption does not wait for in-flight requests
                 problem = self.health_check() if self.health_check and not stopping else None
                 if problem:
                     errors.append(problem)
@@ -195,38 +210,39 @@ class Coordinator:
                 # long (large bulks), so a killed bench loses at most about a second of samples.
                 self.sink([])
                 continue
-            kind, wid = msg[0], msg[1]
-            if kind == "ready":
-                ready.add(wid)
-                if len(ready) == self.n and not stopping:
-                    start_at = time.monotonic() + START_DELAY
-                    self.pool.broadcast(("go", start_at))
-                    started = True
-                    self.listener.step_started(tasks)
-            elif kind == "samples":
-                self.sink(msg[2])
-                self.listener.samples(msg[2])
-                if watch is not None and watch(msg[2]):  # told every batch, also the answers after a stop
-                    stop_all()
-            elif kind == "task-done":
-                name = msg[2]
-                task_done_by[name].add(wid)
-                if task_done_by[name] >= owners[name]:
-                    finished_tasks.add(name)
-                    self.listener.task_done(name)
-                    if completed_by and (completed_by == name or completed_by == "any"):
+            match msg:
+                case Ready(wid=wid):
+                    ready.add(wid)
+                    if len(ready) == self.n and not stopping:
+                        start_at = time.monotonic() + START_DELAY
+                        self.pool.broadcast(Go(start_at))
+                        started = True
+                        self.listener.step_started(tasks)
+                case Samples(batch=batch):
+                    self.sink(batch)
+                    self.listener.samples(batch)
+                    if watch is not None and watch(batch):  # told every batch, also the answers after a stop
                         stop_all()
-            elif kind == "failure":
-                failure = failure or msg[2]
-                stop_all()
-            elif kind == "error":
-                errors.append(msg[2])
-                stop_all()
-            elif kind == "cancelled":
-                self.cancelled += msg[2]
-            elif kind == "step-done":
-                done.add(wid)
-                self.pool.send(wid, ("end-step",))
+                case TaskDone(wid=wid, task=name):
+                    task_done_by[name].add(wid)
+                    if task_done_by[name] >= owners[name]:
+                        finished_tasks.add(name)
+                        self.listener.task_done(name)
+                        if completed_by and (completed_by == name or completed_by == "any"):
+                            stop_all()
+                case Failure(message=text):
+                    failure = failure or text
+                    stop_all()
+                case WorkerError(message=text):
+                    errors.append(text)
+                    stop_all()
+                case Cancelled(count=count):
+                    self.cancelled += count
+                case StepDone(wid=wid):
+                    done.add(wid)
+                    self.pool.send(wid, EndStep())
+                case _:
+                    assert_never(msg)
         if started:
             self.listener.step_ended()
         if errors:

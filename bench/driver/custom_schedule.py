@@ -52,8 +52,6 @@ def scheduler_kind(cls: Any) -> str:
 class RallySchedule:
     """Due offsets for one client from a track's scheduler; the client loop reports each request to it."""
 
-    feedback = True
-
     def __init__(self, name: str, scheduler: Any, task: Task, parameter_source: Any = None) -> None:
         self._name = name
         self._cls = scheduler

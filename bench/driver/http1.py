@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections import deque
+from typing import cast
 
 
 class _Response(asyncio.Protocol):
@@ -26,7 +27,7 @@ class _Response(asyncio.Protocol):
         self.closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)  # a TCP (or TLS) connection's: a full Transport
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True

@@ -6,28 +6,35 @@ import asyncio
 import multiprocessing as mp
 import threading
 import time
-from typing import Any
+from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
+from multiprocessing.queues import Queue
 
-from bench.driver.pool import Command, Message
+from bench.driver.messages import POOL_WID, Command, Message, Shutdown, WorkerError
 from bench.driver.worker import worker_main
 from bench.trials import TelemetryRow
 
 READER_STOPPED = "the load driver's results reader stopped"
 
 
+@dataclass(frozen=True, slots=True)
+class _CloseReader:
+    """Put on the results queue by ``close``: the reader thread ends."""
+
+
 class MpWorkerPool:
     def __init__(self) -> None:
         self._ctx = mp.get_context("spawn")  # fork would copy the parent's event loop and threads
-        self._procs: list[Any] = []
-        self._cmds: list[Any] = []
-        self._results: Any = None
+        self._procs: list[BaseProcess] = []
+        self._cmds: list[Queue[Command]] = []
+        self._results: Queue[Message | _CloseReader] | None = None
         self._messages: asyncio.Queue[Message] | None = None
         self._reader: threading.Thread | None = None
 
     def start(self, count: int, extensions: dict[str, str]) -> None:
         self._results = self._ctx.Queue()
         for wid in range(count):
-            q = self._ctx.Queue()
+            q: Queue[Command] = self._ctx.Queue()
             p = self._ctx.Process(target=worker_main, args=(wid, q, self._results, extensions),
                                   name=f"bench-worker-{wid}", daemon=True)
             p.start()
@@ -45,7 +52,9 @@ class MpWorkerPool:
         if self._messages is None:
             # The reader thread hands messages to the loop that waits for them, so it starts with the first wait.
             self._messages = asyncio.Queue()
-            self._reader = threading.Thread(target=self._read, args=(asyncio.get_running_loop(), self._messages),
+            assert self._results is not None, "start() first"
+            self._reader = threading.Thread(target=self._read,
+                                            args=(self._results, asyncio.get_running_loop(), self._messages),
                                             daemon=True, name="bench-results")
             self._reader.start()
         try:
@@ -53,22 +62,24 @@ class MpWorkerPool:
         except asyncio.TimeoutError:
             return None
 
-    def _read(self, loop: asyncio.AbstractEventLoop, messages: asyncio.Queue[Message]) -> None:
+    def _read(self, results: Queue[Message | _CloseReader], loop: asyncio.AbstractEventLoop,
+              messages: asyncio.Queue[Message]) -> None:
         while True:
+            msg: Message | _CloseReader
             try:
-                msg = self._results.get()
+                msg = results.get()
             except (EOFError, OSError, ValueError):
-                msg = ("error", -1, READER_STOPPED)
+                msg = WorkerError(POOL_WID, READER_STOPPED)
             except Exception as e:  # noqa: BLE001 - e.g. a message that cannot be unpickled
                 # A reader that died silently would leave the step waiting forever: fail the race instead.
-                msg = ("error", -1, f"load driver results could not be read: {type(e).__name__}: {e}")
-            if msg[0] == "closed":
+                msg = WorkerError(POOL_WID, f"load driver results could not be read: {type(e).__name__}: {e}")
+            if isinstance(msg, _CloseReader):
                 return
             try:
                 loop.call_soon_threadsafe(messages.put_nowait, msg)
             except RuntimeError:  # the loop is closed: nobody waits any more
                 return
-            if msg[0] == "error" and msg[1] == -1:
+            if isinstance(msg, WorkerError) and msg.wid == POOL_WID:
                 return
 
     def exit_codes(self) -> dict[int, int | None]:
@@ -86,7 +97,7 @@ class MpWorkerPool:
     def close(self) -> None:
         for q in self._cmds:
             try:
-                q.put(("shutdown",))
+                q.put(Shutdown())
             except (OSError, ValueError):
                 pass
         deadline = time.monotonic() + 5
@@ -97,7 +108,7 @@ class MpWorkerPool:
                 p.join(2)
         if self._results is not None:
             # Wake the reader thread and wait for it, so it never reads from a queue being torn down.
-            self._results.put(("closed",))
+            self._results.put(_CloseReader())
             if self._reader is not None:
                 self._reader.join(5)
                 self._reader = None

@@ -1,18 +1,17 @@
 """The coordinator's view of its load-driver workers: a set of worker processes it sends commands to and
 receives messages from. ``bench.driver.mp_pool`` implements it with multiprocessing; another execution engine
-(e.g. Ray) implements the same interface. Commands and messages are the tuples ``bench.driver.worker``
-describes; every message, samples included, comes back through ``next_message``.
+(e.g. Ray) implements the same interface. Commands and messages are the classes of ``bench.driver.messages``;
+every message, samples included, comes back through ``next_message``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
+from bench.driver.messages import Command, Message
 from bench.trials import TelemetryRow
 
-Command = tuple[Any, ...]  # ("step", StepPlan) | ("go", start_at) | ("stop",) | ("cancel",) | ("end-step",) ...
-# ("ready", wid, CorporaPrepared | None) | ("samples", wid, [RequestSample]) | ("error", wid, text) ...
-Message = tuple[Any, ...]
+__all__ = ["Command", "Message", "WorkerPool"]
 
 
 class WorkerPool(Protocol):
@@ -26,7 +25,7 @@ class WorkerPool(Protocol):
 
     async def next_message(self, timeout: float) -> Message | None:
         """The next message of any worker, or None after ``timeout`` seconds without one. A pool that can no
-        longer deliver messages answers ``("error", -1, why)`` once."""
+        longer deliver messages answers ``WorkerError(POOL_WID, why)`` once."""
 
     def exit_codes(self) -> dict[int, int | None]:
         """Each worker's exit code, None while it runs."""

@@ -44,7 +44,13 @@ for _module, _check in ((admin_runners, admin_runners.check_admin), (search_runn
                         (ml_transform_runners, ml_transform_runners.check_ml_transform)):
     for _type, (_runner, _required) in _module.RUNNERS.items():
         _SPECS[_type] = RunnerSpec(_type, _runner, _required, _check)
-_composite, _composite_check = composite_runner.operation(_SPECS.get)
+
+
+def _spec(operation_type: str) -> RunnerSpec | None:
+    return _SPECS.get(operation_type)
+
+
+_composite, _composite_check = composite_runner.operation(_spec)
 _SPECS["composite"] = RunnerSpec("composite", _composite, ("requests",), _composite_check)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from bench.errors import ConfigError, TrackError
 from bench.track.model import Task
@@ -32,6 +32,13 @@ class Scheduler(Protocol):
     as it is (it reads the target from the task itself) and fed the runner's results."""
 
     def next(self, current: float) -> float: ...
+
+
+@runtime_checkable
+class FeedbackScheduler(Scheduler, Protocol):
+    """A scheduler fed every request's result (Rally's full scheduler API; ``before_request`` is optional)."""
+
+    def after_request(self, now: float, weight: float, unit: str, meta: dict[str, Any] | None) -> None: ...
 
 
 # (task, target requests/s of this client -- None when the task has no target) -> Scheduler
@@ -111,14 +118,14 @@ class Pacer:
         self.scheduler: Scheduler | None = None
         if not self.unthrottled and (self.unit == OPS or self.name not in BUILTIN):
             self.scheduler = _make(task, self.name, self.per_client, seed)
-        self.feedback = self.scheduler is not None and hasattr(self.scheduler, "after_request")
+        self.feedback = self.scheduler if isinstance(self.scheduler, FeedbackScheduler) else None
 
     def next_offset(self, now: float = 0.0) -> float | None:
         """When the next request is due (seconds from the client's start), or None to send it at once."""
         if self.unthrottled:
             return None
-        if self.feedback:
-            before = getattr(self.scheduler, "before_request", None)
+        if self.feedback is not None:
+            before = getattr(self.feedback, "before_request", None)
             if before is not None:
                 before(now)
         if self.first:
@@ -133,8 +140,8 @@ class Pacer:
         """Feed back what the request did: re-paces a unit-aware target when the weight changes."""
         if self.unthrottled:
             return
-        if self.feedback:
-            self.scheduler.after_request(now, units, unit, meta)  # type: ignore[union-attr]
+        if self.feedback is not None:
+            self.feedback.after_request(now, units, unit, meta)
             return
         if self.unit == OPS or units <= 0 or units == self.weight:
             return

@@ -14,10 +14,11 @@ from bench.track.model import DocumentsSpec, Task
 
 def _index_of(task: Task, documents: list[DocumentsSpec], indices: list[str]) -> str:
     targets = {d.target_index or (indices[0] if len(indices) == 1 else None) for d in documents}
-    if len(targets) != 1 or None in targets:
+    target = next(iter(targets)) if len(targets) == 1 else None
+    if target is None:
         raise RaceError(f"task '{task.name}': shard-aware bulk needs its documents to go to exactly one index, "
                         f"they go to {sorted(str(t) for t in targets) or 'none'}")
-    return next(iter(targets))  # type: ignore[return-value]
+    return target
 
 
 async def with_shard_tables(tasks: list[Task], targets: list[ClusterTarget], default_cluster: str,

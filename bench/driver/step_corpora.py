@@ -3,7 +3,7 @@
 The coordinator prepares the corpora into its own data cache; the paths it found mean nothing on another
 machine. A worker told to prepare (a distributed backend decides which: Ray's workers off the coordinator's node)
 makes each document set of its clients' tasks available in its own data cache, from the same sources, before it
-answers "ready", so before the common start: ``bench.track.corpus.prepare_document_set`` with the race's
+answers ``Ready``, so before the common start: ``bench.track.corpus.prepare_document_set`` with the race's
 ``CorpusRecipe``.
 """
 
@@ -17,7 +17,7 @@ from bench.track.model import DocumentsSpec, Track
 
 @dataclass(frozen=True)
 class CorporaPrepared:
-    """What a worker's "ready" says about its preparation: wall seconds, and the CPU seconds it used (not the
+    """What a worker's ``Ready`` says about its preparation: wall seconds, and the CPU seconds it used (not the
     driving's: a pool measuring its workers' CPU while they drive leaves them out)."""
 
     seconds: float

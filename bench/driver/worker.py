@@ -1,65 +1,69 @@
 """A load-driver worker process: runs its share of a step's clients on its own asyncio loop.
 
-Protocol (tuples through the coordinator's WorkerPool, multiprocessing queues by default):
-  coordinator -> worker: ("step", StepPlan) | ("go", start_at_monotonic) | ("stop",) | ("cancel",)
-                         | ("end-step",) | ("shutdown",)
-  worker -> coordinator: ("ready", wid, CorporaPrepared | None) | ("samples", wid, [RequestSample])
-                         | ("task-done", wid, task)
-                         | ("failure", wid, message) | ("error", wid, message) | ("cancelled", wid, count)
-                         | ("step-done", wid)
-"stop" lets in-flight requests finish (and records them); "cancel" (an interruption) cancels them, and they
-are counted, never recorded as samples.
-Bulk bodies are prepared between "step" and "ready"; the clock starts only at "go". A worker on a machine other
-than the coordinator's (``prepare_corpora``) first prepares its step's document sets in its own data cache; "ready"
-says how long that took.
+It hears the coordinator's commands and answers with messages, the classes of ``bench.driver.messages`` (which says
+the protocol), through the coordinator's WorkerPool (multiprocessing queues by default).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import multiprocessing as mp
 import os
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from bench.client import ClusterTarget, RawHttp
 from bench.driver.client_loop import run_client
+from bench.driver.messages import (
+    Cancel,
+    Cancelled,
+    Command,
+    EndStep,
+    Failure,
+    Go,
+    Message,
+    Ready,
+    Samples,
+    Shutdown,
+    Step,
+    StepDone,
+    StepPlan,
+    Stop,
+    TaskDone,
+    WorkerError,
+)
 from bench.driver.params import SourceContext, param_source
 from bench.driver.registry import runner_for
 from bench.driver.request_options import with_request_options
 from bench.driver.runners import Context, with_retries
-from bench.driver.step_corpora import CorporaPrepared, StepCorpora, prepare_step_documents
-from bench.driver.track_code import TrackCode, TrackCodePlan
-from bench.driver.track_defs import TrackDefinitions
+from bench.driver.step_corpora import CorporaPrepared, prepare_step_documents
+from bench.driver.track_code import TrackCode
 from bench.driver.worker_extensions import load_extensions
 from bench.errors import BenchError
 from bench.provision.osuser import pdeathsig_preexec
 from bench.samples import RequestSample
-from bench.track.model import DocumentsSpec, Task
+from bench.track.model import Task
 
 FLUSH_INTERVAL = 0.5
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class StepPlan:
-    step: int
-    tasks: list[Task]
-    # (index into tasks, client id within the task) for the clients this worker runs.
-    clients: list[tuple[int, int]]
-    targets: list[ClusterTarget]
-    default_cluster: str
-    documents: dict[str, list[DocumentsSpec]] = field(default_factory=dict)  # task name -> corpus files
-    indices: dict[str, Any] = field(default_factory=dict)
-    definitions: TrackDefinitions = field(default_factory=TrackDefinitions)
-    report_failures: bool = False  # --on-error=abort: tell the coordinator about the first failure
-    track_code: TrackCodePlan | None = None  # the track has a track.py: its runners, sources, schedulers
-    corpora: StepCorpora | None = None  # how a worker on another machine prepares the documents itself
+class Commands(Protocol):
+    """Where a worker reads the coordinator's commands: a blocking ``get`` (a multiprocessing queue locally)."""
+
+    def get(self) -> Command: ...
+
+
+class Results(Protocol):
+    """Where a worker puts its messages for the coordinator."""
+
+    def put(self, msg: Message, /) -> None: ...
 
 
 def raise_nofile_limit() -> None:
@@ -82,7 +86,7 @@ def _die_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def worker_main(wid: int, commands: Any, results: Any, extensions: dict[str, str] | None = None) -> None:
+def worker_main(wid: int, commands: Commands, results: Results, extensions: dict[str, str] | None = None) -> None:
     """A local worker process's main: the process set up as a child of bench, then the worker loop."""
     _die_with_parent()
     # Ctrl-C in a terminal reaches the whole process group: the coordinator decides when we stop.
@@ -91,7 +95,7 @@ def worker_main(wid: int, commands: Any, results: Any, extensions: dict[str, str
     run_worker(wid, commands, results, extensions)
 
 
-def run_worker(wid: int, commands: Any, results: Any, extensions: dict[str, str] | None = None, *,
+def run_worker(wid: int, commands: Commands, results: Results, extensions: dict[str, str] | None = None, *,
                prepare_corpora: bool = False) -> None:
     """The worker loop, in any thread of any process: ``commands`` has a blocking ``get()``, ``results`` a
     ``put(message)`` (multiprocessing queues locally; another backend's queue-like objects elsewhere).
@@ -99,30 +103,30 @@ def run_worker(wid: int, commands: Any, results: Any, extensions: dict[str, str]
     cache) and prepares each step's document sets itself."""
     while True:
         cmd = commands.get()
-        if cmd[0] == "shutdown":
+        if isinstance(cmd, Shutdown):
             return
-        if cmd[0] != "step":
-            continue  # a late "stop"/"go" of a step that already ended
+        if not isinstance(cmd, Step):
+            continue  # a late Stop/Go of a step that already ended
         loop = asyncio.new_event_loop()
         stop = asyncio.Event()
         cancel = asyncio.Event()
         go: asyncio.Future[float] = loop.create_future()
-        # During a step a thread owns the command queue; it returns at "end-step", which the coordinator
-        # sends once it has this worker's "step-done", so the two readers never compete.
+        # During a step a thread owns the command queue; it returns at EndStep, which the coordinator sends
+        # once it has this worker's StepDone, so the two readers never compete.
         listener = threading.Thread(target=_listen, args=(commands, loop, stop, cancel, go), daemon=True)
         listener.start()
         try:
             # Every step (cheap after the first): a failure to load is reported where the coordinator listens.
             load_extensions(extensions or {})
-            loop.run_until_complete(_run_step(wid, cmd[1], results, stop, cancel, go, prepare_corpora))
+            loop.run_until_complete(_run_step(wid, cmd.plan, results, stop, cancel, go, prepare_corpora))
         except BenchError as e:
-            results.put(("error", wid, str(e)))
+            results.put(WorkerError(wid, str(e)))
         except Exception as e:
             log.exception("worker %s failed", wid)
-            results.put(("error", wid, f"worker {wid}: {type(e).__name__}: {e}"))
+            results.put(WorkerError(wid, f"worker {wid}: {type(e).__name__}: {e}"))
         finally:
             loop.run_until_complete(loop.shutdown_asyncgens())
-            results.put(("step-done", wid))
+            results.put(StepDone(wid))
             listener.join()
             loop.close()
 
@@ -140,24 +144,28 @@ def _routing_watchers(jobs: list[tuple[Any, ...]], https: dict[str, RawHttp], ta
     return out
 
 
-def _listen(commands: Any, loop: asyncio.AbstractEventLoop, stop: asyncio.Event, cancel: asyncio.Event,
+def _listen(commands: Commands, loop: asyncio.AbstractEventLoop, stop: asyncio.Event, cancel: asyncio.Event,
             go: asyncio.Future[float]) -> None:
-    def call(fn: Any) -> None:
+    def call(fn: Callable[[], object]) -> None:
         try:
             loop.call_soon_threadsafe(fn)
         except RuntimeError:  # the loop already finished
             pass
 
+    def start(at: float) -> None:  # on the loop
+        if not go.done():
+            go.set_result(at)
+
     while True:
         cmd = commands.get()
-        if cmd[0] == "go":
-            call(lambda c=cmd: go.done() or go.set_result(c[1]))
-        elif cmd[0] == "cancel":
+        if isinstance(cmd, Go):
+            call(functools.partial(start, cmd.start_at))
+        elif isinstance(cmd, Cancel):
             call(cancel.set)
-        elif cmd[0] in ("stop", "end-step", "shutdown"):
+        elif isinstance(cmd, Stop | EndStep | Shutdown):
             call(stop.set)
-            call(lambda: go.done() or go.set_result(time.monotonic()))
-            if cmd[0] != "stop":
+            call(lambda: start(time.monotonic()))
+            if not isinstance(cmd, Stop):
                 return
 
 
@@ -166,7 +174,7 @@ class StepStopped(Exception):
 
 
 async def _prepare_documents(plan: StepPlan, stop: asyncio.Event) -> CorporaPrepared | None:
-    """Prepare the step's document sets here, off the loop so that a "stop" (Ctrl-C, another worker's error)
+    """Prepare the step's document sets here, off the loop so that a Stop (Ctrl-C, another worker's error)
     is heard while a node downloads for minutes; returns the time it took (None: nothing to prepare), or
     raises StepStopped. A preparation left behind finishes or dies with the process: every file is written
     under a temporary name and renamed when complete, so nothing half-made is ever read."""
@@ -176,32 +184,35 @@ async def _prepare_documents(plan: StepPlan, stop: asyncio.Event) -> CorporaPrep
     track = plan.track_code.track if plan.track_code is not None else None
     started = time.monotonic()
     loop = asyncio.get_running_loop()
+    # (document sets prepared, CPU seconds it took)
     done: asyncio.Future[tuple[int, float]] = loop.create_future()
 
-    def settle(ok: bool, value: Any) -> None:
+    def settle(outcome: tuple[int, float] | BaseException) -> None:
         if done.done():
             return
-        if ok:
-            done.set_result(value)
+        if isinstance(outcome, BaseException):
+            done.set_exception(outcome)
         else:
-            done.set_exception(value)
+            done.set_result(outcome)
 
     def prepare() -> None:
         cpu = time.thread_time()
+        outcome: tuple[int, float] | BaseException
         try:
             sets = prepare_step_documents(corpora, plan.documents, tasks, track)
-            outcome = (True, (sets, time.thread_time() - cpu))
+            outcome = (sets, time.thread_time() - cpu)
         except BaseException as e:  # noqa: BLE001 - handed to the loop, which raises it
-            outcome = (False, e)
+            outcome = e
         try:
-            loop.call_soon_threadsafe(settle, *outcome)
+            loop.call_soon_threadsafe(settle, outcome)
         except RuntimeError:  # the step was stopped and its loop closed: nobody waits any more
             pass
 
     threading.Thread(target=prepare, name="bench-corpus-prepare", daemon=True).start()
     stopped = asyncio.ensure_future(stop.wait())
+    waiting: set[asyncio.Future[Any]] = {done, stopped}
     try:
-        await asyncio.wait({done, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
     finally:
         stopped.cancel()
     if not done.done():
@@ -210,7 +221,7 @@ async def _prepare_documents(plan: StepPlan, stop: asyncio.Event) -> CorporaPrep
     return CorporaPrepared(time.monotonic() - started, cpu_seconds) if sets else None
 
 
-async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event, cancel: asyncio.Event,
+async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Event, cancel: asyncio.Event,
                     go: asyncio.Future[float], prepare_corpora: bool = False) -> None:
     prepared = None
     if prepare_corpora and plan.corpora is not None:
@@ -245,12 +256,12 @@ async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event,
         nonlocal failed
         if plan.report_failures and not failed:
             failed = True
-            results.put(("failure", wid, msg))
+            results.put(Failure(wid, msg))
 
     for h in https.values():
         await h.__aenter__()
     try:
-        results.put(("ready", wid, prepared))
+        results.put(Ready(wid, prepared))
         start_at = await go
 
         async def flusher() -> None:
@@ -259,7 +270,7 @@ async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event,
                 if buffer:
                     batch = buffer[:]
                     buffer.clear()
-                    results.put(("samples", wid, batch))
+                    results.put(Samples(wid, batch))
 
         cancelled = 0
 
@@ -291,8 +302,8 @@ async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event,
             if buffer:
                 batch = buffer[:]
                 buffer.clear()
-                results.put(("samples", wid, batch))
-            results.put(("task-done", wid, name))
+                results.put(Samples(wid, batch))
+            results.put(TaskDone(wid, name))
 
         fl = asyncio.create_task(flusher())
         cn = asyncio.create_task(canceller())
@@ -305,9 +316,9 @@ async def _run_step(wid: int, plan: StepPlan, results: Any, stop: asyncio.Event,
             for w in watchers:
                 w.cancel()
             if cancelled:
-                results.put(("cancelled", wid, cancelled))
+                results.put(Cancelled(wid, cancelled))
             if buffer:
-                results.put(("samples", wid, buffer[:]))
+                results.put(Samples(wid, buffer[:]))
                 buffer.clear()
     finally:
         for h in https.values():

@@ -96,30 +96,48 @@ def _leaf(kind: str, spec: Any, where: str) -> Predicate:
         return lambda r: all(r.value(n) is not _MISSING for n in names)
     if not isinstance(spec, dict) or not spec:
         raise ConfigError(f"{w}: expected a mapping of field: value")
-    checks: list[Predicate] = []
-    for name, expected in spec.items():
-        n = _field(name, w)
-        if kind == "equals":
-            checks.append(lambda r, n=n, e=expected: _same(r.value(n), e))
-        elif kind in ("contains", "prefix", "suffix"):
-            op = {"contains": str.__contains__, "prefix": str.startswith, "suffix": str.endswith}[kind]
-            checks.append(lambda r, n=n, e=str(expected), op=op: (t := _text(r.value(n))) is not None and op(t, e))
-        elif kind == "regexp":
-            try:
-                pattern = re.compile(str(expected))
-            except re.error as e:
-                raise ConfigError(f"{w}.{name}: bad regular expression: {e}") from None
-            checks.append(lambda r, n=n, p=pattern: (t := _text(r.value(n))) is not None and p.search(t) is not None)
-        elif kind == "in":
-            if not isinstance(expected, list):
-                raise ConfigError(f"{w}.{name}: expected a list of values")
-            checks.append(lambda r, n=n, e=expected: any(_same(r.value(n), x) for x in e))
-        elif kind == "range":
-            if not isinstance(expected, dict) or not set(expected) <= {"gt", "gte", "lt", "lte"} or not expected:
-                raise ConfigError(f"{w}.{name}: expected bounds among gt, gte, lt, lte")
-            bounds = {k: float(v) for k, v in expected.items()}
-            checks.append(lambda r, n=n, b=bounds: _in_range(_number(r.value(n)), b))
-    return lambda r: all(c(r) for c in checks)
+    return _all_of([_field_check(kind, _field(name, w), expected, f"{w}.{name}") for name, expected in spec.items()])
+
+
+_TEXT_OPS: dict[str, Callable[[str, str], bool]] = {
+    "contains": str.__contains__, "prefix": str.startswith, "suffix": str.endswith}
+
+
+def _field_check(kind: str, n: str, expected: Any, where: str) -> Predicate:
+    """The check of one field ``n`` of a leaf; ``where`` names the field in the file."""
+    if kind == "equals":
+        return lambda r: _same(r.value(n), expected)
+    if kind in _TEXT_OPS:
+        op, e = _TEXT_OPS[kind], str(expected)
+        return lambda r: (t := _text(r.value(n))) is not None and op(t, e)
+    if kind == "regexp":
+        try:
+            pattern = re.compile(str(expected))
+        except re.error as err:
+            raise ConfigError(f"{where}: bad regular expression: {err}") from None
+        return lambda r: (t := _text(r.value(n))) is not None and pattern.search(t) is not None
+    if kind == "in":
+        if not isinstance(expected, list):
+            raise ConfigError(f"{where}: expected a list of values")
+        return lambda r: any(_same(r.value(n), x) for x in expected)
+    if kind == "range":
+        if not isinstance(expected, dict) or not set(expected) <= {"gt", "gte", "lt", "lte"} or not expected:
+            raise ConfigError(f"{where}: expected bounds among gt, gte, lt, lte")
+        bounds = {k: float(v) for k, v in expected.items()}
+        return lambda r: _in_range(_number(r.value(n)), bounds)
+    raise ValueError(f"not a leaf condition: {kind}")
+
+
+def _all_of(predicates: list[Predicate]) -> Predicate:
+    return lambda r: all(p(r) for p in predicates)
+
+
+def _any_of(predicates: list[Predicate]) -> Predicate:
+    return lambda r: any(p(r) for p in predicates)
+
+
+def _negated(predicate: Predicate) -> Predicate:
+    return lambda r: not predicate(r)
 
 
 def _in_range(v: float | None, b: dict[str, float]) -> bool:
@@ -143,13 +161,11 @@ def compile_condition(spec: Any, where: str) -> Predicate:
             if not isinstance(sub, list) or not sub:
                 raise ConfigError(f"{w}: expected a list of conditions")
             subs = [compile_condition(s, f"{w}[{i}]") for i, s in enumerate(sub)]
-            parts.append((lambda r, s=subs: all(p(r) for p in s)) if kind == "and"
-                         else (lambda r, s=subs: any(p(r) for p in s)))
+            parts.append(_all_of(subs) if kind == "and" else _any_of(subs))
         elif kind == "not":
-            inner = compile_condition(sub, w)
-            parts.append(lambda r, p=inner: not p(r))
+            parts.append(_negated(compile_condition(sub, w)))
         elif kind in _LEAVES:
             parts.append(_leaf(kind, sub, where))
         else:
             raise ConfigError(f"{w}: unknown condition '{kind}': use one of {', '.join((*_LEAVES, 'and', 'or', 'not'))}")
-    return lambda r: all(p(r) for p in parts)
+    return _all_of(parts)

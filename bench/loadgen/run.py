@@ -33,7 +33,7 @@ from bench.errors import ClusterError, ConfigError
 from bench.loadgen.conditions import Response
 from bench.loadgen.config import LoadgenPlan, load_plan
 from bench.loadgen.summary import render_loadgen, summarize_loadgen
-from bench.report import render_summary
+from bench.report import ReportFormat, render_summary
 from bench.store import TrialInfo, machine_info, new_trial_id, utcnow
 from bench.summary import Summary, summarize
 from bench.track.model import Challenge, Operation, Task, Track
@@ -55,7 +55,7 @@ class LoadgenOptions(BaseModel):
     target_hosts: str | None = None
     client_options: dict[str, Any] = Field(default_factory=dict)
     user_tags: dict[str, str] = Field(default_factory=dict)
-    report_format: str = "table"
+    report_format: ReportFormat = "table"
     worker_processes: int | None = Field(default=None, ge=1, le=1024)  # None: 1, or one per CPU of each Ray node
     load_driver: str | None = None  # BACKEND:ADDRESS (e.g. ray:auto); None: local worker processes
     load_driver_hosts: list[str] = Field(default_factory=list)
@@ -180,7 +180,7 @@ def run_loadgen(opts: LoadgenOptions, *, console: Console | None = None) -> Load
         pool.pool.close()  # the coordinator closed it unless the run failed before it started
         store.close()  # a metrics store gets the run's last rows now (or says what it lacks)
     summary, status = outcome.summary, outcome.status
-    report = render_summary(summary, opts.report_format) if summary else ""  # type: ignore[arg-type]
+    report = render_summary(summary, opts.report_format) if summary else ""
     return LoadgenResult(trial.id, status, summary, lg_text, report)
 
 

@@ -33,8 +33,9 @@ def track_template(task: Task, *, client: int, default_index: str | None) -> Req
     where = f"task '{task.name}': template"
     if not isinstance(t, dict) or not isinstance(t.get("body"), str) or not t["body"].strip():
         raise TrackError(f"{where} must be an object with a non-empty 'body' (Loadgen's request body)")
+    size: Any = p.get("bulk-size", t.get("body_repeat_times", 1))  # the track's JSON: checked here
     try:
-        repeat = int(p.get("bulk-size", t.get("body_repeat_times", 1)))
+        repeat = int(size)
     except (TypeError, ValueError):
         raise TrackError(f"{where}: bulk-size must be an integer") from None
     cached = _TEMPLATES.get(task.name)

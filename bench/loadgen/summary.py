@@ -51,7 +51,7 @@ def summarize_loadgen(df: pd.DataFrame) -> LoadgenSummary | None:
         requests_per_s=len(m) / duration, request_traffic_per_s=sent / duration,
         total_transfer_per_s=(sent + received) / duration, avg_ms=float(st.mean()), fastest_ms=float(st.min()),
         slowest_ms=float(st.max()), errors=int((status == 0).sum()), invalid=int(((status != 0) & ~ok).sum()),
-        statuses={int(k): int(v) for k, v in counts.items()},
+        statuses={int(k): int(v) for k, v in zip(counts.index, counts.to_numpy())},
         latency_ms=percentiles(m["latency"].to_numpy() * 1000.0, [50.0, 90.0, 95.0, 99.0, 99.9, 100.0]),
         docs=int(m.loc[m["unit"] == "docs", "units"].sum()))
 

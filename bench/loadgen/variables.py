@@ -16,7 +16,7 @@ import base64
 import os
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,8 @@ class VariableSpec(BaseModel):
 
 # ------------------------------------------------------------------ Go time layouts
 
+_ZERO = timedelta(0)
+
 # Go's reference time is Mon Jan 2 15:04:05 MST 2006; longest tokens first so "2006" wins over "2".
 _GO_TOKENS: list[tuple[str, Callable[[datetime], str]]] = [
     ("January", lambda d: d.strftime("%B")), ("Monday", lambda d: d.strftime("%A")),
@@ -68,7 +70,6 @@ _GO_TOKENS: list[tuple[str, Callable[[datetime], str]]] = [
     ("1", lambda d: str(d.month)), ("2", lambda d: str(d.day)), ("3", lambda d: str((d.hour % 12) or 12)),
     ("4", lambda d: str(d.minute)), ("5", lambda d: str(d.second)),
 ]
-_ZERO = UTC.utcoffset(None)
 
 
 def _offset(d: datetime, sep: str) -> str:
@@ -87,6 +88,10 @@ def _fraction(digits: int, trim: bool, sep: str) -> Callable[[datetime], str]:
             return sep + frac if frac else ""
         return sep + frac
     return f
+
+
+def _literal(c: str) -> Callable[[datetime], str]:
+    return lambda d: c
 
 
 def go_layout(layout: str) -> Callable[[datetime], str]:
@@ -111,7 +116,7 @@ def go_layout(layout: str) -> Callable[[datetime], str]:
                 i += len(tok)
                 break
         else:
-            parts.append(lambda d, c=ch: c)
+            parts.append(_literal(ch))
             i += 1
     return lambda d: "".join(p(d) for p in parts)
 
@@ -262,7 +267,7 @@ class Variables:
             if cur + n <= top:
                 self._seq[s.name] = cur + n
                 return list(range(cur + 1, cur + n + 1))
-            out = []
+            out: list[int] = []
             for _ in range(n):  # Loadgen: at the top, answer 0 and start again from 0
                 if cur >= top:
                     cur = 0
@@ -279,11 +284,11 @@ class Variables:
         if t == "random_array":
             src = self.column(s.variable_key or "", n * s.size) if s.size else []
             q = (s.string_bracket if s.string_bracket is not None else '"') if s.variable_type == "string" else ""
-            out = []
+            arrays: list[str] = []
             for k in range(n):
                 items = ",".join(f"{q}{v}{q}" for v in src[k * s.size:(k + 1) * s.size])
-                out.append(f"[{items}]" if s.square_bracket else items)
-            return out
+                arrays.append(f"[{items}]" if s.square_bracket else items)
+            return arrays
         raise ConfigError(f"variable '{s.name}': unsupported type '{t}'")  # pragma: no cover - checked above
 
     def _now(self, s: VariableSpec) -> str | int:

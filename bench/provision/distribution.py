@@ -29,7 +29,7 @@ from bench.download import fetch
 from bench.errors import ProvisionError
 from bench.file_lock import exclusive, lock_file_for, part_path, remove_stale_parts, write_atomically
 from bench.home import distributions_dir
-from bench.provision.model import ENGINES, Checksum, DistributionFacts
+from bench.provision.model import ENGINES, Checksum, DistributionFacts, EngineLayout
 from bench.provision.repositories import fallback_repository, resolve_repository
 
 log = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ def download_archive(url: str, checksum: Checksum = "auto") -> Path:
 def _download_locked(url: str, archive: Path, algo: str | None) -> Path:
     expected = _expected_checksum(url, algo, archive) if algo else None
     if archive.exists():
-        if expected is None or _file_digest(archive, algo) == expected:
+        if algo is None or expected is None or _file_digest(archive, algo) == expected:
             log.info("using cached distribution %s", archive)
             return archive
         log.warning("cached distribution %s does not match its %s checksum; downloading it again", archive, algo)
@@ -270,7 +270,7 @@ def _file_digest(path: Path, algo: str) -> str:
         return hashlib.file_digest(f, algo).hexdigest()
 
 
-def _layout(engine: str):
+def _layout(engine: str) -> EngineLayout:
     try:
         return ENGINES[engine]
     except KeyError:

@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 from bench.errors import ConfigError, ProvisionError
-from bench.provision.model import EngineLayout, JavaFacts
+from bench.provision.model import EngineLayout, JavaFacts, JdkSource
 
 SYSTEM_JVM_DIRS = (Path("/usr/lib/jvm"), Path("/usr/java"), Path("/Library/Java/JavaVirtualMachines"))
 
@@ -33,8 +33,8 @@ def jdk_version(home: Path) -> str | None:
     return None
 
 
-def _facts(source: str, home: Path, found_by: str) -> JavaFacts:
-    return JavaFacts(source=source, home=str(home), version=jdk_version(home), found_by=found_by)  # type: ignore[arg-type]
+def _facts(source: JdkSource, home: Path, found_by: str) -> JavaFacts:
+    return JavaFacts(source=source, home=str(home), version=jdk_version(home), found_by=found_by)
 
 
 def _is_jdk(home: Path) -> bool:

@@ -167,10 +167,10 @@ class LocalProvisioner:
             if user:
                 log.info("running as root: nodes of cluster %s run as unprivileged user %s (uid %d)",
                          spec.name, user.name, user.uid)
-            username = password = None
+            auth: tuple[str, str] | None = None  # the cluster's user and password with security on
             if car.security:
-                username, password = car.security.user, secrets.token_urlsafe(24)
-                register_secret(password)
+                auth = (car.security.user, secrets.token_urlsafe(24))
+                register_secret(auth[1])
             names = [f"{spec.name}-{i}" for i in range(spec.nodes)]
             for i, (http, transport) in enumerate(pairs):
                 say(f"cluster {spec.name}: installing node {names[i]} ({i + 1} of {spec.nodes})")
@@ -179,16 +179,15 @@ class LocalProvisioner:
                     self._install_named_plugin(node, spec, layout, user, plugin_source_, archive)
                 cluster.nodes.append(node)
                 cluster.info.nodes.append(node.info)
-                if car.security:
-                    self._add_user(node, layout, user, car.security.role, username, password)
+                if car.security and auth:
+                    self._add_user(node, layout, user, car.security.role, *auth)
             for node in cluster.nodes:
                 say(f"cluster {spec.name}: launching node {node.info.name}")
                 self._launch(node, layout, car, user)
         finally:
             portalloc.release([p for pair in pairs for p in pair])
-        cluster.info.username = username
-        cluster.info.password = SecretStr(password) if password else None
-        auth = (username, password) if password else None
+        cluster.info.username = auth[0] if auth else None
+        cluster.info.password = SecretStr(auth[1]) if auth else None
         say(f"cluster {spec.name}: waiting for {spec.nodes} node(s) to form a healthy cluster")
         self._wait_healthy(cluster, spec.nodes, auth, timeout)
         cluster.info.version = self._version(cluster, auth)
@@ -296,6 +295,7 @@ class LocalProvisioner:
 
     def _add_user(self, node: _Node, layout: EngineLayout, user: NodeUser | None, role: str,
                   username: str, password: str) -> None:
+        assert layout.users_tool is not None  # start() refuses security on an engine without the tool
         tool = str(node.info.home / layout.users_tool)
         # The password goes in on stdin (the tool prompts twice), never on a command line other processes can
         # read; it is never logged either (errors are redacted).
@@ -470,6 +470,8 @@ class LocalProvisioner:
         # Whatever survived (e.g. the guard was killed) is killed now: no orphan JVMs.
         kill_survivors(procs, 5)
         for stream in (guard.stdin, guard.stdout) if guard else ():
+            if stream is None:
+                continue
             try:
                 stream.close()
             except OSError:

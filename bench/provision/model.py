@@ -11,6 +11,8 @@ from bench.provision.plugin_names import PluginRef
 
 Engine = Literal["elasticsearch", "opensearch"]
 Checksum = Literal["auto", "sha1", "sha512", "none"]
+Algorithm = Literal["sha1", "sha512"]  # a checksum that is checked
+JdkSource = Literal["bundled", "system"]
 
 
 class EngineLayout(BaseModel):
@@ -97,7 +99,7 @@ class DistributionFacts(BaseModel):
 class JavaFacts(BaseModel):
     """The JDK the nodes ran on."""
 
-    source: Literal["bundled", "system"]
+    source: JdkSource
     home: str
     version: str | None = None  # e.g. 17.0.13, from the JDK's release file
     found_by: str = ""  # bundled, JAVA17_HOME, $ES_JAVA_HOME, PATH, ...

@@ -8,24 +8,25 @@ import re
 from pathlib import Path
 
 from bench.errors import ConfigError
+from bench.provision.model import Engine
 from bench.provision.plugin_names import FLAGS, PluginRef, parse_plugin_names
 
-ENGINES = ("elasticsearch", "opensearch")
+ENGINES: dict[str, Engine] = {"elasticsearch": "elasticsearch", "opensearch": "opensearch"}
 _CLUSTER = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
 
-def parse_distribution(spec: str | None, default_version: str) -> tuple[str, str]:
+def parse_distribution(spec: str | None, default_version: str) -> tuple[Engine, str]:
     """``opensearch:2.19.1`` -> (opensearch, 2.19.1); ``8.19.21`` -> (elasticsearch, 8.19.21); None -> default."""
     if not spec:
         return "elasticsearch", default_version
     engine, sep, version = spec.strip().partition(":")
     if not sep:
         engine, version = "elasticsearch", engine
-    engine = engine.strip().lower()
-    if engine not in ENGINES or not re.match(r"^\d+\.\d+\.\d+\S*$", version.strip()):
+    known = ENGINES.get(engine.strip().lower())
+    if known is None or not re.match(r"^\d+\.\d+\.\d+\S*$", version.strip()):
         raise ConfigError(f"--distribution {spec!r}: use ENGINE:VERSION with ENGINE elasticsearch or opensearch, "
                           f"e.g. opensearch:2.19.1 or elasticsearch:8.19.21")
-    return engine, version.strip()
+    return known, version.strip()
 
 
 def parse_plugins(values: list[str] | None) -> dict[str | None, list[Path]]:

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bench.errors import ConfigError, ProvisionError
 from bench.ini import ini_path, ini_section
+from bench.provision.model import Algorithm, Checksum
 
 DEFAULT_REPOSITORY = "release"
 REPOSITORY_ENV = "BENCH_DISTRIBUTION_REPOSITORY"
@@ -36,7 +37,7 @@ REPOSITORY_ENV = "BENCH_DISTRIBUTION_REPOSITORY"
 Flavour = Literal["official", "minimal", "custom"]
 
 # (template, checksum algorithm, flavour, bundles a JDK)
-_BUILT_IN: dict[str, dict[str, tuple[str, str, Flavour, bool]]] = {
+_BUILT_IN: dict[str, dict[str, tuple[str, Algorithm, Flavour, bool]]] = {
     "elasticsearch": {
         "release": ("https://artifacts.elastic.co/downloads/elasticsearch/"
                     "elasticsearch-{{VERSION}}-{{OSNAME}}-{{ARCH}}.tar.gz", "sha512", "official", True),
@@ -60,7 +61,7 @@ class Repository(BaseModel):
 
     name: str  # release, maven-integ-test, a bench.ini name, or "url" for a template given directly
     url: str
-    checksum: str | None  # sha512, sha1, or None when nothing is published (checksum: none)
+    checksum: Algorithm | None  # sha512, sha1, or None when nothing is published (checksum: none)
     flavour: Flavour
     bundled_jdk: bool | None  # None: unknown until unpacked
     explicit: bool  # chosen by the user (option, car, environment, bench.ini), not the default
@@ -91,7 +92,7 @@ def render(template: str, engine: str, version: str, *, os: str | None = None, m
     return out.replace("{osname}", values["OSNAME"])
 
 
-def _checksum_for(url: str) -> str:
+def _checksum_for(url: str) -> Algorithm:
     return "sha1" if "repo1.maven.org" in url or url.endswith(".zip") else "sha512"
 
 
@@ -105,12 +106,15 @@ def chosen_repository(option: str | None, car_repository: str | None = None) -> 
 
 
 def resolve_repository(engine: str, version: str, option: str | None = None, car_repository: str | None = None,
-                       checksum: str = "auto", *, os: str | None = None, machine: str | None = None) -> Repository:
+                       checksum: Checksum = "auto", *, os: str | None = None, machine: str | None = None) -> Repository:
     """The repository for ``engine`` ``version``; a name nobody defines is one line listing the known ones."""
     if engine not in _BUILT_IN:
         raise ProvisionError(f"unknown engine {engine!r}; use one of {', '.join(_BUILT_IN)}")
     name, explicit = chosen_repository(option, car_repository)
     ini = ini_section("distributions")
+    algo: Algorithm | None
+    flavour: Flavour
+    bundled: bool | None
     if "://" in name or name.startswith("/"):
         template = name if "://" in name else f"file://{name}"
         algo, flavour, bundled, label = _checksum_for(template), "custom", None, "url"
@@ -158,7 +162,7 @@ def _ini_names(ini: dict[str, str], engine: str) -> set[str]:
     return names
 
 
-def fallback_repository(engine: str, version: str, checksum: str = "auto") -> Repository:
+def fallback_repository(engine: str, version: str, checksum: Checksum = "auto") -> Repository:
     """The repository a default race falls back to when the official site cannot be reached."""
     repo = resolve_repository(engine, version, "maven-integ-test", checksum=checksum)
     return repo.model_copy(update={"explicit": False})

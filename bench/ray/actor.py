@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any
 
-from bench.driver.pool import Command, Message
+from bench.driver.messages import Command, Message, Shutdown, WorkerError
 from bench.driver.worker import raise_nofile_limit, run_worker
 
 # Messages an actor holds for the coordinator. A worker puts a batch of samples every half second, so a full
@@ -26,8 +26,8 @@ class _Results:
         self._where = where
 
     def put(self, msg: Message) -> None:
-        if msg[0] == "error":
-            msg = ("error", msg[1], f"{msg[2]} (on {self._where})")
+        if isinstance(msg, WorkerError):
+            msg = WorkerError(msg.wid, f"{msg.message} (on {self._where})")
         self._outbox.put(msg)
 
 
@@ -79,6 +79,6 @@ class RayWorker:
 
     def stop(self, timeout: float) -> bool:
         """Shut the worker loop down; True if it ended within ``timeout`` seconds."""
-        self._commands.put(("shutdown",))
+        self._commands.put(Shutdown())
         self._thread.join(timeout)
         return not self._thread.is_alive()

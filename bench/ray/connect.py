@@ -3,6 +3,7 @@ failure."""
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from pathlib import Path
@@ -50,7 +51,7 @@ def connect(address: str) -> str:
     if ray.is_initialized():
         ray.shutdown()  # another cluster's connection, or a stale one of an earlier race
     try:
-        ray.init(address=resolved, logging_level="ERROR", log_to_driver=False, configure_logging=False)
+        ray.init(address=resolved, logging_level=logging.ERROR, log_to_driver=False, configure_logging=False)
     except Exception as e:  # noqa: BLE001 - ray raises many kinds; the user needs one line
         raise ConfigError(f"could not join the Ray cluster at {resolved}: {type(e).__name__}: "
                           f"{str(e).splitlines()[0] if str(e) else ''}") from None

@@ -2,7 +2,7 @@
 
 Each actor runs the worker loop of a local worker process (``bench.ray.actor``). Commands are actor calls (in
 order: one thread serves them); messages come back by long polls, one in flight per actor, read by a thread that
-hands them to the coordinator's loop. The common start ("go") is sent in each node's own monotonic clock, whose
+hands them to the coordinator's loop. The common start (``Go``) is sent in each node's own monotonic clock, whose
 offset to ours is measured at start.
 """
 
@@ -21,7 +21,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 import bench
 from bench.driver.backends import OpenedPool
-from bench.driver.pool import Command, Message
+from bench.driver.messages import Command, Go, Message, Ready, Step, WorkerError
 from bench.driver.step_corpora import CorporaPrepared
 from bench.errors import ConfigError, RaceError
 from bench.ray.actor import RayWorker
@@ -32,13 +32,22 @@ from bench.trials import TelemetryRow
 log = logging.getLogger(__name__)
 
 # For every actor to answer once (a node pulling a runtime env takes a while). Only the start waits on it: a
-# step's "ready" (after a node downloaded and decompressed its corpus files, however long that takes) is awaited
+# step's ``Ready`` (after a node downloaded and decompressed its corpus files, however long that takes) is awaited
 # by the coordinator without a limit, and Ctrl-C or another node's error stops it.
 START_TIMEOUT = 60.0
 POLL_WAIT = 0.25  # how long a poll waits on an idle worker: also how late the reader sees a close
 STOP_TIMEOUT = 3.0  # for the workers' loops to end before their actors are killed
 CLOCK_PROBES = 5  # round trips per worker; the one with the shortest round trip gives the clock offset
 DEVICE = "load-driver"  # the telemetry rows the pool stores with the trial: one set per Ray node
+
+
+@dataclass(frozen=True, slots=True)
+class _Lost:
+    """The reader's word that worker ``wid``'s actor stopped answering (its node lost): ``next_message`` makes it
+    a WorkerError, and only then counts the worker as exited, so the coordinator reads the node's name first."""
+
+    wid: int
+    message: str
 
 
 @dataclass
@@ -107,25 +116,26 @@ class RayWorkerPool:
         self._here = ray.get_runtime_context().get_node_id()
         self._step = -1  # the step whose plans were sent last
         self._prepare_s: dict[tuple[str, int], float] = {}  # (node name, step) -> its slowest worker's seconds
-        # Per worker, the wall and CPU seconds of the preparations after the first "go": not driving, so left out
+        # Per worker, the wall and CPU seconds of the preparations after the first ``Go``: not driving, so left out
         # of the driver's CPU per worker.
         self._prepare_after_go: dict[int, tuple[float, float]] = {}
         self.clock_offsets: dict[str, float] = {}  # node name -> its monotonic clock minus ours (seconds)
         self._offset: list[float] = []
         self.startup_seconds: float | None = None
         self._lost: set[int] = set()  # workers whose loss the coordinator has been told about
-        self._messages: asyncio.Queue[Message] | None = None
+        self._messages: asyncio.Queue[Message | _Lost] | None = None
         self._reader: threading.Thread | None = None
         self._closing = threading.Event()
         self._closed = False
-        # (our monotonic at the first "go", each worker's CPU seconds then: answers read only at the end)
+        # (our monotonic at the first ``Go``, each worker's CPU seconds then: answers read only at the end)
         self._cpu_at_go: tuple[float, list[Any]] | None = None
         self.node_cpu: dict[str, float] = {}  # node name -> CPU cores per worker from the first start to the end
 
     # -- WorkerPool ------------------------------------------------------------------------------
     def start(self, count: int, extensions: dict[str, str]) -> None:
         assert count == len(self._where), "the coordinator starts as many workers as open_ray_pool placed"
-        remote = ray.remote(concurrency_groups={"results": 1})(RayWorker)
+        # ray.remote's overloads leave out concurrency_groups, an actor option Ray documents (and .options() refuses)
+        remote = ray.remote(concurrency_groups={"results": 1})(RayWorker)  # type: ignore[call-overload]
         env = {"env_vars": {"PYTHONPATH": _bench_root()}}
         try:
             for wid, node in enumerate(self._where):
@@ -150,12 +160,12 @@ class RayWorkerPool:
                  ", ".join(f"{k}: {v * 1000:+.3f} ms" for k, v in self.clock_offsets.items()), self.startup_seconds)
 
     def send(self, wid: int, cmd: Command) -> None:
-        if cmd[0] == "step":
-            self._step = cmd[1].step
-        if cmd[0] == "go":  # the common start in the worker's own clock
+        if isinstance(cmd, Step):
+            self._step = cmd.plan.step
+        if isinstance(cmd, Go):  # the common start in the worker's own clock
             if self._cpu_at_go is None and wid == 0:  # asked, not awaited: the start must not wait for it
                 self._cpu_at_go = (time.monotonic(), self._ask_cpu())
-            cmd = ("go", cmd[1] + self._offset[wid])
+            cmd = Go(cmd.start_at + self._offset[wid])
         self._actors[wid].send.remote(cmd)
 
     def broadcast(self, cmd: Command) -> None:
@@ -172,12 +182,12 @@ class RayWorkerPool:
             msg = await asyncio.wait_for(self._messages.get(), timeout)
         except asyncio.TimeoutError:
             return None
-        if msg[0] == "lost":
+        if isinstance(msg, _Lost):
             # Only now does the worker count as exited: the coordinator reads the node's name first.
-            self._lost.add(msg[1])
-            return ("error", msg[1], msg[2])
-        if msg[0] == "ready" and len(msg) > 2 and isinstance(msg[2], CorporaPrepared):
-            self._prepared(msg[1], msg[2])
+            self._lost.add(msg.wid)
+            return WorkerError(msg.wid, msg.message)
+        if isinstance(msg, Ready) and msg.prepared is not None:
+            self._prepared(msg.wid, msg.prepared)
         return msg
 
     def exit_codes(self) -> dict[int, int | None]:
@@ -314,8 +324,8 @@ class RayWorkerPool:
             best = min(best, (t1 - t0, remote - (t0 + t1) / 2))
         return best[1]
 
-    def _read(self, loop: asyncio.AbstractEventLoop, messages: asyncio.Queue[Message]) -> None:
-        def deliver(msg: Message) -> bool:
+    def _read(self, loop: asyncio.AbstractEventLoop, messages: asyncio.Queue[Message | _Lost]) -> None:
+        def deliver(msg: Message | _Lost) -> bool:
             try:
                 loop.call_soon_threadsafe(messages.put_nowait, msg)
                 return True
@@ -335,7 +345,7 @@ class RayWorkerPool:
                 except Exception as e:  # noqa: BLE001 - the actor or its node is gone: the race fails naming it
                     if self._closing.is_set():
                         return
-                    if not deliver(("lost", wid, self._loss(wid, e))):
+                    if not deliver(_Lost(wid, self._loss(wid, e))):
                         return
                     continue
                 for msg in batch:

@@ -25,8 +25,8 @@ from bench.telemetry.summary import TelemetrySummary, summarize_telemetry, telem
 
 if TYPE_CHECKING:
     from bench.client import ClusterTarget
-    from bench.store import TrialStore
     from bench.summary import Summary
+    from bench.trials import Trials
 
 __all__ = [
     "DEVICES",
@@ -52,7 +52,7 @@ def race_context(targets: list[ClusterTarget], clusters: list[dict[str, Any]],
                             node_processes=node_processes, driver_pids=lambda: [os.getpid(), *worker_pids()])
 
 
-async def start_telemetry(config: TelemetryConfig, ctx: TelemetryContext, store: TrialStore,
+async def start_telemetry(config: TelemetryConfig, ctx: TelemetryContext, store: Trials,
                           trial_id: str) -> TelemetryRunner | None:
     """Start the configured devices; their rows go to the trial store as they come. None: no devices."""
     if not config.devices:

@@ -19,7 +19,7 @@ indexes, so it is kept only as ``lag_ops_follower_view``; without a leader conne
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, TypeGuard
 
 from bench.client import RawHttp
 from bench.errors import BenchError
@@ -122,7 +122,7 @@ def truth_rows(ts: float, cluster: str, index: str, truth: CheckpointLag,
     return rows, worst
 
 
-def _known(tl: TimeLag | None) -> bool:
+def _known(tl: TimeLag | None) -> TypeGuard[TimeLag]:
     """A lag behind the oldest leader checkpoint seen is only a lower bound; at the very first sample that
     bound is 0 s, which would read as "no lag": leave it out."""
     return tl is not None and not (tl.lower_bound and tl.seconds == 0.0)
@@ -268,9 +268,9 @@ class CcrStats(ClusterDevice):
                 mode="json", exclude={"autofollow_stats", "failed_indices"}))},
             "autofollow.failed_indices": float(len(autofollow.failed_indices)),
         })
-        for name, istats in leader.index_stats.items():
+        for name, lstats in leader.index_stats.items():
             rows += rows_of(ts, cluster, name, self.name,
-                            {f"leader.{k}": v for k, v in flatten(istats.model_dump(mode="json"))})
+                            {f"leader.{k}": v for k, v in flatten(lstats.model_dump(mode="json"))})
         raw = {"follower_stats": fs_body, "leader_stats": ls_body, "autofollow_stats": af_body, "status": statuses}
         readable = {n: st for n, st in found.items() if truths.get(n) is not _UNREADABLE}
         out = self._result(cluster, ts, readable, raw,

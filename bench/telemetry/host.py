@@ -162,10 +162,10 @@ class Host(Device):
                 add(HOST_SCOPE, h, "disk.write_iops",
                     (disk["write_count"] - last.get("write_count", 0.0)) / (now - last_t))
             self._last_disk = (now, disk)
-        for nic, c in psutil.net_io_counters(pernic=True).items():
-            base = self._net0.setdefault(nic, {"bytes_recv": c.bytes_recv, "bytes_sent": c.bytes_sent})
-            add(HOST_SCOPE, h, f"net.{nic}.rx_bytes", c.bytes_recv - base["bytes_recv"])
-            add(HOST_SCOPE, h, f"net.{nic}.tx_bytes", c.bytes_sent - base["bytes_sent"])
+        for nic, nic_io in psutil.net_io_counters(pernic=True).items():
+            base = self._net0.setdefault(nic, {"bytes_recv": nic_io.bytes_recv, "bytes_sent": nic_io.bytes_sent})
+            add(HOST_SCOPE, h, f"net.{nic}.rx_bytes", nic_io.bytes_recv - base["bytes_recv"])
+            add(HOST_SCOPE, h, f"net.{nic}.tx_bytes", nic_io.bytes_sent - base["bytes_sent"])
         for (cluster, node), pids in self._node_pids().items():
             self._process_rows(add, cluster, node, pids)
         if self.ctx.driver_pids is not None:

@@ -19,13 +19,14 @@ import bz2
 import contextlib
 import gzip
 import hashlib
+import io
 import json
 import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, BinaryIO
 
 import zstandard
 
@@ -96,7 +97,8 @@ def _strip_compression(name: str) -> str:
     return name
 
 
-def _open_decompressed(path: Path) -> IO[bytes]:
+def _open_decompressed(path: Path) -> io.BufferedIOBase | BinaryIO:
+    """A reader of the file's documents: bz2, gzip and zstandard decompressed on the fly."""
     if path.name.endswith(".bz2"):
         return bz2.open(path, "rb")
     if path.name.endswith(".gz"):
@@ -175,9 +177,9 @@ def count_lines(path: Path) -> int:
         / (hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32] + ".lines")
     )
     try:
-        k, n = side.read_text().split()
+        k, cached = side.read_text().split()
         if k == key:
-            return int(n)
+            return int(cached)
     except (OSError, ValueError):
         pass
     n = 0
@@ -344,7 +346,7 @@ def _prepare_file(corpus: str, d: DocumentsSpec, src: Sources, test_mode: bool) 
         docs = min(d.document_count, TEST_MODE_DOCS)
         target = cache / _one_k_name(plain_name)
         if not target.is_file():
-            found = (plain or packed or [None])[0]
+            found = next(iter(plain or packed), None)
             if found is None:
                 # Rally publishes a 1k variant next to each corpus file; use it, else the full file.
                 one_k = cache / _one_k_name(d.source_file)

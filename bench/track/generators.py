@@ -25,7 +25,7 @@ _CHUNK = 20_000  # documents per write
 def _pool(items: list[str], size: int, rnd: random.Random) -> list[str]:
     """Repeat/shuffle ``items`` into exactly ``size`` (a power of two) entries; earlier items are weighted
     more because lists are given most-frequent first."""
-    out = []
+    out: list[str] = []
     while len(out) < size:
         for i, it in enumerate(items):
             # item i appears about (len(items) - i) times per round: a cheap skew like real logs have.
@@ -112,7 +112,7 @@ def _nginx_chunks(seed: int, count: int) -> Iterator[str]:
     i = 0
     while i < count:
         n = min(_CHUNK, count - i)
-        lines = []
+        lines: list[str] = []
         append = lines.append
         for j in range(i, i + n):
             r = getbits(80)
@@ -179,7 +179,7 @@ def _http_logs_chunks(seed: int, count: int) -> Iterator[str]:
     i = 0
     while i < count:
         n = min(_CHUNK, count - i)
-        lines = []
+        lines: list[str] = []
         append = lines.append
         for _ in range(n):
             r = getbits(64)
@@ -269,7 +269,7 @@ def _shakespeare_chunks(seed: int, count: int) -> Iterator[str]:
     i = 0
     while i < count:
         n = min(_CHUNK, count - i)
-        lines = []
+        lines: list[str] = []
         append = lines.append
         for j in range(i, i + n):
             r = getbits(64)
@@ -318,7 +318,7 @@ def _eventdata_chunks(seed: int, count: int) -> Iterator[str]:
     i = 0
     while i < count:
         n = min(_CHUNK, count - i)
-        lines = []
+        lines: list[str] = []
         append = lines.append
         for _ in range(n):
             r = getbits(80)
@@ -360,7 +360,7 @@ def _geopoint_chunks(seed: int, count: int) -> Iterator[str]:
     i = 0
     while i < count:
         n = min(_CHUNK, count - i)
-        lines = []
+        lines: list[str] = []
         append = lines.append
         for _ in range(n):
             r = getbits(64)
@@ -392,7 +392,7 @@ def _pmc_chunks(seed: int, count: int, body_words: int = 800) -> Iterator[str]:
     chunk = max(1, min(_CHUNK, 2000))
     while i < count:
         n = min(chunk, count - i)
-        lines = []
+        lines: list[str] = []
         append = lines.append
         for j in range(i, i + n):
             r = getbits(64)

@@ -19,11 +19,12 @@ NOT_RUNNABLE = "CANNOT RUN"
 def _size(n: int | None) -> str:
     if n is None:
         return "-"
+    size: float = n
     for unit in ("B", "KB", "MB", "GB", "TB"):
-        if n < 1024 or unit == "TB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
+        if size < 1024 or unit == "TB":
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1024
+    return str(size)
 
 
 def _g(v: float | None, unit: str = "") -> str:

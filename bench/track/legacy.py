@@ -173,7 +173,8 @@ def note_target_types(raw: dict[str, Any], dep: Deprecations) -> None:
     for i, corpus in enumerate(raw.get("corpora", []) or []):
         if not isinstance(corpus, dict):
             continue
-        docs = corpus.get("documents") if isinstance(corpus.get("documents"), list) else []
+        documents = corpus.get("documents")
+        docs = documents if isinstance(documents, list) else []
         if "target-type" in corpus or any(isinstance(d, dict) and "target-type" in d for d in docs):
             dep.note("'target-type' of a corpus ignored (typeless Elasticsearch/OpenSearch: no _type is sent)",
                      f"corpora[{i}]")

@@ -28,7 +28,9 @@ def parse_value(raw: str) -> Any:
 
 def _split_pairs(spec: str) -> list[str]:
     """Split at commas that are not inside brackets or quotes, so ``k:[1,2],j:{"a":1}`` works."""
-    parts, depth, quote, cur = [], 0, "", []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, ""
     for ch in spec:
         if quote:
             quote = "" if ch == quote else quote

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import jinja2
@@ -86,7 +87,7 @@ class PrintedUndefined:
 
 def _template_line() -> tuple[str | None, int | None]:
     """The template file and line being rendered: the innermost frame of code Jinja2 compiled from a template."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         template = frame.f_globals.get("__jinja_template__")
         if template is not None:
@@ -111,7 +112,7 @@ class TrackUndefined(jinja2.Undefined):
         self._note()
         return ""
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Any]:
         self._note()
         return iter(())
 
@@ -185,17 +186,17 @@ _MARK_RE = re.compile(r"\{# bench-part (?:(\d) (.*?)|-end) #\}")
 
 def source_line(assembled: str, file: str, line: int) -> tuple[str, int]:
     """The file and line that line ``line`` of ``assemble``'s output came from."""
-    stack = [[file, 1]]
+    stack: list[tuple[str, int]] = [(file, 1)]  # the files being included, each with the line pos is on
     at = 1  # the assembled line the text from pos starts on
     pos = 0
     for m in [*_MARK_RE.finditer(assembled), None]:
         newlines = assembled[pos:m.start() if m else len(assembled)].count("\n")
         if at + newlines >= line or m is None:
-            return stack[-1][0], int(stack[-1][1]) + line - at
+            return stack[-1][0], stack[-1][1] + line - at
         at += newlines
-        stack[-1][1] += newlines
+        stack[-1] = (stack[-1][0], stack[-1][1] + newlines)
         if m.group(2) is not None:
-            stack.append([m.group(2), int(m.group(1))])
+            stack.append((m.group(2), int(m.group(1))))
         elif len(stack) > 1:
             stack.pop()
         pos = m.end()
@@ -238,14 +239,15 @@ def template_files(env: jinja2.Environment, root: Path, name: str) -> list[str]:
 def _declared(ast: nodes.Template) -> set[str]:
     """Names a template assigns (``set``, ``import ... as``, ``from ... import``)."""
     out: set[str] = set()
-    for node in ast.find_all((nodes.Assign, nodes.AssignBlock)):
+    assigns: list[nodes.Assign | nodes.AssignBlock] = [*ast.find_all(nodes.Assign), *ast.find_all(nodes.AssignBlock)]
+    for node in assigns:
         out |= {n.name for n in node.target.find_all(nodes.Name)} | (
             {node.target.name} if isinstance(node.target, nodes.Name) else set()
         )
     for imp in ast.find_all(nodes.Import):
         out.add(imp.target)
-    for imp in ast.find_all(nodes.FromImport):
-        out |= {n if isinstance(n, str) else n[1] for n in imp.names}
+    for from_imp in ast.find_all(nodes.FromImport):
+        out |= {n if isinstance(n, str) else n[1] for n in from_imp.names}
     return out
 
 

@@ -34,7 +34,7 @@ class _Named:
 class RallyIndex(_Named, rally_track.Index):
     def __init__(self, spec: IndexSpec) -> None:
         self.name = spec.name
-        self.body = copy.deepcopy(spec.body_content) or {}
+        self.body = copy.deepcopy(spec.body_content or {})
         self.types: list[Any] = []
 
 
@@ -47,7 +47,7 @@ class RallyTemplate(_Named, rally_track.IndexTemplate):
     def __init__(self, spec: TemplateSpec) -> None:
         self.name = spec.name
         self.pattern = spec.index_pattern
-        self.content = copy.deepcopy(spec.template_content) or {}
+        self.content = copy.deepcopy(spec.template_content or {})
         self.delete_matching_indices = spec.delete_matching_indices
 
 

@@ -42,7 +42,9 @@ class DataStream(_Named):
 
 
 class IndexTemplate(_Named):
-    def __init__(self, name: str, pattern: str, content: dict[str, Any], delete_matching_indices: bool = False) -> None:
+    # pattern: None when the template's body names its index patterns itself (bench's TemplateSpec)
+    def __init__(self, name: str, pattern: str | None, content: dict[str, Any],
+                 delete_matching_indices: bool = False) -> None:
         self.name = name
         self.pattern = pattern
         self.content = content

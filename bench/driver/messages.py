@@ -1,0 +1,150 @@
+"""What the coordinator and its load-driver workers say to each other, through a ``WorkerPool`` (multiprocessing
+queues locally, actor calls on Ray): small frozen dataclasses, pickled on the way. The receiver matches on the
+class (``match``/``isinstance``); the aliases ``Command`` and ``Message`` are every class of each direction.
+
+coordinator -> worker (``Command``): ``Step(plan)``, then ``Go(start_at)`` once every worker is ``Ready``;
+``Stop()`` lets in-flight requests finish (and records them), ``Cancel()`` (an interruption) cancels them, and they
+are counted, never recorded as samples; ``EndStep()`` once the worker's ``StepDone`` is in; ``Shutdown()``.
+
+worker -> coordinator (``Message``): ``Ready``, ``Samples`` (a batch: a message per flush, never per request),
+``TaskDone``, ``Failure`` (the first failed request, with ``--on-error=abort``), ``WorkerError``, ``Cancelled``,
+``StepDone``. Each names its worker (``wid``); a pool that can no longer deliver messages answers one
+``WorkerError`` of ``POOL_WID``.
+
+Bulk bodies are prepared between ``Step`` and ``Ready``; the clock starts only at ``Go``. A worker on a machine
+other than the coordinator's (``prepare_corpora``) first prepares its step's document sets in its own data cache;
+``Ready`` says how long that took.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.client import ClusterTarget
+from bench.driver.step_corpora import CorporaPrepared, StepCorpora
+from bench.driver.track_code import TrackCodePlan
+from bench.driver.track_defs import TrackDefinitions
+from bench.samples import RequestSample
+from bench.track.model import DocumentsSpec, Task
+
+POOL_WID = -1  # the ``wid`` of a WorkerError from the pool itself rather than from one of its workers
+
+
+@dataclass
+class StepPlan:
+    """One worker's share of a step."""
+
+    step: int
+    tasks: list[Task]
+    # (index into tasks, client id within the task) for the clients this worker runs.
+    clients: list[tuple[int, int]]
+    targets: list[ClusterTarget]
+    default_cluster: str
+    documents: dict[str, list[DocumentsSpec]] = field(default_factory=dict)  # task name -> corpus files
+    indices: dict[str, Any] = field(default_factory=dict)
+    definitions: TrackDefinitions = field(default_factory=TrackDefinitions)
+    report_failures: bool = False  # --on-error=abort: tell the coordinator about the first failure
+    track_code: TrackCodePlan | None = None  # the track has a track.py: its runners, sources, schedulers
+    corpora: StepCorpora | None = None  # how a worker on another machine prepares the documents itself
+
+
+# -- coordinator -> worker --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """Run this share of a step: prepare, answer ``Ready``, wait for ``Go``."""
+
+    plan: StepPlan
+
+
+@dataclass(frozen=True, slots=True)
+class Go:
+    """Start the step's clients at ``start_at``, a ``time.monotonic()`` of the worker's own clock."""
+
+    start_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """End the step: clients send nothing more, in-flight requests are answered and recorded."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """An interruption: in-flight requests are cancelled (counted in ``Cancelled``, never recorded)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EndStep:
+    """The coordinator has the worker's ``StepDone``: the worker waits for the next ``Step``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shutdown:
+    """The worker loop ends."""
+
+
+Command = Step | Go | Stop | Cancel | EndStep | Shutdown
+
+
+# -- worker -> coordinator --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """Prepared (bodies built, connections open): waiting for ``Go``. ``prepared``: the worker prepared its step's
+    document sets itself (another machine), and how long that took."""
+
+    wid: int
+    prepared: CorporaPrepared | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Samples:
+    """The samples recorded since the worker's last batch (it flushes every ``FLUSH_INTERVAL`` and when a task's
+    clients are done)."""
+
+    wid: int
+    batch: list[RequestSample]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskDone:
+    """The worker's clients of ``task`` are done."""
+
+    wid: int
+    task: str
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """The worker's first failed request of the step (only with ``StepPlan.report_failures``)."""
+
+    wid: int
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerError:
+    """The step failed in the worker (or, with ``wid == POOL_WID``, the pool lost its workers)."""
+
+    wid: int
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    """``count`` in-flight requests were cancelled by ``Cancel``."""
+
+    wid: int
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class StepDone:
+    """The worker finished the step (whatever happened): last message of a step."""
+
+    wid: int
+
+
+Message = Ready | Samples | TaskDone | Failure | WorkerError | Cancelled | StepDone
