@@ -10,10 +10,12 @@ def require_ray(flag: str) -> None:
     """One line naming the pip install when Ray (the ``ray`` extra) is not importable here."""
     try:
         import ray
+
+        installed = getattr(ray, "__file__", None) is not None
     except ImportError:
-        ray = None
+        installed = False
     # A folder named ray/ in the working directory (Ray's own /tmp/ray) imports as an empty namespace package.
-    if ray is None or getattr(ray, "__file__", None) is None:
+    if not installed:
         import sys
 
         raise ConfigError(f"{flag} needs Ray, which is not installed for {sys.executable}: "

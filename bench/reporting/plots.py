@@ -244,7 +244,7 @@ def export_pngs(plots: list[Plot], folder: Path) -> list[Path]:
     if not plots:
         return []
     try:
-        import kaleido  # noqa: F401 - plotly's PNG engine, a dependency of bench
+        import kaleido  # type: ignore[import-untyped]  # noqa: F401 - plotly's PNG engine; ships no types
     except ImportError:
         import sys
 
