@@ -67,7 +67,11 @@ def test_baseline_and_ccr_trials_line_up_by_task_and_leader(os_ccr_pair: CcrPair
           f" / rx {follower['transport_rx_bytes'] / mb:.3f} MB")
     assert leader["process_write_bytes"] > 0 and follower["process_write_bytes"] > 0
     assert leader["process_write_bytes"] != follower["process_write_bytes"]
-    assert leader["device_write_bytes"] >= leader["process_write_bytes"]  # the device: every process on it
+    # Device-wide counters count writeback, a process's write_bytes count pages it dirtied: over a test-mode window
+    # the kernel may flush the leader's pages after the window ends, so neither bounds the other (CI once saw the
+    # device at 0.50 MB for a process at 1.55 MB). Both are measured, never missing.
+    assert leader["device_write_bytes"] is not None and leader["device_write_bytes"] >= 0
+    assert follower["device_write_bytes"] is not None and follower["device_write_bytes"] >= 0
     assert follower["transport_rx_bytes"] > 0  # the follower pulls the operations over transport
     assert leader["http_rx_bytes"] is None and follower["http_rx_bytes"] is None  # OpenSearch counts no HTTP bytes
     with TrialStore() as store:
