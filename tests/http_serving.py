@@ -28,3 +28,26 @@ def serving(handler: Callable[..., BaseHTTPRequestHandler], *,
         server.shutdown()
         server.server_close()
         thread.join(10)
+
+
+def files_handler(files: dict[str, bytes], requests: list[str] | None = None,
+                  lock: threading.Lock | None = None) -> type[BaseHTTPRequestHandler]:
+    """A handler answering GET ``path`` with ``files[path]`` (404 when absent), the dict read at request time so a
+    test can change it while serving; each path asked for is appended to ``requests`` (under ``lock``)."""
+    guard = lock or threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if requests is not None:
+                with guard:
+                    requests.append(self.path)
+            body = files.get(self.path)
+            self.send_response(200 if body is not None else 404)
+            self.send_header("Content-Length", str(len(body or b"")))
+            self.end_headers()
+            self.wfile.write(body or b"")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return Handler

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from bench.provision.plugin_download import OFFICIAL_URLS, PluginSource, obtain_
 from bench.provision.plugin_install import install_failure, tool_reason
 from bench.provision.plugin_names import PluginRef, parse_plugin_names
 from bench.store import TrialStore
-from tests.http_serving import serving
+from tests.http_serving import files_handler, serving
 from tests.test_cli_errors import one_line_error
 
 ZIP = b"PK\x03\x04 not really a plugin, bytes to download and verify " * 100
@@ -153,20 +152,7 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[st
     monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "cache"))  # made-up plugins stay out of the shared cache
     files = Files()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            with files.lock:
-                files.requests.append(self.path)
-            body = files.files.get(self.path)
-            self.send_response(200 if body is not None else 404)
-            self.send_header("Content-Length", str(len(body or b"")))
-            self.end_headers()
-            self.wfile.write(body or b"")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    with serving(Handler) as srv:
+    with serving(files_handler(files.files, files.requests, files.lock)) as srv:
         yield f"http://127.0.0.1:{srv.server_address[1]}", files
 
 

@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from bench.provision.plugin_download import PluginSource, cache_folder, obtain_p
 from bench.store import TrialStore
 from tests.checkout import ROOT
 from tests.esnode import default_cache
-from tests.http_serving import serving
+from tests.http_serving import files_handler, serving
 from tests.test_cli_errors import one_line_error
 from tests.test_faults import jvms_of
 
@@ -51,18 +50,7 @@ def plugin_server(bench_home: Path) -> Iterator[str]:
              # sha512sum's format, as artifacts.opensearch.org publishes it
              f"/{NAME}/{VERSION}/{zip_path.name}.sha512": f"{digest}  {zip_path.name}\n".encode()}
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = files.get(self.path)
-            self.send_response(200 if body is not None else 404)
-            self.send_header("Content-Length", str(len(body or b"")))
-            self.end_headers()
-            self.wfile.write(body or b"")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    with serving(Handler) as srv:
+    with serving(files_handler(files)) as srv:
         base = f"http://127.0.0.1:{srv.server_address[1]}"
         bench_home.mkdir(parents=True, exist_ok=True)
         (bench_home / "bench.ini").write_text(
