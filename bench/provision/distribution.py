@@ -89,15 +89,19 @@ def obtain(engine: str, version: str, repository: str | None = None, car_reposit
         if repo.explicit:
             raise ProvisionError(f"{e}; the {repo.name} repository was chosen explicitly, so bench does not fall "
                                  "back to another build") from None
-        fallback = f"{repo.host} unreachable ({_reason(e)})"
+        host, reason = repo.host, _reason(e)
+        fallback = f"{host} unreachable ({reason})"
         repo = fallback_repository(engine, version, checksum)
-        notice(f"cannot reach {fallback.removesuffix(')').replace(' unreachable (', ': ')}; running {engine} "
+        notice(f"cannot reach {host}: {reason}; running {engine} "
                f"{version} from Maven Central's integ-test build instead: a minimal build without most modules and "
                f"without a bundled JDK (pass --distribution-repository=release to refuse this fallback)")
         archive = download_archive(repo.url, repo.checksum or "none")
-    home = unpack(archive, _file_digest(archive, "sha1"), layout.binary)
-    return Obtained(home, _facts(home, engine, version, repo.name, repo.flavour, repo.url, archive.name,
-                                 _stored_checksum(archive, repo.checksum), fallback=fallback))
+    verified = _stored_checksum(archive, repo.checksum)
+    # The digest download_archive just verified keys the unpacked install: no second pass over the archive.
+    key = verified.partition(":")[2] if verified else _file_digest(archive, "sha1")
+    home = unpack(archive, key, layout.binary)
+    return Obtained(home, _facts(home, engine, version, repo.name, repo.flavour, repo.url, archive.name, verified,
+                                 fallback=fallback))
 
 
 def _reason(e: BaseException) -> str:
