@@ -210,6 +210,8 @@ def test_release_urls_are_rallys_and_osbs_for_each_os_and_arch(monkeypatch: pyte
     # Rally's placeholders and bench's spell the same thing
     assert distribution_url("elasticsearch", "9.1.0", "http://m/{{VERSION}}/es-{version}-{{OSNAME}}-{arch}.tar.gz",
                             os="linux", machine="x86_64") == "http://m/9.1.0/es-9.1.0-linux-x86_64.tar.gz"
+    assert distribution_url("opensearch", "2.19.1", "http://m/os-{version}-{os}-{{ARCH}}.tar.gz",
+                            os="linux", machine="x86_64") == "http://m/os-2.19.1-linux-x64.tar.gz"
 
 
 def test_repository_choice_order_and_bench_ini(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -77,8 +77,7 @@ def obtain(engine: str, version: str, repository: str | None = None, car_reposit
     layout = _layout(engine)
     if distribution_path is not None:
         path = Path(distribution_path).expanduser()
-        home = _local_distribution(path, layout.binary)
-        digest = _file_digest(path, "sha512") if path.is_file() else None
+        home, digest = _local_distribution(path, layout.binary)
         return Obtained(home, _facts(home, engine, version, "local", "custom", None, path.name,
                                      f"sha512:{digest}" if digest else None, source=str(path)))
     repo = resolve_repository(engine, version, repository, car_repository, checksum)
@@ -193,15 +192,17 @@ def unpack(archive: Path, digest: str, binary: str) -> Path:
     return _install_root(target, binary, archive)
 
 
-def _local_distribution(path: Path, binary: str) -> Path:
+def _local_distribution(path: Path, binary: str) -> tuple[Path, str | None]:
+    """The install of a local folder or archive, and the archive's sha512 (its one pass also keys the unpack)."""
     if not path.exists():
         raise ProvisionError(f"distribution_path {path} does not exist; point it at a .zip/.tar.gz archive "
                              "or an unpacked install")
     if path.is_dir():
-        return _install_root(path, binary, path)
+        return _install_root(path, binary, path), None
     if not path.name.endswith((".zip", ".tar.gz", ".tgz")):
         raise ProvisionError(f"distribution_path {path} is neither a folder nor a .zip/.tar.gz archive")
-    return unpack(path, _file_digest(path, "sha1"), binary)
+    digest = _file_digest(path, "sha512")
+    return unpack(path, digest, binary), digest
 
 
 def _install_root(folder: Path, binary: str, source: Path) -> Path:

@@ -87,9 +87,9 @@ def render(template: str, engine: str, version: str, *, os: str | None = None, m
     """Rally's ``{{VERSION}}``/``{{OSNAME}}``/``{{ARCH}}`` and bench's ``{version}``/``{os}``/``{arch}``."""
     values = {"VERSION": version, "OSNAME": os or os_name(), "ARCH": arch_name(engine, machine)}
     out = template
-    for key, value in values.items():
-        out = out.replace("{{" + key + "}}", value).replace("{" + key.lower() + "}", value)
-    return out.replace("{osname}", values["OSNAME"])
+    for rally, ours in (("VERSION", "version"), ("OSNAME", "os"), ("ARCH", "arch")):
+        out = out.replace("{{" + rally + "}}", values[rally]).replace("{" + ours + "}", values[rally])
+    return out
 
 
 def _checksum_for(url: str) -> Algorithm:
