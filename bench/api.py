@@ -23,20 +23,20 @@ seam                       what it adds
 
 from __future__ import annotations
 
-from bench.cluster_source import ClusterSource, RaceClusters, register_source
 from bench.compare.metrics import register_metric
 from bench.driver.backends import OpenedPool, PoolFactory, register_pool_backend
 from bench.driver.params import SourceContext, SourceFactory, register_param_source
-from bench.driver.registry import OperationCheck, register_runner
-from bench.driver.runners import Context, Result, Runner
+from bench.driver.runners.core import Context, Result, Runner
+from bench.driver.runners.registry import OperationCheck, register_runner
 from bench.driver.schedule import Scheduler, SchedulerFactory, register_scheduler
-from bench.errors import BenchError, ClusterError, ConfigError, TrackError
-from bench.pipeline import RaceHook, RacePlan, RaceResult, RaceSchedule, RaceTargets, register_race_hook
-from bench.redact import register_secret
-from bench.sections import MetricRow, SectionRows, SectionTable, SectionTables, register_section
-from bench.summary import Summary, TaskSummary
-from bench.trial_summary import Enricher, register_enricher
-from bench.trials import TrialReader
+from bench.race.cluster_source import ClusterSource, RaceClusters, register_source
+from bench.race.pipeline import RaceHook, RacePlan, RaceResult, RaceSchedule, RaceTargets, register_race_hook
+from bench.results.sections import MetricRow, SectionRows, SectionTable, SectionTables, register_section
+from bench.results.summary import Summary, TaskSummary
+from bench.trials.model import TrialReader
+from bench.trials.summary import Enricher, register_enricher
+from bench.util.errors import BenchError, ClusterError, ConfigError, TrackError
+from bench.util.redact import register_secret
 
 __all__ = [
     # the seams

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from rich.console import Console
 
-from bench import __version__, redact
-from bench.errors import BenchError, ConfigError
-from bench.home import STORAGE_ERRNOS, bench_home, bench_home_path, storage_error
+from bench import __version__
+from bench.util import redact
+from bench.util.errors import BenchError, ConfigError
+from bench.util.home import STORAGE_ERRNOS, bench_home, bench_home_path, storage_error
 
 if TYPE_CHECKING:
-    from bench.options import RaceOptions
+    from bench.race.options import RaceOptions
 
 log = logging.getLogger("bench")
 
@@ -201,8 +202,8 @@ def _load_driver(a: argparse.Namespace) -> tuple[str | None, list[str]]:
 
 
 def _race(a: argparse.Namespace, console: Console) -> int:
-    from bench.options import RaceOptions
-    from bench.race import run_race
+    from bench.race.options import RaceOptions
+    from bench.race.race import run_race
 
     if a.topology and a.target_hosts:
         raise ConfigError("--topology and --target-hosts exclude each other: the topology's clusters are the targets")
@@ -237,7 +238,7 @@ def _race(a: argparse.Namespace, console: Console) -> int:
         raise ConfigError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
     _check_provisioning_flags(opts, a.plugin_params)
     result = run_race(opts, console=console)
-    from bench.summary import status_label
+    from bench.results.summary import status_label
 
     console.print()
     console.print(_terminal_report(result.summary, result.report, a, console), highlight=False, markup=False,
@@ -328,9 +329,9 @@ def _list(a: argparse.Namespace, console: Console) -> int:
 
         console.print(tabulate(list_cars(), headers=["Name", "Type", "Description"]), markup=False)
     else:
-        from bench.summary import status_label
-        from bench.trial_list import render_trial_list
-        from bench.trial_stores import open_store
+        from bench.results.summary import status_label
+        from bench.trials.listing import render_trial_list
+        from bench.trials.open import open_store
 
         with open_store() as store:
             trials = store.list_trials(a.limit)
@@ -350,16 +351,16 @@ def _terminal_report(summary: Any, report: str, a: argparse.Namespace, console: 
     """What the terminal gets: the headline and notes, the full table with --all (files always get it)."""
     if summary is None or a.report_format != "table":
         return report
-    from bench.report import render_summary
+    from bench.results.report import render_summary
 
     return render_summary(summary, "table", full=a.all, width=max(60, console.width))
 
 
 def _show(a: argparse.Namespace, console: Console) -> int:
-    from bench.report import render_summary
-    from bench.summary import status_label
-    from bench.trial_stores import open_store
-    from bench.trial_summary import stored_summary
+    from bench.results.report import render_summary
+    from bench.results.summary import status_label
+    from bench.trials.open import open_store
+    from bench.trials.summary import stored_summary
 
     with open_store() as store:
         trial = store.get_trial(a.trial)
@@ -383,7 +384,7 @@ def _show(a: argparse.Namespace, console: Console) -> int:
 
 def _configure_store(a: argparse.Namespace) -> None:
     """--metrics-store for this process; without it the environment or bench.ini decide (when a store is used)."""
-    from bench.metrics_store import config
+    from bench.trials.metrics_store import config
 
     if getattr(a, "metrics_store", None):
         config.configure(config.from_cli(a.metrics_store, getattr(a, "metrics_store_options", None)))
@@ -394,8 +395,8 @@ def _configure_store(a: argparse.Namespace) -> None:
 
 
 def _store(a: argparse.Namespace, console: Console) -> int:
-    from bench.metrics_store.config import configured_store
-    from bench.metrics_store.pusher import push_command
+    from bench.trials.metrics_store.config import configured_store
+    from bench.trials.metrics_store.pusher import push_command
 
     cfg = configured_store()
     if cfg is None:
@@ -408,9 +409,9 @@ def _store(a: argparse.Namespace, console: Console) -> int:
 
 
 def _stop(a: argparse.Namespace, console: Console) -> int:
-    from bench.home import trials_dir
     from bench.provision.stop import stop_trial
-    from bench.trial_stores import open_store
+    from bench.trials.open import open_store
+    from bench.util.home import trials_dir
 
     with open_store() as store:
         trial = store.get_trial(a.trial)

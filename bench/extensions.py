@@ -6,12 +6,12 @@ does the same in its own). ``load()`` calls each one once per process; ``setup()
 extension adds with the registry of the seam it extends (all of them exported, with their types, by
 ``bench.api``, which is what an extension imports) -- each seam owns its registry and its types:
 
-- operation runners and their load-time checks ............ ``bench.driver.registry.register_runner``
+- operation runners and their load-time checks ............ ``bench.driver.runners.registry.register_runner``
 - parameter sources of operations ......................... ``bench.driver.params.register_param_source``
-- steps before provisioning, around the schedule, after it . ``bench.pipeline.register_race_hook``
-- cluster sources (where a race's clusters come from) ...... ``bench.cluster_source.register_source``
+- steps before provisioning, around the schedule, after it . ``bench.race.pipeline.register_race_hook``
+- cluster sources (where a race's clusters come from) ...... ``bench.race.cluster_source.register_source``
 - telemetry devices ........................................ ``bench.telemetry.config`` (the device table)
-- summary/report sections .................................. ``bench.summary.register_section``
+- summary/report sections .................................. ``bench.results.summary.register_section``
 - compare row metadata (direction, unit) ................... ``bench.compare.metrics.register_metric``
 - load-driver backends (where the workers run) ............. ``bench.driver.backends.register_pool_backend``
 
@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable
 from importlib.metadata import entry_points
 
-from bench.errors import ConfigError
+from bench.util.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

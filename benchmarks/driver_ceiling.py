@@ -1,6 +1,6 @@
 """Driver ceiling: how many docs/s can bench's load driver push on this machine?
 
-Starts the null bulk sink (bench.nullsink: answers every _bulk with a canned success) on 127.0.0.1 and
+Starts the null bulk sink (benchmarks.nullsink: answers every _bulk with a canned success) on 127.0.0.1 and
 runs a real `bench race` against it with the nginx corpus (bulk 5,000, 8 clients, 60 s by default).
 Reports docs/s and MB/s (from the stored samples, warmup excluded) and the CPU cores the driver used
 (bench's process tree, sink excluded) and the sink used. Against the same sink it also runs the raw probe
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import psutil
 
-from bench.nullsink import free_port, start_in_background
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
+from benchmarks.nullsink import free_port, start_in_background
 
 HERE = Path(__file__).resolve().parent
 

@@ -30,14 +30,14 @@ from pathlib import Path
 import psutil
 from rich.console import Console
 
-from bench.metrics_store import config as store_config
-from bench.metrics_store.pusher import TrialPush
-from bench.options import RaceOptions
+from bench.driver.samples import RequestSample
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterSpec
-from bench.race import run_race
-from bench.samples import RequestSample
-from bench.store import TrialInfo, TrialStore, new_trial_id, utcnow
+from bench.race.options import RaceOptions
+from bench.race.race import run_race
+from bench.trials.metrics_store import config as store_config
+from bench.trials.metrics_store.pusher import TrialPush
+from bench.trials.sqlite import TrialInfo, TrialStore, new_trial_id, utcnow
 
 TRACK = Path(__file__).resolve().parent / "tracks" / "bulk-overhead"  # shared by the on/off benchmarks
 

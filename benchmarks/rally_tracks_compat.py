@@ -2,7 +2,7 @@
 
 Each track folder (any folder below DIR holding a ``track.json``; folders starting with ``.`` or ``_``
 and folders without one are skipped) is loaded the way ``bench race --track-path=FOLDER`` loads it
-before it starts anything (``bench.race.load_race_track``: extensions, rendering, validation, the
+before it starts anything (``bench.race.race.load_race_track``: extensions, rendering, validation, the
 load-time checks of every construct, the default challenge), with test mode off. Nothing is indexed
 and no cluster is started; corpora are only fetched when a race runs, so a checkout without its data
 files is enough. Each track is loaded in its own process: a track's ``track.py`` must not leak into
@@ -67,9 +67,9 @@ def _default_challenge_guess(track_dir: Path) -> str:
 
 def check_one(track_dir: Path) -> dict[str, Any]:
     """Load one track as a race would (default challenge, test mode off); never raises."""
-    from bench.errors import BenchError
-    from bench.options import RaceOptions
-    from bench.race import load_race_track
+    from bench.race.options import RaceOptions
+    from bench.race.race import load_race_track
+    from bench.util.errors import BenchError
 
     try:
         _, challenge, _ = load_race_track(RaceOptions(track_path=track_dir, test_mode=False))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from bench.driver.bodies import action_line
+from bench.driver.bulk.bodies import action_line
 from bench.track.generators import generate
 
 

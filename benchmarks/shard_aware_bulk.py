@@ -31,10 +31,10 @@ import psutil
 import requests
 from rich.console import Console
 
-from bench.options import RaceOptions
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterSpec
-from bench.race import run_race
+from bench.race.options import RaceOptions
+from bench.race.race import run_race
 
 TRACK = """{
   "version": 2,

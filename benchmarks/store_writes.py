@@ -13,8 +13,8 @@ from pathlib import Path
 
 import psutil
 
-from bench.samples import RequestSample
-from bench.store import TrialInfo, TrialStore, new_trial_id, utcnow
+from bench.driver.samples import RequestSample
+from bench.trials.sqlite import TrialInfo, TrialStore, new_trial_id, utcnow
 
 
 def main() -> None:

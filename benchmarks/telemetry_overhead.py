@@ -28,10 +28,10 @@ from pathlib import Path
 import psutil
 from rich.console import Console
 
-from bench.options import RaceOptions
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterSpec
-from bench.race import run_race
+from bench.race.options import RaceOptions
+from bench.race.race import run_race
 
 TRACK = Path(__file__).resolve().parent / "tracks" / "bulk-overhead"  # shared by the on/off benchmarks
 

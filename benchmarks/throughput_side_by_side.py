@@ -54,9 +54,9 @@ from sidebyside.tools import (
 from sidebyside.workload import INDEX, TASK, Corpus, LoadSettings, corpus_file, sidebyside_dir, write_track
 from tabulate import tabulate
 
-from bench.nullsink import free_port, start_in_background
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterSpec
+from benchmarks.nullsink import free_port, start_in_background
 
 STATS = ("min", "median", "max", "mean")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
 from tests.esnode import default_cache
 
 TRACK = """{

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import psutil
 
-from bench.nullsink import free_port
 from bench.provision.guard import kill_survivors
+from benchmarks.nullsink import free_port
 
 NODE_START_TIMEOUT = 60.0
 OBJECT_STORE_BYTES = 100 * 1024 * 1024  # the smallest Ray accepts is ~75 MB; the tests ship no objects

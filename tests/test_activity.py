@@ -1,4 +1,4 @@
-"""The spinner of long steps (bench.activity): on a terminal it says what the step is doing now; off the
+"""The spinner of long steps (bench.util.activity): on a terminal it says what the step is doing now; off the
 terminal and with --quiet it shows nothing."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import io
 
 from rich.console import Console
 
-from bench import activity
 from bench.track.corpus import prepare_corpora
 from bench.track.loader import load_track
+from bench.util import activity
 from tests.compare_trials import write_compare_track
 
 

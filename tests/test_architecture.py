@@ -1,4 +1,5 @@
-"""The shape of the code, checked from its own imports: no import cycles, and a core that knows no extension.
+"""The shape of the code, checked from its own imports: no import cycles, a core that knows no extension, and the
+layer rule of docs/extending/architecture.md.
 
 Every ``import``/``from ... import`` in ``bench/`` counts, also the ones inside functions and under
 ``TYPE_CHECKING``: a late import hides a cycle from Python, not from the reader.
@@ -43,7 +44,7 @@ def _imports(mods: dict[str, Path]) -> dict[str, set[str]]:
                 if node.level:
                     up = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join(up + ([node.module] if node.module else []))
-                # "from bench import redact" imports the module bench.redact; "from bench.x import f" imports bench.x
+                # "from bench.util import redact" imports the module bench.util.redact; "from bench.x import f" imports bench.x
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
             else:
                 continue
@@ -80,8 +81,76 @@ def test_the_core_imports_no_extension() -> None:
 
 def test_the_checks_above_can_fail() -> None:
     # The graph is real: the core is imported by the extensions, and a known edge is present.
-    assert "bench.driver.coordinator" in GRAPH and GRAPH["bench.race"]
+    assert "bench.driver.coordinator" in GRAPH and GRAPH["bench.race.race"]
     assert any(_is_in(t, ("bench.driver",)) for m, ts in GRAPH.items() if _is_in(m, ("bench.ccr",)) for t in ts)
-    cyclic = {**GRAPH, "bench.errors": GRAPH["bench.errors"] | {"bench.race"}}
+    cyclic = {**GRAPH, "bench.util.errors": GRAPH["bench.util.errors"] | {"bench.race.race"}}
     with pytest.raises(graphlib.CycleError):
         tuple(graphlib.TopologicalSorter(cyclic).static_order())
+
+
+# The layer rule. Lowest first: a package imports from its own package, from layers below its own, or along a
+# sibling edge named below. ``bench`` is the package root (its ``__version__``).
+LAYERS: list[tuple[str, set[str]]] = [
+    ("util", {"bench", "util", "extensions"}),
+    ("http", {"http"}),
+    ("provision", {"provision"}),
+    ("track and driver", {"track", "driver"}),
+    ("results", {"results"}),
+    ("trials", {"trials"}),
+    ("compare", {"compare"}),
+    ("race", {"race"}),
+    ("reporting", {"reporting"}),
+    ("api", {"api"}),
+    ("extensions", {"ccr", "cloud", "loadgen", "ray", "redline", "telemetry"}),
+    ("cli", {"cli", "__main__"}),
+]
+# Imports between packages of one layer, each with its reason.
+SIBLING_EDGES = {
+    # The loader refuses at load time what the driver cannot execute, so it reads the driver's registries of
+    # operation types and schedulers; the driver runs the track's model.
+    ("track", "driver"), ("driver", "track"),
+    # The extension registry raises bench's errors.
+    ("extensions", "util"),
+    # CCR's report and sync check read the follower lag and checkpoints that the telemetry devices collect.
+    ("ccr", "telemetry"),
+    # ``python -m bench`` is the command line.
+    ("__main__", "cli"),
+}
+RANK = {pkg: i for i, (_, pkgs) in enumerate(LAYERS) for pkg in pkgs}
+
+
+def _package_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "bench"
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    wrong = []
+    for module, targets in graph.items():
+        source = _package_of(module)
+        for target in targets:
+            dest = _package_of(target)
+            if dest != source and (source, dest) not in SIBLING_EDGES and RANK[dest] >= RANK[source]:
+                wrong.append(f"{module} (layer {LAYERS[RANK[source]][0]!r}) imports {target} "
+                             f"(layer {LAYERS[RANK[dest]][0]!r})")
+    return sorted(wrong)
+
+
+def test_every_package_has_a_layer() -> None:
+    unplaced = sorted({_package_of(m) for m in GRAPH} - set(RANK))
+    assert unplaced == [], "place them in LAYERS here and in docs/extending/architecture.md"
+
+
+def test_no_module_imports_upward() -> None:
+    assert _upward(GRAPH) == []
+
+
+def test_the_layer_rule_can_fail() -> None:
+    # A summary that asked the race layer for something would be found.
+    assert _upward({**GRAPH, "bench.results.summary": {"bench.race.race"}}) == [
+        "bench.results.summary (layer 'results') imports bench.race.race (layer 'race')"]
+
+
+def test_the_top_of_the_package_stays_small() -> None:
+    entries = sorted(p.name for p in (ROOT / "bench").iterdir() if p.name != "__pycache__")
+    assert len(entries) <= 25, entries

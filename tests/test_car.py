@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import ConfigError
 from bench.provision.car import list_cars, load_car
+from bench.util.errors import ConfigError
 
 
 @pytest.fixture

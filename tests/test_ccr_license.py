@@ -22,12 +22,12 @@ import pytest
 
 from bench.ccr.license import STARTED, clusters_ccr_reaches, ensure_ccr_license
 from bench.cli import main
-from bench.client import ClientOptions, ClusterTarget, RawHttp
-from bench.errors import ClusterError
-from bench.options import RaceOptions
+from bench.http.client import ClientOptions, ClusterTarget, RawHttp
 from bench.provision.model import ClusterInfo
 from bench.provision.osuser import node_user, popen_user_kwargs
-from bench.redact import register_secret
+from bench.race.options import RaceOptions
+from bench.util.errors import ClusterError
+from bench.util.redact import register_secret
 from tests.ccr_replay import CcrPair
 from tests.esnode import start_cluster
 from tests.test_cli_errors import one_line_error

@@ -17,15 +17,15 @@ import pytest
 from bench.ccr.engine import FollowerProgress, NoStats, OpenSearchReplication
 from bench.ccr.sync import leader_targets, wait_for_sync
 from bench.cli import main
-from bench.client import ClusterTarget, RawHttp, check_cluster
-from bench.driver.registry import runner_for
-from bench.driver.runners import Context
+from bench.driver.runners.core import Context
+from bench.driver.runners.registry import runner_for
+from bench.http.client import ClusterTarget, RawHttp, check_cluster
 from bench.provision.model import ClusterInfo
 from bench.provision.soft_deletes import soft_deletes_off_supported
-from bench.store import TrialStore
-from bench.summary import status_label
+from bench.results.summary import status_label
 from bench.telemetry.ccr_stats import CcrStats
 from bench.telemetry.device import TelemetryContext
+from bench.trials.sqlite import TrialStore
 from tests.ccr_pair import (
     PLUGIN_ENV,
     CcrPairInfo,

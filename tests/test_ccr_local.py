@@ -20,10 +20,10 @@ import pytest
 from bench.ccr.engine import NO_CCR, ElasticsearchCcr, NoCcrSupport
 from bench.ccr.remote import ensure_remote
 from bench.cli import main
-from bench.client import ClusterTarget, RawHttp
 from bench.cloud import local as cloud_local
-from bench.home import bench_home
-from bench.store import TrialStore
+from bench.http.client import ClusterTarget, RawHttp
+from bench.trials.sqlite import TrialStore
+from bench.util.home import bench_home
 from tests.esnode import default_cache
 from tests.official_archives import official_archive, release_ini, release_site
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bench.cli import main
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
 from tests.ccr_replay import CcrPair
 
 

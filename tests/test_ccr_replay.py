@@ -25,13 +25,13 @@ from bench.ccr.prepare import check_soft_deletes, plan_ccr, with_ccr_stats
 from bench.ccr.report import build_section, ccr_rows
 from bench.ccr.runners import follow_parameters, wait_for_followers_to_sync
 from bench.ccr.sync import ShardTarget, shard_targets, wait_for_sync
-from bench.client import ClusterTarget, RawHttp
-from bench.driver.registry import runner_for
-from bench.driver.runners import Context
-from bench.errors import ConfigError, TrackError
-from bench.options import RaceOptions
-from bench.summary import Summary, TaskSummary
+from bench.driver.runners.core import Context
+from bench.driver.runners.registry import runner_for
+from bench.http.client import ClusterTarget, RawHttp
+from bench.race.options import RaceOptions
+from bench.results.summary import Summary, TaskSummary
 from bench.track.loader import find_track, load_track
+from bench.util.errors import ConfigError, TrackError
 from tests.ccr_replay import CcrPair
 from tests.fixture_server import FixtureServer, fixture, fixture_json
 

@@ -12,9 +12,9 @@ import time
 import pytest
 
 from bench.cli import main
-from bench.experiment import load_experiment, runs_of
+from bench.race.experiment import load_experiment, runs_of
 from bench.reporting.study import delta_text, load_study_table, render_study_markdown
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
 from tests.checkout import ROOT
 
 pytestmark = pytest.mark.cluster

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from bench.cli import main
-from bench.store import TrialInfo, TrialStore
+from bench.trials.sqlite import TrialInfo, TrialStore
 from tests.http_serving import serving
 
 pytestmark = pytest.mark.timeout(180)
@@ -345,7 +345,7 @@ def test_https_target_host_bulk_path_verifies_the_certificate(tmp_path: Path) ->
     """The bulk HTTP/1.1 pools (not aiohttp) take the same verifying TLS context for an https:// host."""
     import ssl
 
-    from bench.client import ClusterTarget, RawHttp, parse_client_options
+    from bench.http.client import ClusterTarget, RawHttp, parse_client_options
     from tests.tls_server import tls_es_server
 
     async def bulk(target: ClusterTarget) -> tuple[int, bytes]:

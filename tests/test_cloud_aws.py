@@ -19,7 +19,7 @@ from bench.cloud import lifecycle
 from bench.cloud.plan import TAG_CREATED, TAG_MANAGED, TAG_TRIAL, make_plan
 from bench.cloud.providers.aws import AwsProvider
 from bench.cloud.topology import load_topology, parse_topology
-from bench.errors import ConfigError, ProvisionError, RaceInterrupted
+from bench.util.errors import ConfigError, ProvisionError, RaceInterrupted
 
 moto_server = pytest.importorskip("moto.server")
 REGION = "us-east-1"

@@ -24,7 +24,7 @@ from bench.cloud import lifecycle
 from bench.cloud.plan import TAG_CREATED, TAG_MANAGED, TAG_TRIAL
 from bench.cloud.providers.gcp import GcpProvider
 from bench.cloud.topology import load_topology
-from bench.errors import ProvisionError
+from bench.util.errors import ProvisionError
 from tests.http_serving import serving
 
 ROOT = Path(__file__).resolve().parents[1]

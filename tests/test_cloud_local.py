@@ -13,8 +13,8 @@ import pytest
 from bench.cli import main
 from bench.cloud import local as cloud_local
 from bench.cloud.topology import parse_topology
-from bench.errors import ConfigError
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
+from bench.util.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 

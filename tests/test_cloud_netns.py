@@ -31,12 +31,12 @@ from bench.cloud.ssh import DriverHost, RemoteHost
 from bench.cloud.startup import NodeBoot, render_startup_script
 from bench.cloud.tls import make_transport_tls
 from bench.cloud.topology import parse_topology
-from bench.options import RaceOptions
 from bench.provision.distribution import distribution_url, download_archive
 from bench.provision.java import resolve_java
 from bench.provision.model import ENGINES
-from bench.redact import register_secret
-from bench.store import TrialStore
+from bench.race.options import RaceOptions
+from bench.trials.sqlite import TrialStore
+from bench.util.redact import register_secret
 from tests.esnode import LocalEngines, default_cache
 from tests.isolation import leaked
 from tests.netns import NetnsLab, inside, serve_directory

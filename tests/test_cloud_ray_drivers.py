@@ -17,8 +17,8 @@ from bench.cloud.race import race_args, run_cloud_race
 from bench.cloud.ray_hosts import RayHost, start_command
 from bench.cloud.ssh import DriverHost, install_command
 from bench.cloud.topology import parse_topology
-from bench.errors import ConfigError
-from bench.options import RaceOptions
+from bench.race.options import RaceOptions
+from bench.util.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cluster_stats import (
+from bench.http.cluster_stats import (
     JVM_GC_PATH,
     STATS_METRICS,
     ClusterTotals,
@@ -22,7 +22,7 @@ from bench.cluster_stats import (
     gc_totals,
     primary_shard_spread,
 )
-from bench.errors import ClusterError
+from bench.util.errors import ClusterError
 
 RECORDED = Path(__file__).parent / "data" / "recorded"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
 from tests.ccr_pair import CcrPairInfo, os_ccr_pair  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.cluster

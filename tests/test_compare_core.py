@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from bench.compare import compare, render_comparison
 from bench.compare.core import Side, TrialData
 from bench.compare.metrics import higher_is_better
-from bench.stats import ThroughputStats
-from bench.store import TrialInfo
-from bench.summary import Summary, TaskSummary
+from bench.results.stats import ThroughputStats
+from bench.results.summary import Summary, TaskSummary
+from bench.trials.sqlite import TrialInfo
 
 
 def _trial(i: int, tput: float, p50: float, *, track: str = "nginx", extra_task: bool = False) -> TrialData:

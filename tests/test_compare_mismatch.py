@@ -7,9 +7,9 @@ from typing import Any
 
 from bench.compare import compare, render_comparison
 from bench.compare.core import Side, TrialData
-from bench.stats import ThroughputStats
-from bench.store import TrialInfo
-from bench.summary import Summary, TaskSummary
+from bench.results.stats import ThroughputStats
+from bench.results.summary import Summary, TaskSummary
+from bench.trials.sqlite import TrialInfo
 
 MACHINE = {"hostname": "driver-1", "cpu_count": 2, "memory_bytes": 24 * 2**30, "cpu_model": "EPYC"}
 ES = [{"name": "default", "engine": "elasticsearch", "version": "8.19.21", "nodes": 1, "hosts": []}]

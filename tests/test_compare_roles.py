@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 from bench.compare import compare, render_comparison
 from bench.compare.core import Side, TrialData
 from bench.compare.roles import RoleMapping, role_mapping
-from bench.stats import ThroughputStats
-from bench.store import TrialInfo
-from bench.summary import Summary, TaskSummary
+from bench.results.stats import ThroughputStats
+from bench.results.summary import Summary, TaskSummary
 from bench.telemetry.summary import DeviceCount, NodeTelemetry, TelemetrySummary
+from bench.trials.sqlite import TrialInfo
 
 CPU = "Median CPU usage (node-stats)"
 

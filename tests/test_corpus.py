@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from bench.errors import TrackError
-from bench.home import data_dir
 from bench.track.corpus import bulk_documents, prepare_corpora
 from bench.track.loader import find_track, load_track
+from bench.util.errors import TrackError
+from bench.util.home import data_dir
 from tests.http_serving import serving
 
 DATA = Path(__file__).parent / "data"

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import ConfigError, ProvisionError
-from bench.home import bench_home
 from bench.provision.distribution import checksum_algorithm, distribution_url, obtain_distribution
 from bench.provision.repositories import resolve_repository
+from bench.util.errors import ConfigError, ProvisionError
+from bench.util.home import bench_home
 
 
 def _zip_bytes(top: str = "elasticsearch-1.0", binary: str = "bin/elasticsearch") -> bytes:

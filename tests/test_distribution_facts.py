@@ -9,7 +9,7 @@ from bench.provision.facts_text import distribution_text
 from bench.provision.java import jdk_version
 from bench.provision.model import ClusterInfo, DistributionFacts, JavaFacts
 from bench.reporting.context import environment_rows
-from bench.trials import TrialInfo
+from bench.trials.model import TrialInfo
 
 
 def _info() -> ClusterInfo:

@@ -74,5 +74,5 @@ def test_the_generated_references_cover_every_command_and_module() -> None:
     assert "`--redline`" in cli and "`--runtime-jdk N|bundled`" in cli
     modules = dict(reference.api_modules())
     assert len(modules) == len([p for p in (ROOT / "bench").rglob("*.py") if p.name != "__main__.py"])
-    assert modules["bench.race"] == "reference/api/bench/race.md"
+    assert modules["bench.race.race"] == "reference/api/bench/race/race.md"
     assert modules["bench.driver"] == "reference/api/bench/driver/index.md"

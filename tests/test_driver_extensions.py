@@ -1,4 +1,4 @@
-"""Operation runners plugged in through the seam (``bench.driver.registry``): an extension registered in-process
+"""Operation runners plugged in through the seam (``bench.driver.runners.registry``): an extension registered in-process
 runs its operation in a real race in every worker process; what a worker cannot load, what nobody registered and
 a second runner for a type are each one clear error."""
 
@@ -14,10 +14,10 @@ import pytest
 
 from bench import extensions
 from bench.cli import main
-from bench.driver.registry import register_runner, runner_spec
-from bench.driver.runners import Context, Result, search
-from bench.errors import ConfigError, TrackError
-from bench.store import TrialStore
+from bench.driver.runners.core import Context, Result, search
+from bench.driver.runners.registry import register_runner, runner_spec
+from bench.trials.sqlite import TrialStore
+from bench.util.errors import ConfigError, TrackError
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -143,8 +143,8 @@ def test_an_extension_setup_workers_cannot_import_is_refused_before_the_race(tmp
 
 
 def test_a_second_runner_for_a_type_is_a_clear_error() -> None:
-    with pytest.raises(ConfigError, match=r"operation type 'bulk' is registered twice, by bench\.driver\.runners\."
-                                          r"bulk and by bench\.driver\.runners\.search"):
+    with pytest.raises(ConfigError, match=r"operation type 'bulk' is registered twice, by bench\.driver\.runners\.core\."
+                                          r"bulk and by bench\.driver\.runners\.core\.search"):
         register_runner("bulk", search)
     spec = runner_spec("bulk")
     assert spec is not None and spec.runner.__name__ == "bulk"

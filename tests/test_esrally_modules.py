@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import TrackError
 from bench.track.loader import load_track
+from bench.util.errors import TrackError
 from tests.test_track_code import one_line, race, samples, write
 
 pytestmark = pytest.mark.timeout(300)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bench.bundled import bundled_dir
 from bench.cloud.topology import load_topology
-from bench.errors import ConfigError
-from bench.experiment import load_experiment, plan, race_options
+from bench.race.experiment import load_experiment, plan, race_options
+from bench.util.bundled import bundled_dir
+from bench.util.errors import ConfigError
 from tests.checkout import ROOT
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from bench.cli import main
-from bench.errors import RaceInterrupted
-from bench.experiment import load_experiment, run_experiment
-from bench.race import run_race
-from bench.store import TrialStore
+from bench.race.experiment import load_experiment, run_experiment
+from bench.race.race import run_race
+from bench.trials.sqlite import TrialStore
+from bench.util.errors import RaceInterrupted
 from tests.compare_trials import es_target_session, write_compare_track  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.cluster

@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench.store import TrialInfo, TrialStore
+from bench.trials.sqlite import TrialInfo, TrialStore
 from tests.checkout import ROOT
 from tests.esnode import LocalEngines, default_cache
 from tests.test_cli_errors import one_line_error

@@ -11,8 +11,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from bench.errors import TrackError
 from bench.track.generators import HTTP_LOGS_START, NGINX_START_MS, generate, generate_file
+from bench.util.errors import TrackError
 
 COMBINED = re.compile(
     r"^(?P<ip>\d+\.\d+\.\d+\.\d+) - - \[(?P<t>\d\d/\w{3}/\d{4}:\d\d:\d\d:\d\d \+0000)\] "

@@ -8,14 +8,14 @@ import re
 import pytest
 from rich.console import Console
 
-from bench.cluster_stats import ClusterTotals, ShardTotals
-from bench.fit_table import fit
-from bench.headline import race_headline
-from bench.numbers import compact, plain, rescale
-from bench.report import render_summary, shown_rows
-from bench.stats import ThroughputStats
-from bench.summary import Summary, TaskSummary
+from bench.http.cluster_stats import ClusterTotals, ShardTotals
+from bench.results.fit_table import fit
+from bench.results.headline import race_headline
+from bench.results.report import render_summary, shown_rows
+from bench.results.stats import ThroughputStats
+from bench.results.summary import Summary, TaskSummary
 from bench.telemetry.summary import NodeTelemetry, TelemetrySummary
+from bench.util.numbers import compact, plain, rescale
 
 
 def _summary() -> Summary:
@@ -107,7 +107,7 @@ def _trial(i: int, tput: float, cpu: float, p99: float):
     from datetime import UTC, datetime
 
     from bench.compare.core import TrialData
-    from bench.trials import TrialInfo
+    from bench.trials.model import TrialInfo
 
     bulk = TaskSummary(task="index-append", operation_type="bulk", unit="docs", requests=600,
                        throughput=ThroughputStats(min=tput * 0.9, mean=tput, median=tput, max=tput * 1.1,

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from bench.cli import main
-from bench.history import judge_night, noise_band
-from bench.store import TrialStore
+from bench.reporting.history import judge_night, noise_band
+from bench.trials.sqlite import TrialStore
 from tests.compare_trials import es_target_session, write_compare_track  # noqa: F401 - fixture
 
 

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from bench.driver.http1 import Http1Pool
+from bench.http.http1 import Http1Pool
 
 
 async def _serve(answers: list[bytes], seen: list[bytes], connections: list[int]):

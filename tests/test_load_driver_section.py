@@ -6,12 +6,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from bench.driver.samples import RequestSample, TelemetryRow
 from bench.ray.section import SECTION, load_driver_rows
-from bench.report import render_summary
-from bench.samples import RequestSample
-from bench.store import TrialInfo, TrialStore, new_trial_id, utcnow
-from bench.trial_summary import summarize_stored
-from bench.trials import TelemetryRow
+from bench.results.report import render_summary
+from bench.trials.sqlite import TrialInfo, TrialStore, new_trial_id, utcnow
+from bench.trials.summary import summarize_stored
 
 NODES = ("Ray node 10.0.0.5 (aaaaaaaa)", "Ray node 10.0.0.6 (bbbbbbbb)")
 

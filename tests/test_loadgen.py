@@ -21,13 +21,13 @@ from rich.console import Console
 
 from bench.cli import main
 from bench.driver.progress import Progress
-from bench.errors import ConfigError
+from bench.driver.samples import RequestSample
 from bench.loadgen.config import load_plan
 from bench.loadgen.summary import human_bytes
 from bench.loadgen.template import RequestTemplate, substitute_env
 from bench.loadgen.variables import NOT_FOUND, Variables, VariableSpec, go_layout, go_time_string
-from bench.samples import RequestSample
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
+from bench.util.errors import ConfigError
 
 DATA = Path(__file__).parent / "data" / "loadgen"
 XID = re.compile(r"^[0-9a-v]{20}$")

@@ -20,10 +20,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench.errors import ConfigError, ProvisionError
 from bench.provision.local import LocalProvisioner, _Node
 from bench.provision.model import ClusterSpec, NodeInfo
 from bench.provision.stop import read_kept, stop_trial
+from bench.util.errors import ConfigError, ProvisionError
 from tests.esnode import default_cache, running_cluster, use_test_homes
 
 pytestmark = [pytest.mark.usefixtures("local_engines"), pytest.mark.timeout(300)]

@@ -9,10 +9,10 @@ import shlex
 import pytest
 
 from bench.cli import _parser, main
-from bench.errors import TrackError
-from bench.experiment import dry_run_lines, load_experiment
+from bench.race.experiment import dry_run_lines, load_experiment
 from bench.track.loader import find_track, load_track
 from bench.track.params import blame_param
+from bench.util.errors import TrackError
 from tests.checkout import ROOT
 from tests.test_race import write_track
 
@@ -28,7 +28,7 @@ def _hints() -> list[tuple[str, str]]:
 
 
 def test_there_are_command_hints_to_check():
-    assert ("store.py", "list trials") in _hints()
+    assert ("sqlite.py", "list trials") in _hints()
 
 
 @pytest.mark.parametrize("where,cmd", _hints())

@@ -24,10 +24,10 @@ import pandas as pd
 import pytest
 
 from bench.cli import main
-from bench.metrics_store import config as store_config
-from bench.metrics_store.http import StoreHttp
 from bench.provision.model import ClusterInfo
-from bench.store import TrialStore
+from bench.trials.metrics_store import config as store_config
+from bench.trials.metrics_store.http import StoreHttp
+from bench.trials.sqlite import TrialStore
 from tests.checkout import ROOT
 from tests.esnode import LocalEngines, default_cache
 
@@ -130,7 +130,7 @@ def test_race_into_a_secured_elasticsearch_store_with_rallys_documents(
     assert main(["show", trial_id[:10], *store_flags]) == 0
     assert "index-append" in capsys.readouterr().out
     store_config.configure(store_config.from_cli(store_flags[0].split("=", 1)[1], "index_prefix:sec"))
-    from bench.trial_stores import open_store
+    from bench.trials.open import open_store
 
     with open_store() as remote:
         pd.testing.assert_frame_equal(remote.samples(trial_id), samples)

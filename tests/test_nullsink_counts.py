@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from bench.nullsink import COUNT_EVERY, free_port, start_in_background
+from benchmarks.nullsink import COUNT_EVERY, free_port, start_in_background
 
 
 def _request(sock: socket.socket, method: str, path: str, body: bytes = b"") -> bytes:

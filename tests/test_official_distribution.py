@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
 from tests.esnode import default_cache
 from tests.official_archives import bundled_jdk_version, official_archive, release_ini, release_name, release_site
 

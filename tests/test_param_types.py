@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench.driver.param_types import ParamError, as_bool, as_float, as_int, param_bool, param_float, param_int
-from bench.driver.runners import with_retries
+from bench.driver.runners.core import with_retries
 
 
 @pytest.mark.parametrize("value,expected", [(True, True), ("true", True), ("TRUE", True), ("1", True), (1, True),

@@ -13,14 +13,14 @@ import pytest
 
 from bench.cli import main
 from bench.cloud.topology import parse_topology, refuse_cloud_plugins, with_overrides
-from bench.cluster_plugins import plugin_facts
-from bench.errors import ConfigError, ProvisionError
-from bench.home import distributions_dir
+from bench.http.cluster_plugins import plugin_facts
 from bench.provision.overrides import check_plugin_engines, named_plugins
 from bench.provision.plugin_download import OFFICIAL_URLS, PluginSource, obtain_plugin, plugin_source, source_url_of
 from bench.provision.plugin_install import install_failure, tool_reason
 from bench.provision.plugin_names import PluginRef, parse_plugin_names
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
+from bench.util.errors import ConfigError, ProvisionError
+from bench.util.home import distributions_dir
 from tests.http_serving import files_handler, serving
 from tests.test_cli_errors import one_line_error
 
@@ -262,7 +262,7 @@ def test_plugin_facts_are_compact() -> None:
 
 
 def test_experiments_take_the_flags_and_check_them_at_load(tmp_path: Path) -> None:
-    from bench.experiment import load_experiment, plan, race_options
+    from bench.race.experiment import load_experiment, plan, race_options
 
     good = tmp_path / "good.yml"
     good.write_text("name: x\nrace: {track: nginx, elasticsearch-plugins: 'analysis-icu,mapper-size:8.19.21'}\n"

@@ -19,7 +19,7 @@ import pytest
 from bench.cli import main
 from bench.provision.local import ROOT_NODES_BASE
 from bench.provision.plugin_download import PluginSource, cache_folder, obtain_plugin
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
 from tests.checkout import ROOT
 from tests.esnode import default_cache
 from tests.http_serving import files_handler, serving

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from bench.cli import main
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
 
 
 def write_track(root: Path, schedule: list[dict], *, indices: list[dict] | None = None,

@@ -14,21 +14,14 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.client import ClientOptions, ClusterTarget
-from bench.cluster_source import RaceClusters, register_source, unregister_source
-from bench.errors import ConfigError
-from bench.options import RaceOptions
-from bench.pipeline import (
-    RaceHook,
-    RacePlan,
-    RaceSchedule,
-    RaceTargets,
-    register_race_hook,
-    unregister_race_hook,
-)
+from bench.http.client import ClientOptions, ClusterTarget
 from bench.provision.model import ClusterInfo
-from bench.store import TrialStore
-from bench.summary import Summary
+from bench.race.cluster_source import RaceClusters, register_source, unregister_source
+from bench.race.options import RaceOptions
+from bench.race.pipeline import RaceHook, RacePlan, RaceSchedule, RaceTargets, register_race_hook, unregister_race_hook
+from bench.results.summary import Summary
+from bench.trials.sqlite import TrialStore
+from bench.util.errors import ConfigError
 
 ITERATIONS = 5
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from bench.errors import TrackError
-from bench.store import TrialStore
 from bench.track.loader import load_track
+from bench.trials.sqlite import TrialStore
+from bench.util.errors import TrackError
 from tests.test_race import only_trial, race
 
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from bench.cli import main
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
 
 LOOKALIKE = Path(__file__).parent / "data" / "rally_lookalike"
 

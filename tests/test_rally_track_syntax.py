@@ -11,9 +11,9 @@ import pytest
 from bench.cli import main
 from bench.driver import schedule as schedule_module
 from bench.driver.schedule import Pacer, register_scheduler
-from bench.errors import TrackError
-from bench.store import TrialStore
 from bench.track.loader import load_track
+from bench.trials.sqlite import TrialStore
+from bench.util.errors import TrackError
 
 DATA = Path(__file__).parent / "data"
 LOOKALIKE = DATA / "rally_lookalike"
@@ -264,8 +264,8 @@ def test_undefined_variables_render_empty_with_one_warning_line_and_are_recorded
 
 
 def test_undefined_variables_are_stored_with_the_trial_options(tmp_path):
-    from bench.options import RaceOptions
-    from bench.race import _stored_options
+    from bench.race.options import RaceOptions
+    from bench.race.race import _stored_options
 
     folder = write_track(tmp_path / "t", {"version": 2, "indices": [{"name": "i"}], "schedule": [
         {"operation": {"operation-type": "search", "q": "{{ word }}"}}]})

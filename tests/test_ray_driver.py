@@ -22,8 +22,8 @@ import pytest
 pytest.importorskip("ray", reason="the Ray load driver needs bench[ray]")
 
 from bench.cli import main
-from bench.nullsink import free_port, start_in_background
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
+from benchmarks.nullsink import free_port, start_in_background
 from tests.http_serving import serving
 from tests.ray_cluster import RayTestCluster
 from tests.test_cli_errors import one_line_error

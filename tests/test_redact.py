@@ -2,7 +2,7 @@
 
 import pytest
 
-from bench import redact
+from bench.util import redact
 
 
 @pytest.fixture(autouse=True)

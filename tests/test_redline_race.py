@@ -8,10 +8,10 @@ import json
 import pytest
 
 from bench import extensions
-from bench.nullsink import free_port, start_in_background
 from bench.redline.extension import setup as redline_setup
 from bench.redline.section import SECTION, RedlineSection
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
+from benchmarks.nullsink import free_port, start_in_background
 from tests.test_race import only_trial, race, write_track
 
 CLIENTS = 4

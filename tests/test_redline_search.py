@@ -5,11 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from bench.errors import ConfigError
+from bench.driver.samples import RequestSample
 from bench.redline.objective import parse_redline
 from bench.redline.search import Outcome, bracket, decide
 from bench.redline.step import RunawayWatch, evaluate_step
-from bench.samples import RequestSample
+from bench.util.errors import ConfigError
 
 
 def _search(knee: float, start: float, **keys: str) -> tuple[list[float], object]:
@@ -118,8 +118,8 @@ def test_runaway_watch_stops_a_step_once_it_cannot_pass():
 def test_the_ccr_redline_experiments_run_the_redline_on_the_bulk_task_of_both_variants(name):
     from pathlib import Path
 
-    from bench.experiment import load_experiment, plan, race_options
-    from bench.race import load_race_track
+    from bench.race.experiment import load_experiment, plan, race_options
+    from bench.race.race import load_race_track
 
     exp = load_experiment(Path(__file__).parent.parent / "experiments" / name)
     races = plan(exp, "run")

@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from bench.cluster_stats import ClusterTotals, ShardTotals
-from bench.errors import BenchError, ConfigError
-from bench.redact import register_secret
-from bench.report import format_value, render_summary, write_report
-from bench.stats import ThroughputStats
-from bench.summary import Summary, TaskSummary
+from bench.http.cluster_stats import ClusterTotals, ShardTotals
+from bench.results.report import format_value, render_summary, write_report
+from bench.results.stats import ThroughputStats
+from bench.results.summary import Summary, TaskSummary
+from bench.util.errors import BenchError, ConfigError
+from bench.util.redact import register_secret
 
 
 def make_summary(notes=()) -> Summary:

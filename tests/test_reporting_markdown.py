@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from bench.cli import main
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
 from tests.compare_trials import compare_trials, es_target_session, race, write_compare_track  # noqa: F401
 
 pytestmark = pytest.mark.cluster

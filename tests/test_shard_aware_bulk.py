@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.driver.shard_routing import IndexRouting
+from bench.driver.bulk.shard_routing import IndexRouting
 from tests.test_track_code import race, samples, write
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.usefixtures("local_engines")]  # bench starts the 3 nodes

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from elasticsearch import Elasticsearch, helpers
 
-from bench.driver.shard_routing import IndexRouting, routing_hash, routing_of
+from bench.driver.bulk.shard_routing import IndexRouting, routing_hash, routing_of
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -80,10 +80,10 @@ def test_routing_factor_maps_routing_shards_onto_shards() -> None:
 
 
 def test_a_body_follows_the_node_holding_most_of_its_documents() -> None:
-    from bench.driver.bodies import BulkBody
-    from bench.driver.routed_bodies import RoutedBody, node_for
-    from bench.driver.routing_watch import RoutingWatch
-    from bench.driver.shard_routing import ShardTable
+    from bench.driver.bulk.bodies import BulkBody
+    from bench.driver.bulk.routed_bodies import RoutedBody, node_for
+    from bench.driver.bulk.routing_watch import RoutingWatch
+    from bench.driver.bulk.shard_routing import ShardTable
 
     routing = IndexRouting(index="i", number_of_shards=3, routing_num_shards=3)
     table = ShardTable(routing=routing, primary_urls={0: "http://a", 1: "http://a", 2: "http://b"}, id_prefix="p-")

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from bench.provision.distribution import distribution_url, download_archive
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
 from tests.esnode import default_cache
 from tests.http_serving import serving
 from tests.test_corpus import docs_bytes
@@ -122,7 +122,7 @@ def _child(log_file: str, cache: str, job: Callable[[], Path]) -> None:
     a terminal shows) in ``.activity``."""
     from rich.console import Console
 
-    from bench.activity import step
+    from bench.util.activity import step
 
     logging.basicConfig(filename=log_file, level=logging.INFO, format="%(name)s %(message)s")
     os.environ["BENCH_CACHE"] = cache

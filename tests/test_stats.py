@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.samples import RequestSample
-from bench.stats import (
+from bench.driver.samples import RequestSample
+from bench.results.stats import (
     error_stats,
     measured_duration,
     percentiles,
@@ -214,9 +214,9 @@ def test_queueing_time_is_not_counted_as_work():
 
 
 def test_a_summary_stored_by_the_per_second_rule_is_recomputed_from_its_samples(tmp_path, monkeypatch):
-    from bench.store import TrialInfo, TrialStore, utcnow
-    from bench.summary import summarize
-    from bench.trial_summary import stored_summary
+    from bench.results.summary import summarize
+    from bench.trials.sqlite import TrialInfo, TrialStore, utcnow
+    from bench.trials.summary import stored_summary
 
     monkeypatch.setenv("BENCH_HOME", str(tmp_path))
     s = [sample("bulk", start=100 + x, latency=0.1, units=1000, unit="docs")

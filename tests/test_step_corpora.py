@@ -1,4 +1,4 @@
-"""A load-driver worker on another machine prepares its step's document sets itself (``bench.driver.step_corpora``):
+"""A load-driver worker on another machine prepares its step's document sets itself (``bench.driver.bulk.step_corpora``):
 from the same sources into its own data cache, the same documents, each file fetched once per machine."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.driver.step_corpora import prepare_step_documents, step_corpora
-from bench.home import data_dir
+from bench.driver.bulk.step_corpora import prepare_step_documents, step_corpora
 from bench.track.corpus import CorpusRecipe, bulk_documents, prepare_corpora, prepare_document_set
 from bench.track.loader import load_track
+from bench.util.home import data_dir
 from tests.http_serving import serving
 from tests.test_corpus import docs_bytes
 

@@ -13,19 +13,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench.errors import StoreError
-from bench.redact import register_secret
-from bench.samples import RequestSample
-from bench.stats import samples_frame
-from bench.store import (
-    SCHEMA_VERSION,
-    TelemetryRow,
-    TrialInfo,
-    TrialStore,
-    machine_info,
-    new_trial_id,
-)
-from bench.summary import summarize
+from bench.driver.samples import RequestSample
+from bench.results.stats import samples_frame
+from bench.results.summary import summarize
+from bench.trials.sqlite import SCHEMA_VERSION, TelemetryRow, TrialInfo, TrialStore, machine_info, new_trial_id
+from bench.util.errors import StoreError
+from bench.util.redact import register_secret
 
 T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 
@@ -196,7 +189,7 @@ def test_killed_writer_keeps_committed_batches(tmp_path):
         from datetime import datetime, timezone
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_store import info, samples
-        from bench.store import TrialStore
+        from bench.trials.sqlite import TrialStore
         s = TrialStore({str(db)!r})
         s.create_trial(info("dead" + "0" * 28, start_time=datetime.now(timezone.utc)))
         for _ in range(3):

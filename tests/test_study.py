@@ -6,12 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bench.compare import Side, TrialData
-from bench.experiment import StudySpec
+from bench.race.experiment import StudySpec
 from bench.reporting.study import render_study_markdown, study_table, study_view
-from bench.stats import ThroughputStats
-from bench.summary import Summary, TaskSummary
+from bench.results.stats import ThroughputStats
+from bench.results.summary import Summary, TaskSummary
 from bench.telemetry.summary import SECTION, NodeTelemetry, TelemetrySummary
-from bench.trials import TrialInfo
+from bench.trials.model import TrialInfo
 
 
 def _trial(i: int, task: str, median: float, clusters: dict[str, float]) -> TrialData:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.cluster_stats import cluster_totals
-from bench.samples import RequestSample
-from bench.stats import samples_frame
-from bench.summary import Summary, summarize
+from bench.driver.samples import RequestSample
+from bench.http.cluster_stats import cluster_totals
+from bench.results.stats import samples_frame
+from bench.results.summary import Summary, summarize
 
 RECORDED = Path(__file__).parent / "data" / "recorded"
 
@@ -124,7 +124,7 @@ def test_error_note_names_error_types_and_whose_side_they_came_from():
 
 
 def test_gc_and_translog_rows_follow_rally():
-    from bench.cluster_stats import ClusterTotals, GcTotals, ShardTotals
+    from bench.http.cluster_stats import ClusterTotals, GcTotals, ShardTotals
 
     totals = ClusterTotals(total=ShardTotals(translog_size_bytes=1024 ** 3 // 2),
                            gc=GcTotals(young_count=12, young_time_ms=1500, old_count=0, old_time_ms=0))
@@ -140,7 +140,7 @@ def test_gc_and_translog_rows_follow_rally():
 
 
 def test_spread_across_primary_shards_follows_each_cumulative_time():
-    from bench.cluster_stats import ClusterTotals, Spread
+    from bench.http.cluster_stats import ClusterTotals, Spread
 
     totals = ClusterTotals(per_shard={"merge_time_ms": Spread(min=60000, median=120000, max=180000)})
     names = [r.metric for r in Summary(cluster=totals).rows()]
@@ -186,7 +186,7 @@ def test_throughput_counts_successful_requests_only():
 
 
 def test_status_label_says_complete_with_errors():
-    from bench.summary import status_label
+    from bench.results.summary import status_label
 
     clean = summarize(samples_frame([s("q", "search", 1.0, 0.01, 0.01)]))
     dirty = summarize(samples_frame([s("q", "search", 1.0, 0.01, 0.01),

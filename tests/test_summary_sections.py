@@ -10,19 +10,21 @@ from typing import Any
 
 import pytest
 
-from bench import extensions, trial_summary
+from bench import extensions
 from bench.ccr.report import CatchUp, CcrSection, FollowerSection
 from bench.compare import compare, render_comparison
 from bench.compare import metrics as compare_metrics
 from bench.compare.core import Side, TrialData
 from bench.compare.metrics import register_metric
-from bench.report import render_summary
+from bench.driver.samples import TelemetryRow
 from bench.reporting.context import compare_context, trial_context
-from bench.stats import ThroughputStats
-from bench.store import TrialStore
-from bench.summary import MetricRow, Summary, TaskSummary, register_section
+from bench.results.report import render_summary
+from bench.results.stats import ThroughputStats
+from bench.results.summary import MetricRow, Summary, TaskSummary, register_section
 from bench.telemetry.summary import DeviceCount, FollowerLag, NodeTelemetry, TelemetrySummary
-from bench.trials import TelemetryRow, TrialInfo, TrialReader, Trials
+from bench.trials import summary as trial_summary
+from bench.trials.model import TrialInfo, TrialReader, Trials
+from bench.trials.sqlite import TrialStore
 
 T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -30,7 +32,7 @@ T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 @pytest.fixture
 def power_section(monkeypatch):
     """A third-party "power" section registered through the seams for one test only."""
-    import bench.sections as sections_mod
+    import bench.results.sections as sections_mod
 
     extensions.load()  # bench's own first, so the copies restored afterwards hold them
     monkeypatch.setattr(sections_mod, "_SECTIONS", dict(sections_mod._SECTIONS))

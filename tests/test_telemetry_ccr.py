@@ -11,9 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bench.client import ClientOptions, ClusterTarget, check_cluster
-from bench.errors import ClusterError
-from bench.store import TelemetryRow, TrialStore
+from bench.http.client import ClientOptions, ClusterTarget, check_cluster
 from bench.telemetry.ccr_models import (
     NOT_IN_PROGRESS,
     CheckpointHistory,
@@ -30,6 +28,8 @@ from bench.telemetry.ccr_stats import CcrStats, configured_indices
 from bench.telemetry.device import TelemetryContext
 from bench.telemetry.runner import TelemetryRunner
 from bench.telemetry.summary import summarize_telemetry
+from bench.trials.sqlite import TelemetryRow, TrialStore
+from bench.util.errors import ClusterError
 from tests.fixture_server import FixtureServer, fixture, fixture_json, fixture_status
 
 ES, OS = "elasticsearch-ccr", "opensearch-replication"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from bench.cli import main
-from bench.errors import ConfigError
 from bench.telemetry.config import DEVICES, available_profiles, load_profile, resolve_telemetry
 from bench.telemetry.node_stats import request_for
+from bench.util.errors import ConfigError
 
 
 def test_defaults_are_rallys_and_params_override():
@@ -91,7 +91,7 @@ def test_race_with_unknown_device_fails_before_anything_starts(capsys, tmp_path)
 
 
 def test_race_with_unknown_cluster_in_params_fails(capsys, tmp_path):
-    from bench.client import ClusterTarget
+    from bench.http.client import ClusterTarget
     from bench.telemetry import TelemetryContext, create_devices
 
     cfg = resolve_telemetry("node-stats", {"node-stats-clusters": "follower"}, None)

@@ -12,7 +12,7 @@ import urllib.request
 import psutil
 import pytest
 
-from bench.client import ClusterTarget
+from bench.http.client import ClusterTarget
 from bench.telemetry.device import TelemetryContext
 from bench.telemetry.host import Host, local_node_pids
 

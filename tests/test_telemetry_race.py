@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from bench.cli import main
-from bench.report import render_summary
-from bench.store import TrialStore
+from bench.results.report import render_summary
+from bench.trials.sqlite import TrialStore
 from tests.test_faults import RaceProcess, jvms_of, long_track, no_jvm_left, race, start_race  # noqa: F401
 
 INTERVAL = 0.5

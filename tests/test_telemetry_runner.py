@@ -6,9 +6,9 @@ import asyncio
 import time
 from typing import ClassVar
 
-from bench.store import TelemetryRow
 from bench.telemetry.device import Device, Sampled, TelemetryContext
 from bench.telemetry.runner import SAMPLE_METRIC, TelemetryRunner
+from bench.trials.sqlite import TelemetryRow
 
 
 class SlowDevice(Device):

@@ -8,11 +8,11 @@ import uuid
 
 import pandas as pd
 
-from bench.report import render_summary
-from bench.store import TelemetryRow, TrialStore
-from bench.summary import Summary
+from bench.results.report import render_summary
+from bench.results.summary import Summary
 from bench.telemetry import attach_telemetry
 from bench.telemetry.summary import MB, summarize_telemetry
+from bench.trials.sqlite import TelemetryRow, TrialStore
 
 
 def _frame(rows: list[TelemetryRow]) -> pd.DataFrame:

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from bench.nullsink import free_port, start_in_background
-from bench.stats import throughput_series, throughput_stats
-from bench.store import TrialStore
+from bench.results.stats import throughput_series, throughput_stats
+from bench.trials.sqlite import TrialStore
+from benchmarks.nullsink import free_port, start_in_background
 from tests.test_race import only_trial, race, write_track
 
 

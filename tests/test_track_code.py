@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 from bench.cli import main
-from bench.errors import TrackError
-from bench.store import TrialStore
 from bench.track.loader import load_track
+from bench.trials.sqlite import TrialStore
+from bench.util.errors import TrackError
 
 pytestmark = pytest.mark.timeout(400)
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.errors import TrackError
 from bench.track import dependencies
 from bench.track.loader import load_track
+from bench.util.errors import TrackError
 
 # A tiny pure-Python package bench's environment does not have (checked below, so the test cannot pass by accident).
 PACKAGE, MODULE = "tomli-w==1.0.0", "tomli_w"

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import BenchError, ConfigError, TrackError
 from bench.track.loader import find_track, list_tracks, load_track
 from bench.track.model import Parallel
 from bench.track.params import parse_params
 from bench.track.rally_helpers import days_ago
+from bench.util.errors import BenchError, ConfigError, TrackError
 
 DATA = Path(__file__).parent / "data"
 GEONAMES = DATA / "rally_geonames"

@@ -52,7 +52,7 @@ def test_loadgen_ray_driver_without_the_ray_extra_is_one_line(tmp_path: Path) ->
 def test_png_export_without_kaleido_is_one_line(tmp_path: Path) -> None:
     code = ("import sys; sys.modules['kaleido'] = None\n"
             "import plotly.graph_objects as go\n"
-            "from bench.errors import ConfigError\n"
+            "from bench.util.errors import ConfigError\n"
             "from bench.reporting.plots import Plot, export_pngs\n"
             "try:\n"
             f"    export_pngs([Plot(key='p', title='p', figure=go.Figure())], {str(tmp_path / 'pngs')!r})\n"
@@ -114,8 +114,8 @@ def _corrupt_one_samples_page(db: Path) -> None:
 def test_a_damaged_samples_page_is_one_line_in_every_command_that_reads_it(
         es_target: str, tmp_path: Path, bench_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from bench.cli import main
-    from bench.home import db_path
-    from bench.store import TrialStore
+    from bench.trials.sqlite import TrialStore
+    from bench.util.home import db_path
 
     track = _health_track(tmp_path / "health", 3000)
     for _ in range(2):
@@ -192,7 +192,7 @@ def test_mapping_conflicts_are_grouped_by_kind_not_by_document_id(
     import json
 
     from bench.cli import main
-    from bench.store import TrialStore
+    from bench.trials.sqlite import TrialStore
 
     folder = tmp_path / "conflict"
     folder.mkdir()

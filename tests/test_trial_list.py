@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from bench.cli import main
-from bench.store import TrialInfo, TrialStore
-from bench.trial_list import render_trial_list
+from bench.trials.listing import render_trial_list
+from bench.trials.sqlite import TrialInfo, TrialStore
 
 LONG = TrialInfo(id="3f2a9c1b2d4e" + "a" * 20, track="http_logs", challenge="append-no-conflicts",
                  car=["defaults", "4gheap", "tcp-compression"], test_mode=True, status="complete",

@@ -6,9 +6,9 @@ import pytest
 
 from bench.cli import main
 from bench.driver.warmup import corpus_requests, warmup_notes
-from bench.errors import TrackError
-from bench.store import TrialStore
 from bench.track.loader import find_track, load_track
+from bench.trials.sqlite import TrialStore
+from bench.util.errors import TrackError
 from tests.test_race import only_trial, race, write_track
 
 NGINX_CORPUS = [{"name": "logs", "documents": [{"source-file": "logs.json", "document-count": 1000,

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.driver.bodies import IdConflicts, prepare_bodies
+from bench.driver.bulk.bodies import IdConflicts, prepare_bodies
 from bench.driver.params import search_source
-from bench.errors import TrackError
-from bench.store import TrialStore
 from bench.track.generators import generate, generate_file
 from bench.track.loader import find_track, load_track
 from bench.track.model import DocumentsSpec, Operation, Task
+from bench.trials.sqlite import TrialStore
+from bench.util.errors import TrackError
 
 NEW = ["shakespeare", "eventdata", "geopoint", "pmc"]
 

@@ -17,9 +17,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench import redact
-from bench.client import RawHttp
-from bench.errors import ClusterError
+from bench.http.client import RawHttp
 from bench.telemetry.ccr_models import (
     NOT_IN_PROGRESS,
     exception_text,
@@ -28,6 +26,8 @@ from bench.telemetry.ccr_models import (
     parse_index_ccr_stats,
     parse_replication_status,
 )
+from bench.util import redact
+from bench.util.errors import ClusterError
 
 ELASTICSEARCH, OPENSEARCH = "elasticsearch", "opensearch"
 NO_CCR = "this cluster has no CCR support (x-pack ccr / opensearch replication plugin missing)"

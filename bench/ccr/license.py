@@ -15,10 +15,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from bench import redact
-from bench.client import ClusterTarget, RawHttp
-from bench.errors import ClusterError
+from bench.http.client import ClusterTarget, RawHttp
 from bench.telemetry.config import resolve_telemetry
+from bench.util import redact
+from bench.util.errors import ClusterError
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.errors import TrackError
+from bench.util.errors import TrackError
 
 # type -> mandatory parameters (registered with each runner, see bench.ccr.runners.register)
 REQUIRED: dict[str, tuple[str, ...]] = {

@@ -28,14 +28,14 @@ from bench.ccr.engine import CcrError, ccr_engine, detect_engine
 from bench.ccr.license import clusters_ccr_reaches, ensure_ccr_license
 from bench.ccr.remote import ensure_remote
 from bench.ccr.runners import CCR_OPERATION_TYPES, FOLLOWER, LEADER_ALIAS, follower_cluster
-from bench.client import DEFAULT_CLUSTER, ClusterTarget, RawHttp, check_cluster
-from bench.errors import ConfigError
+from bench.http.client import DEFAULT_CLUSTER, ClusterTarget, RawHttp, check_cluster
 from bench.provision.soft_deletes import soft_deletes_off_problem
 from bench.track.model import Challenge, Task, Track
+from bench.util.errors import ConfigError
 
 if TYPE_CHECKING:
-    from bench.options import RaceOptions
     from bench.provision.car import CarConfig
+    from bench.race.options import RaceOptions
 
 log = logging.getLogger(__name__)
 

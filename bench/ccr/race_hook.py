@@ -8,9 +8,9 @@ import asyncio
 
 from bench.ccr.prepare import CcrRace, check_soft_deletes, prepare_ccr_race
 from bench.ccr.report import SECTION, build_section
-from bench.options import RaceOptions
-from bench.pipeline import RaceHook, RacePlan, RaceTargets
-from bench.summary import Summary
+from bench.race.options import RaceOptions
+from bench.race.pipeline import RaceHook, RacePlan, RaceTargets
+from bench.results.summary import Summary
 
 
 class CcrHook(RaceHook):

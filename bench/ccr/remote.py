@@ -8,9 +8,9 @@ import logging
 import time
 from typing import Any
 
-from bench import redact
-from bench.client import RawHttp
-from bench.errors import ClusterError
+from bench.http.client import RawHttp
+from bench.util import redact
+from bench.util.errors import ClusterError
 
 log = logging.getLogger(__name__)
 

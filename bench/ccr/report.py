@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from bench.summary import MetricRow, Summary, percentile_label
+from bench.results.summary import MetricRow, Summary, percentile_label
 from bench.telemetry.summary import SECTION as TELEMETRY_SECTION
 from bench.telemetry.summary import add_follower_lag_rows
 from bench.track.model import Task

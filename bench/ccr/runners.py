@@ -40,11 +40,11 @@ from bench.ccr.engine import (
 )
 from bench.ccr.operations import REQUIRED, check_ccr_operation
 from bench.ccr.sync import ShardTarget, leader_targets, wait_for_sync
-from bench.client import RawHttp
 from bench.driver.param_types import param_float
-from bench.driver.registry import register_runner
-from bench.driver.runners import Context, Result
-from bench.errors import ClusterError
+from bench.driver.runners.core import Context, Result
+from bench.driver.runners.registry import register_runner
+from bench.http.client import RawHttp
+from bench.util.errors import ClusterError
 
 FOLLOWER = "follower"
 LEADER_ALIAS = "leader"

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.ccr.engine import CcrEngine, CcrError, FollowerProgress, NoStats
-from bench.client import RawHttp
-from bench.errors import ClusterError
+from bench.http.client import RawHttp
 from bench.telemetry.ccr_models import primary_checkpoints
+from bench.util.errors import ClusterError
 
 
 @dataclass(frozen=True)

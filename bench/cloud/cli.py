@@ -13,8 +13,8 @@ from bench.cloud.plan import make_plan, render_plan
 from bench.cloud.providers import get_provider
 from bench.cloud.providers.base import CloudProvider
 from bench.cloud.topology import Topology, load_topology, parse_topology
-from bench.errors import ConfigError
-from bench.store import new_trial_id
+from bench.trials.sqlite import new_trial_id
+from bench.util.errors import ConfigError
 
 
 def add_cloud_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -8,8 +8,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from bench.errors import StoreError
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
+from bench.util.errors import StoreError
 
 _TABLES = ("samples", "summaries", "telemetry")
 

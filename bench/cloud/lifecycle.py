@@ -28,9 +28,9 @@ from bench.cloud.providers.base import CloudProvider, Resource, allocate_ips
 from bench.cloud.startup import _ENV, NodeBoot, distribution_url, render_startup_script
 from bench.cloud.tls import TransportTls, make_transport_tls
 from bench.cloud.topology import Topology
-from bench.errors import BenchError, ConfigError, ProvisionError, RaceInterrupted
 from bench.provision.car import load_car
-from bench.redact import register_secret
+from bench.util.errors import BenchError, ConfigError, ProvisionError, RaceInterrupted
+from bench.util.redact import register_secret
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_INSTANCES = 8

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from rich.console import Console
 
 from bench.cloud.topology import ClusterTopology, Topology
-from bench.errors import ClusterError, ConfigError
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo
+from bench.util.errors import ClusterError, ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -25,14 +25,14 @@ from bench.cloud.ray_hosts import RayDrivers, RayHost
 from bench.cloud.ssh import DriverHost, RemoteHost, client_options_json
 from bench.cloud.topology import Topology
 from bench.cloud.wheel import build_wheel
-from bench.errors import ConfigError, ProvisionError, RaceInterrupted
-from bench.home import trials_dir
-from bench.options import RaceOptions
-from bench.pipeline import RaceResult
 from bench.provision.car import load_car
-from bench.redact import redact_text
-from bench.report import render_summary, write_report
-from bench.store import TrialStore, new_trial_id
+from bench.race.options import RaceOptions
+from bench.race.pipeline import RaceResult
+from bench.results.report import render_summary, write_report
+from bench.trials.sqlite import TrialStore, new_trial_id
+from bench.util.errors import ConfigError, ProvisionError, RaceInterrupted
+from bench.util.home import trials_dir
+from bench.util.redact import redact_text
 
 log = logging.getLogger(__name__)
 
@@ -177,8 +177,8 @@ def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[Dri
 
 def _push_to_metrics_store(trial_id: str, console: Console) -> None:
     """The driver's trial reached the local store by import, not through a race here: push it like one."""
-    from bench.metrics_store.config import configured_store
-    from bench.metrics_store.pusher import push_command
+    from bench.trials.metrics_store.config import configured_store
+    from bench.trials.metrics_store.pusher import push_command
 
     config = configured_store()
     if config is not None:

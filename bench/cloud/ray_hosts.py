@@ -15,8 +15,8 @@ from typing import Self
 
 from bench.cloud.plan import RAY_GCS_PORT, RAY_PORTS
 from bench.cloud.ssh import DriverHost
-from bench.errors import ProvisionError
-from bench.redact import redact_text
+from bench.util.errors import ProvisionError
+from bench.util.redact import redact_text
 
 log = logging.getLogger(__name__)
 

@@ -8,18 +8,18 @@ from typing import TYPE_CHECKING
 
 from bench.cloud.local import start_topology
 from bench.cloud.topology import Topology, load_topology, refuse_cloud_plugins, with_overrides
-from bench.cluster_source import Provisioned, RaceClusters
-from bench.pipeline import PlannedCluster, RaceResult
 from bench.provision.car import load_car
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo
 from bench.provision.overrides import named_plugins, parse_plugins
+from bench.race.cluster_source import Provisioned, RaceClusters
+from bench.race.pipeline import PlannedCluster, RaceResult
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from bench.client import ClientOptions, ClusterTarget
-    from bench.options import RaceOptions
+    from bench.http.client import ClientOptions, ClusterTarget
+    from bench.race.options import RaceOptions
 
 
 class LocalTopology(Provisioned):

@@ -24,8 +24,8 @@ import paramiko
 
 import bench
 from bench.cloud.wheel import build_wheel
-from bench.errors import ProvisionError, RaceError
-from bench.redact import redact_text
+from bench.util.errors import ProvisionError, RaceError
+from bench.util.redact import redact_text
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ from pydantic import BaseModel, Field
 
 import bench
 from bench.cloud.tls import TransportTls
-from bench.errors import ConfigError
 from bench.provision.car import load_car
 from bench.provision.distribution import distribution_url  # noqa: F401 - re-exported for callers
 from bench.provision.model import ENGINES, Engine
+from bench.util.errors import ConfigError
 
 _TEMPLATES = Path(__file__).parent / "templates"
 _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_TEMPLATES)), undefined=jinja2.StrictUndefined,

@@ -22,12 +22,12 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from bench.bundled import resolve_example
-from bench.errors import ConfigError
 from bench.provision.model import ClusterSpec, Engine
 from bench.provision.overrides import check_plugin_engines, is_plugin_path, parse_distribution, plugins_for
 from bench.provision.plugin_names import PluginRef, parse_plugin_names
-from bench.yaml_file import read_yaml
+from bench.util.bundled import resolve_example
+from bench.util.errors import ConfigError
+from bench.util.yaml_file import read_yaml
 
 Provider = Literal["local", "aws", "gcp"]
 _NAME = r"^[a-z][a-z0-9-]{0,30}$"  # valid in AWS Name tags, GCE instance names and ES cluster names

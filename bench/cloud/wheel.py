@@ -20,7 +20,7 @@ from packaging.version import Version
 from wheel.wheelfile import WheelFile
 
 import bench
-from bench.errors import ProvisionError
+from bench.util.errors import ProvisionError
 
 # Written by the installer, not part of what was built (pip writes them again on the host); scripts outside
 # site-packages (../../bin/bench) are made again from entry_points.txt.

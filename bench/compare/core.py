@@ -17,7 +17,7 @@ from bench.compare.mismatch import mismatch_warnings
 from bench.compare.model import Side, TrialData  # noqa: F401 - re-exported: compare callers build these
 from bench.compare.roles import RoleMapping, role_mapping
 from bench.compare.stats import MIN_GROUP, CiMethod, DiffCI, Verdict, diff_ci, judge
-from bench.summary import messages_text
+from bench.results.summary import messages_text
 
 
 class CandidateCell(BaseModel):

@@ -1,4 +1,4 @@
-"""The headline of a comparison: the rows of the race headline (``bench.headline``) with each candidate's Δ %,
+"""The headline of a comparison: the rows of the race headline (``bench.results.headline``) with each candidate's Δ %,
 confidence interval and verdict, and one plain sentence per candidate. Pure: a Comparison in, rows and text out.
 """
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from bench.compare.core import CandidateCell, CompareRow, Comparison
-from bench.headline import TASK_METRICS, headline_tasks
-from bench.numbers import compact, rescale
-from bench.sections import section_kinds
+from bench.results.headline import TASK_METRICS, headline_tasks
+from bench.results.sections import section_kinds
+from bench.util.numbers import compact, rescale
 
 # Short names for the headline's task rows.
 SHORT = {"Min Throughput": "min throughput", "Median Throughput": "median throughput",

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bench import extensions
-from bench.summary import Summary
+from bench.results.summary import Summary
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.compare.model import Side
-from bench.trials import TrialInfo
+from bench.trials.model import TrialInfo
 
 UNSET = "unset"
 

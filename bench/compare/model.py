@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from bench.summary import Summary
-from bench.trials import TrialInfo
+from bench.results.summary import Summary
+from bench.trials.model import TrialInfo
 
 
 class TrialData(BaseModel):

@@ -20,10 +20,10 @@ from tabulate import tabulate
 
 from bench.compare.core import CandidateCell, CompareRow, Comparison
 from bench.compare.headline import compare_headline, short_metric
-from bench.errors import ConfigError
-from bench.fit_table import fit
-from bench.redact import redact, redact_text
-from bench.report import format_value
+from bench.results.fit_table import fit
+from bench.results.report import format_value
+from bench.util.errors import ConfigError
+from bench.util.redact import redact, redact_text
 
 CompareFormat = Literal["table", "markdown", "csv", "json"]
 FORMATS: tuple[str, ...] = ("table", "markdown", "csv", "json")

@@ -13,11 +13,9 @@ select it, and ``compare`` puts its errors up front and marks every row of the t
 from __future__ import annotations
 
 from bench.compare.core import Side, TrialData
-from bench.errors import ConfigError, StoreError
-from bench.trial_summary import stored_summary
-from bench.trials import TrialInfo, TrialReader
-
-ALL_TRIALS = 1_000_000
+from bench.trials.model import ALL_TRIALS, TrialInfo, TrialReader
+from bench.trials.summary import stored_summary
+from bench.util.errors import ConfigError, StoreError
 
 
 def parse_tag_selector(selector: str) -> dict[str, str]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from bench.driver.mp_pool import MpWorkerPool
 from bench.driver.pool import WorkerPool
-from bench.errors import ConfigError
+from bench.util.errors import ConfigError
 
 
 @dataclass

@@ -18,9 +18,9 @@ import aiohttp
 from bench.driver.custom_schedule import RallySchedule
 from bench.driver.param_types import ParamError
 from bench.driver.params import CorpusSource
-from bench.driver.runners import Context, Result, Runner
+from bench.driver.runners.core import Context, Result, Runner
+from bench.driver.samples import RequestSample
 from bench.driver.schedule import Pacer
-from bench.samples import RequestSample
 from bench.track.model import Task
 
 # time.time() - time.monotonic(), fixed per process so absolute times are consistent with durations.

@@ -16,7 +16,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, assert_never
 
-from bench.client import ClusterTarget
+from bench.driver.bulk.shard_lookup import with_shard_tables
+from bench.driver.bulk.step_corpora import StepCorpora, step_corpora
 from bench.driver.messages import (
     Cancel,
     Cancelled,
@@ -35,15 +36,14 @@ from bench.driver.messages import (
 )
 from bench.driver.mp_pool import MpWorkerPool
 from bench.driver.pool import WorkerPool
-from bench.driver.shard_lookup import with_shard_tables
-from bench.driver.step_corpora import StepCorpora, step_corpora
+from bench.driver.runners.track_defs import TrackDefinitions, track_definitions
+from bench.driver.samples import RequestSample
 from bench.driver.track_code import TrackCodePlan, plan_for
-from bench.driver.track_defs import TrackDefinitions, track_definitions
 from bench.driver.worker_extensions import extension_paths
-from bench.errors import RaceError, RaceInterrupted
-from bench.samples import RequestSample
+from bench.http.client import ClusterTarget
 from bench.track.corpus import CorpusRecipe
 from bench.track.model import DocumentsSpec, Parallel, Task, Track
+from bench.util.errors import RaceError, RaceInterrupted
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ SampleWatch = Callable[[list[RequestSample]], bool]
 # Runs one step (a task or a parallel block) now; what a step driver calls, as often as it likes.
 RunStep = Callable[[Task | Parallel, SampleWatch | None], Awaitable[None]]
 # Runs a step of the schedule its own way (through RunStep) and returns True, or returns False to leave it to the
-# coordinator: how an extension replaces a task by steps of its own (bench.pipeline.RaceHook.drive_step).
+# coordinator: how an extension replaces a task by steps of its own (bench.race.pipeline.RaceHook.drive_step).
 StepDriver = Callable[[Task | Parallel, RunStep], Awaitable[bool]]
 
 

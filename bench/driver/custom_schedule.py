@@ -20,9 +20,9 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from bench.errors import TrackError
 from bench.track.model import Task
 from bench.track.rally_view import RallyTask
+from bench.util.errors import TrackError
 
 
 class _Unthrottled:

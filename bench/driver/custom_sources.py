@@ -18,10 +18,10 @@ import inspect
 from collections.abc import Iterator
 from typing import Any
 
-from bench.driver.bodies import BulkBody
-from bench.errors import TrackError
+from bench.driver.bulk.bodies import BulkBody
 from bench.track.model import Task
 from bench.track.rally_view import RallyTrack
+from bench.util.errors import TrackError
 
 
 class RallySource:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from bench.samples import RequestSample
+from bench.driver.samples import RequestSample
 
 log = logging.getLogger(__name__)
 

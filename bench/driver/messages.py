@@ -21,11 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.client import ClusterTarget
-from bench.driver.step_corpora import CorporaPrepared, StepCorpora
+from bench.driver.bulk.step_corpora import CorporaPrepared, StepCorpora
+from bench.driver.runners.track_defs import TrackDefinitions
+from bench.driver.samples import RequestSample
 from bench.driver.track_code import TrackCodePlan
-from bench.driver.track_defs import TrackDefinitions
-from bench.samples import RequestSample
+from bench.http.client import ClusterTarget
 from bench.track.model import DocumentsSpec, Task
 
 POOL_WID = -1  # the ``wid`` of a WorkerError from the pool itself rather than from one of its workers

@@ -11,8 +11,8 @@ from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 
 from bench.driver.messages import POOL_WID, Command, Message, Shutdown, WorkerError
+from bench.driver.samples import TelemetryRow
 from bench.driver.worker import worker_main
-from bench.trials import TelemetryRow
 
 READER_STOPPED = "the load driver's results reader stopped"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.errors import TrackError
+from bench.util.errors import TrackError
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})

@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench import extensions
-from bench.driver.bodies import IdConflicts, prepare_bodies
+from bench.driver.bulk.bodies import IdConflicts, prepare_bodies
+from bench.driver.bulk.routed_bodies import RoutedBody, prepare_routed_bodies
+from bench.driver.bulk.routing_watch import DEFAULT_INTERVAL, RoutingWatch
+from bench.driver.bulk.shard_routing import ShardTable
 from bench.driver.param_types import param_bool, param_float, param_int
-from bench.driver.registry import callable_name
-from bench.driver.routed_bodies import RoutedBody, prepare_routed_bodies
-from bench.driver.routing_watch import DEFAULT_INTERVAL, RoutingWatch
-from bench.driver.shard_routing import ShardTable
-from bench.errors import ConfigError, TrackError
+from bench.driver.runners.registry import callable_name
 from bench.track.model import DocumentsSpec, Task
+from bench.util.errors import ConfigError, TrackError
 
 BULK_PATH = "/_bulk?filter_path=errors,items.*.error"
 

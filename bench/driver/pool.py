@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from bench.driver.messages import Command, Message
-from bench.trials import TelemetryRow
+from bench.driver.samples import TelemetryRow
 
 __all__ = ["Command", "Message", "WorkerPool"]
 

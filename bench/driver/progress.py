@@ -13,7 +13,7 @@ from rich.live import Live
 from rich.table import Table
 
 from bench.driver.coordinator import StepListener
-from bench.samples import RequestSample
+from bench.driver.samples import RequestSample
 from bench.track.model import Task
 
 

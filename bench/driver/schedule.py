@@ -20,8 +20,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from bench.errors import ConfigError, TrackError
 from bench.track.model import Task
+from bench.util.errors import ConfigError, TrackError
 
 OPS = "ops/s"
 

@@ -11,16 +11,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.client import ClusterTarget
-from bench.driver.custom_runners import EsClients, adapt_runner
 from bench.driver.custom_schedule import RallySchedule
 from bench.driver.custom_sources import client_source, make_source, operation_spec
-from bench.driver.runners import Runner
-from bench.errors import TrackError
+from bench.driver.runners.core import Runner
+from bench.driver.runners.custom import EsClients, adapt_runner
+from bench.http.client import ClusterTarget
 from bench.track.dependencies import activate as activate_dependencies
 from bench.track.model import Task, Track
 from bench.track.plugins import TRACK_CODE, TrackPlugins, load_plugins, plugins_of
 from bench.track.rally_view import RallyTrack
+from bench.util.errors import TrackError
 
 
 @dataclass(frozen=True)

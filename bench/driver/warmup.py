@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import math
 
-from bench.driver.bodies import client_slice
+from bench.driver.bulk.bodies import client_slice
 from bench.driver.param_types import param_bool
 from bench.driver.params import bulk_size_bytes, sends_corpus_once
-from bench.errors import TrackError
 from bench.track.corpus import bulk_documents
 from bench.track.model import Challenge, Task, Track
+from bench.util.errors import TrackError
 
 
 def corpus_requests(track: Track, task: Task) -> list[int] | None:

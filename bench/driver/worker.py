@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from bench.client import ClusterTarget, RawHttp
+from bench.driver.bulk.step_corpora import CorporaPrepared, prepare_step_documents
 from bench.driver.client_loop import run_client
 from bench.driver.messages import (
     Cancel,
@@ -38,16 +38,16 @@ from bench.driver.messages import (
     WorkerError,
 )
 from bench.driver.params import SourceContext, param_source
-from bench.driver.registry import runner_for
-from bench.driver.request_options import with_request_options
-from bench.driver.runners import Context, with_retries
-from bench.driver.step_corpora import CorporaPrepared, prepare_step_documents
+from bench.driver.runners.core import Context, with_retries
+from bench.driver.runners.registry import runner_for
+from bench.driver.runners.request_options import with_request_options
+from bench.driver.samples import RequestSample
 from bench.driver.track_code import TrackCode
 from bench.driver.worker_extensions import load_extensions
-from bench.errors import BenchError
+from bench.http.client import ClusterTarget, RawHttp
 from bench.provision.osuser import pdeathsig_preexec
-from bench.samples import RequestSample
 from bench.track.model import Task
+from bench.util.errors import BenchError
 
 FLUSH_INTERVAL = 0.5
 

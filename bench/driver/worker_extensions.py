@@ -9,7 +9,7 @@ from __future__ import annotations
 import pkgutil
 
 from bench import extensions
-from bench.errors import ConfigError
+from bench.util.errors import ConfigError
 
 
 def extension_paths() -> dict[str, str]:

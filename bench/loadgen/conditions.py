@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.errors import ConfigError
+from bench.util.errors import ConfigError
 
 _PREFIX = "_ctx.response."
 _MISSING = object()

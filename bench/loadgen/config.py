@@ -19,12 +19,12 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bench import redact
-from bench.errors import ConfigError
 from bench.loadgen.conditions import Predicate, compile_condition
 from bench.loadgen.template import CompiledTemplate, RequestTemplate, substitute_env
 from bench.loadgen.variables import Variables, VariableSpec
-from bench.yaml_file import load_yaml_model
+from bench.util import redact
+from bench.util.errors import ConfigError
+from bench.util.yaml_file import load_yaml_model
 
 log = logging.getLogger(__name__)
 _COMPAT_NDJSON = "application/vnd.elasticsearch+x-ndjson;compatible-with=7"

@@ -23,23 +23,23 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 
-from bench import redact
-from bench.client import ClusterTarget, RawHttp, check_cluster, parse_client_options, parse_target_hosts
 from bench.driver.backends import OpenedPool, open_pool
 from bench.driver.coordinator import Coordinator
 from bench.driver.failure_log import FailureLog
 from bench.driver.progress import Progress
-from bench.errors import ClusterError, ConfigError
+from bench.http.client import ClusterTarget, RawHttp, check_cluster, parse_client_options, parse_target_hosts
 from bench.loadgen.conditions import Response
 from bench.loadgen.config import LoadgenPlan, load_plan
 from bench.loadgen.summary import render_loadgen, summarize_loadgen
-from bench.report import ReportFormat, render_summary
-from bench.store import TrialInfo, machine_info, new_trial_id, utcnow
-from bench.summary import Summary, summarize
+from bench.results.report import ReportFormat, render_summary
+from bench.results.summary import Summary, summarize
 from bench.track.model import Challenge, Operation, Task, Track
-from bench.trial_run import SampleBuffer, recorded_run
-from bench.trial_stores import open_store
-from bench.trials import Trials
+from bench.trials.model import Trials
+from bench.trials.open import open_store
+from bench.trials.recording import SampleBuffer, recorded_run
+from bench.trials.sqlite import TrialInfo, machine_info, new_trial_id, utcnow
+from bench.util import redact
+from bench.util.errors import ClusterError, ConfigError
 
 log = logging.getLogger(__name__)
 

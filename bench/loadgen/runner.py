@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from bench.driver.params import register_param_source
-from bench.driver.registry import register_runner
-from bench.driver.runners import Context, Result, bulk_result, raw_failure
+from bench.driver.runners.core import Context, Result, bulk_result, raw_failure
+from bench.driver.runners.registry import register_runner
 from bench.loadgen.conditions import Response
 from bench.loadgen.source import loadgen_request_source, template_bulk_source
 

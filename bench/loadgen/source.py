@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.driver.bodies import BulkBody
+from bench.driver.bulk.bodies import BulkBody
 from bench.driver.params import SourceContext, bulk_path
-from bench.errors import TrackError
 from bench.loadgen.config import LoadgenPlan, load_plan
 from bench.loadgen.template import RequestTemplate
 from bench.loadgen.variables import Variables, VariableSpec
 from bench.track.model import Task
+from bench.util.errors import TrackError
 
 _PLANS: dict[tuple[str, str], LoadgenPlan] = {}
 _TEMPLATES: dict[str, tuple[Variables, dict[str, Any]]] = {}

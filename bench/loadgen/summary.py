@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-from bench.stats import measured_duration, percentiles
+from bench.results.stats import measured_duration, percentiles
 
 
 class LoadgenSummary(BaseModel):

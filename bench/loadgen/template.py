@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.errors import ConfigError
 from bench.loadgen.variables import Variables
+from bench.util.errors import ConfigError
 
 PLACEHOLDER = re.compile(r"\$\[\[([^\[\]]+?)\]\]")
 _ACTION = re.compile(r'^\s*\{\s*"(index|create|update|delete)"\s*:', re.MULTILINE)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from bench.errors import ConfigError
+from bench.util.errors import ConfigError
 
 NOT_FOUND = "not_found"  # what Loadgen renders for a name that is no variable
 TIME_TYPES = frozenset({"now_local", "now_utc", "now_utc_lite", "now_unix", "now_unix_in_ms", "now_unix_in_micro",

@@ -18,10 +18,10 @@ import jinja2.meta
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from bench.bundled import bundled_dir
-from bench.errors import ConfigError
 from bench.provision.model import Checksum
-from bench.yaml_file import load_yaml_model
+from bench.util.bundled import bundled_dir
+from bench.util.errors import ConfigError
+from bench.util.yaml_file import load_yaml_model
 
 _HEAP = re.compile(r"^[1-9][0-9]*[kKmMgG]$")
 _JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False)

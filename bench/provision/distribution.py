@@ -4,7 +4,7 @@ Downloads go to a part file of their own and are renamed only after the checksum
 corrupt archive is never used. A cached archive is verified again on every use; if it no longer
 matches it is deleted and downloaded again. Unpacked installs are keyed by the archive's checksum.
 Benches running at once share the cache: one lock per archive and one per unpacked install
-(``bench.file_lock``), so the second waits for the first and uses its verified result.
+(``bench.util.file_lock``), so the second waits for the first and uses its verified result.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
-from bench.activity import notice
-from bench.download import fetch
-from bench.errors import ProvisionError
-from bench.file_lock import exclusive, lock_file_for, part_path, remove_stale_parts, write_atomically
-from bench.home import distributions_dir
 from bench.provision.model import ENGINES, Checksum, DistributionFacts, EngineLayout
 from bench.provision.repositories import fallback_repository, resolve_repository
+from bench.util.activity import notice
+from bench.util.download import fetch
+from bench.util.errors import ProvisionError
+from bench.util.file_lock import exclusive, lock_file_for, part_path, remove_stale_parts, write_atomically
+from bench.util.home import distributions_dir
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ import os
 import shutil
 from pathlib import Path
 
-from bench.errors import ConfigError, ProvisionError
 from bench.provision.model import EngineLayout, JavaFacts, JdkSource
+from bench.util.errors import ConfigError, ProvisionError
 
 SYSTEM_JVM_DIRS = (Path("/usr/lib/jvm"), Path("/usr/java"), Path("/Library/Java/JavaVirtualMachines"))
 

@@ -32,8 +32,6 @@ import yaml
 from pydantic import SecretStr
 
 import bench.provision.ports as portalloc
-from bench.activity import say
-from bench.errors import ConfigError, ProvisionError
 from bench.provision.car import CarConfig, load_car
 from bench.provision.distribution import obtain
 from bench.provision.guard import kill_survivors
@@ -43,7 +41,9 @@ from bench.provision.osuser import NodeUser, chown_tree, make_traversable, node_
 from bench.provision.plugin_download import PluginSource, obtain_plugin, plugin_source
 from bench.provision.plugin_install import install_failure
 from bench.provision.stop import KeptNode, keep_logs, process_record, record_kept
-from bench.redact import redact_text, register_secret
+from bench.util.activity import say
+from bench.util.errors import ConfigError, ProvisionError
+from bench.util.redact import redact_text, register_secret
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +251,7 @@ class LocalProvisioner:
         (conf / layout.config_file).write_text(
             "# Written by bench from car " + ",".join(car.names) + "\n" + yaml.safe_dump(settings, sort_keys=False))
         (conf / "jvm.options.d").mkdir(exist_ok=True)
-        (conf / "jvm.options.d" / "bench.options").write_text("\n".join(car.heap_options() + car.jvm_options) + "\n")
+        (conf / "jvm.options.d" / "bench.race.options").write_text("\n".join(car.heap_options() + car.jvm_options) + "\n")
         node = _Node(info=NodeInfo(name=name, http_port=http, transport_port=transport, home=home, log_dir=logs,
                                    data_dir=data),
                      cluster=spec.name, base=base, console_log=logs / "console.log", pid_file=base / "node.pid",

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.errors import ProvisionError
+from bench.util.errors import ProvisionError
 
 log = logging.getLogger(__name__)
 

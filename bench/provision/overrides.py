@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bench.errors import ConfigError
 from bench.provision.model import Engine
 from bench.provision.plugin_names import FLAGS, PluginRef, parse_plugin_names
+from bench.util.errors import ConfigError
 
 ENGINES: dict[str, Engine] = {"elasticsearch": "elasticsearch", "opensearch": "opensearch"}
 _CLUSTER = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")

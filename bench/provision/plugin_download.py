@@ -25,12 +25,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from bench.download import fetch
-from bench.errors import ConfigError, ProvisionError
-from bench.file_lock import exclusive, lock_file_for, part_path, remove_stale_parts, write_atomically
-from bench.home import distributions_dir
-from bench.ini import ini_path, ini_section
 from bench.provision.plugin_names import PluginRef
+from bench.util.download import fetch
+from bench.util.errors import ConfigError, ProvisionError
+from bench.util.file_lock import exclusive, lock_file_for, part_path, remove_stale_parts, write_atomically
+from bench.util.home import distributions_dir
+from bench.util.ini import ini_path, ini_section
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def plugin_source(engine: str, ref: PluginRef, cluster_version: str,
 
 def obtain_plugin(source: PluginSource) -> Path:
     """The verified zip of ``source`` in the download cache, downloaded when missing or no longer matching; under
-    the zip's lock (bench.file_lock), so benches provisioning at once download it once."""
+    the zip's lock (bench.util.file_lock), so benches provisioning at once download it once."""
     file_name = Path(urllib.parse.urlparse(source.url).path).name
     folder = cache_folder(source)
     folder.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bench.errors import ConfigError
+from bench.util.errors import ConfigError
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 # 8.19.21, 2.19.4.0 (OpenSearch's own plugins carry a fourth number), 9.0.0-rc1, 8.19.0-SNAPSHOT

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 
-from bench.errors import ProvisionError
+from bench.util.errors import ProvisionError
 
 HOST = "127.0.0.1"
 _reserved: set[int] = set()  # handed out in this process but maybe not bound by a node yet

@@ -27,9 +27,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from bench.errors import ConfigError, ProvisionError
-from bench.ini import ini_path, ini_section
 from bench.provision.model import Algorithm, Checksum
+from bench.util.errors import ConfigError, ProvisionError
+from bench.util.ini import ini_path, ini_section
 
 DEFAULT_REPOSITORY = "release"
 REPOSITORY_ENV = "BENCH_DISTRIBUTION_REPOSITORY"

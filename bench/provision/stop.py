@@ -17,8 +17,8 @@ from pathlib import Path
 import psutil
 from pydantic import BaseModel, ValidationError
 
-from bench.errors import BenchError, StoreError
 from bench.provision.guard import copy_path
+from bench.util.errors import BenchError, StoreError
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ import os
 import socket
 from pathlib import Path
 
-from bench.errors import ConfigError
+from bench.util.errors import ConfigError
 
 CONNECT_TIMEOUT = 3.0
 # Where `ray start --head` writes the address of the cluster it started (what ray.init("auto") reads).

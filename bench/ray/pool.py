@@ -21,13 +21,13 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 import bench
 from bench.driver.backends import OpenedPool
+from bench.driver.bulk.step_corpora import CorporaPrepared
 from bench.driver.messages import Command, Go, Message, Ready, Step, WorkerError
-from bench.driver.step_corpora import CorporaPrepared
-from bench.errors import ConfigError, RaceError
+from bench.driver.samples import TelemetryRow
 from bench.ray.actor import RayWorker
 from bench.ray.busy_nodes import busy_node_notes
 from bench.ray.connect import connect
-from bench.trials import TelemetryRow
+from bench.util.errors import ConfigError, RaceError
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ of Ray, so every part of the extension and the CLI can ask first."""
 
 from __future__ import annotations
 
-from bench.errors import ConfigError
+from bench.util.errors import ConfigError
 
 
 def require_ray(flag: str) -> None:

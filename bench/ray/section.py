@@ -9,9 +9,9 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel
 
-from bench.sections import MetricRow
-from bench.summary import Summary
-from bench.trials import TrialReader
+from bench.results.sections import MetricRow
+from bench.results.summary import Summary
+from bench.trials.model import TrialReader
 
 SECTION = "load-driver"
 DEVICE = "load-driver"  # the telemetry rows RayWorkerPool.telemetry() stores
@@ -47,7 +47,7 @@ def load_driver_section(telemetry: pd.DataFrame) -> LoadDriverSection | None:
 
 
 def enrich_summary(summary: Summary | None, trials: TrialReader, trial_id: str) -> Summary | None:
-    """The summary enricher (``bench.trial_summary``): the load-driver nodes as the section, when there are any."""
+    """The summary enricher (``bench.trials.summary``): the load-driver nodes as the section, when there are any."""
     section = load_driver_section(trials.telemetry(trial_id))
     if section is None:
         return summary

@@ -6,7 +6,7 @@ import re
 
 from pydantic import BaseModel, Field, model_validator
 
-from bench.errors import ConfigError
+from bench.util.errors import ConfigError
 
 OPTION = "--redline"
 

@@ -8,16 +8,16 @@ from rich.console import Console
 from tabulate import tabulate
 
 from bench.driver.coordinator import RunStep
-from bench.errors import ConfigError
-from bench.options import RaceOptions
-from bench.pipeline import RaceHook, RacePlan, RaceSchedule, RaceTargets
+from bench.driver.samples import RequestSample
+from bench.race.options import RaceOptions
+from bench.race.pipeline import RaceHook, RacePlan, RaceSchedule, RaceTargets
 from bench.redline.objective import OPTION, RedlineSpec, parse_redline
 from bench.redline.search import Outcome, decide
 from bench.redline.section import CURVE_HEADERS, SECTION, RedlineSection, curve_table, summary_line
 from bench.redline.step import RunawayWatch, StepResult, evaluate_step, lowest_target, samples_frame, step_task
-from bench.samples import RequestSample
-from bench.summary import Summary
+from bench.results.summary import Summary
 from bench.track.model import Parallel, Task
+from bench.util.errors import ConfigError
 
 
 def spec_of(opts: RaceOptions) -> RedlineSpec | None:

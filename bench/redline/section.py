@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from bench.redline.step import StepResult
-from bench.sections import MetricRow, SectionTable
+from bench.results.sections import MetricRow, SectionTable
 
 SECTION = "redline"
 SUSTAINED = "Redline sustained throughput"

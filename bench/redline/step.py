@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from bench.driver.samples import RequestSample
 from bench.redline.objective import RedlineSpec
-from bench.samples import RequestSample
-from bench.stats import normalize_frame, request_failed
+from bench.results.stats import normalize_frame, request_failed
 from bench.track.model import Task
 
 

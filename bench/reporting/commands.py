@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from bench.errors import ConfigError
+from bench.util.errors import ConfigError
 
 EXIT_REGRESSION = 3  # bench experiment --history --fail-on-regression: a key row regressed tonight
 
@@ -92,8 +92,8 @@ def _build_comparison(store: Any, baseline: str, candidates: list[str], a: argpa
 
 def _compare(a: argparse.Namespace, console: Console) -> int:
     from bench.compare import comparison_renderable, render_comparison
-    from bench.report import write_report
-    from bench.trial_stores import open_store
+    from bench.results.report import write_report
+    from bench.trials.open import open_store
 
     baseline, candidates = _selectors(a)
     with open_store() as store:
@@ -111,7 +111,7 @@ def _compare(a: argparse.Namespace, console: Console) -> int:
 
 
 def _emit(report: Any, output: str | None, default_name: str, console: Console) -> None:
-    from bench.report import write_report
+    from bench.results.report import write_report
 
     if output or report.fmt == "html":
         path = write_report(report.text, output or default_name, option="--output")
@@ -124,7 +124,7 @@ def _emit(report: Any, output: str | None, default_name: str, console: Console) 
 
 def _report(a: argparse.Namespace, console: Console) -> int:
     from bench.reporting.render import compare_report, trial_report
-    from bench.trial_stores import open_store
+    from bench.trials.open import open_store
 
     if bool(a.trial) == bool(a.compare):
         raise ConfigError("bench report needs a TRIAL or --compare BASELINE CANDIDATE... (not both)")
@@ -155,9 +155,9 @@ def _experiment_overrides(a: argparse.Namespace) -> dict[str, Any]:
 
 
 def _experiment(a: argparse.Namespace, console: Console) -> int:
-    from bench.experiment import comparison_selectors, load_experiment, run_experiment
+    from bench.race.experiment import comparison_selectors, load_experiment, run_experiment
     from bench.reporting.render import compare_report
-    from bench.trial_stores import open_store
+    from bench.trials.open import open_store
 
     _check_noise(a)
     if a.history is not None and a.history < 1:
@@ -168,7 +168,7 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
     if a.history is not None and exp.study is None:
         raise ConfigError(f"--history: experiment file {a.file} has no 'study:' block naming the key rows to follow")
     if a.dry_run:
-        from bench.experiment import dry_run_lines
+        from bench.race.experiment import dry_run_lines
 
         for line in dry_run_lines(exp, a.run_id or "dry-run"):
             console.print(line, highlight=False, markup=False)
@@ -201,7 +201,7 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
 
                 study = load_study_table(store, exp, result.run_id, ti, ci_method=a.ci_method)
                 if a.history is not None:
-                    from bench.history import history_report
+                    from bench.reporting.history import history_report
 
                     history = history_report(store, exp, result.run_id, a.history, ci_method=a.ci_method)
                     for r in history.regressions:

@@ -11,7 +11,7 @@ count per distinct error message of failed requests); compare mode adds
 ``comparison`` (the JSON form), ``sections`` (compare rows split as below), ``comparison_markdown``; html adds
 ``plots`` (key, title, div) and ``plotly_js``; both add ``plot_notes`` (series and plots left out, and why).
 ``study_tables`` (title, headers, rows, notes, classes: an experiment's study table and its history,
-``bench/reporting/study.py`` / ``bench/history.py``; empty otherwise) comes right after the headline.
+``bench/reporting/study.py`` / ``bench/reporting/history.py``; empty otherwise) comes right after the headline.
 Sections: "Cluster totals", one per task, then one per registered summary section (``register_section``:
 "Telemetry", "CCR"), each holding its rows and the rows of others it hides (CCR: rows whose metric names CCR).
 """
@@ -25,12 +25,12 @@ import bench
 from bench.compare.core import Comparison, Side
 from bench.compare.render import side_lines, table_headers, table_rows, to_json
 from bench.provision.facts_text import distribution_text
-from bench.redact import redact, redact_text
-from bench.report import format_value
 from bench.reporting.headline_view import compare_headline_view, trial_headline
-from bench.sections import section_kinds, section_tables, section_title
-from bench.summary import Summary, status_label
-from bench.trials import TrialInfo
+from bench.results.report import format_value
+from bench.results.sections import section_kinds, section_tables, section_title
+from bench.results.summary import Summary, status_label
+from bench.trials.model import TrialInfo
+from bench.util.redact import redact, redact_text
 
 # Options worth showing in a report; client options and anything secret-like never are.
 _SHOWN_OPTIONS = ("distribution_version", "nodes", "target_hosts", "car_params", "worker_processes", "load_driver",
@@ -168,7 +168,7 @@ def _sections(keyed: list[tuple[str, str, list[str]]], headers: list[str], of: d
 
 
 def trial_context(info: TrialInfo, summary: Summary | None) -> dict[str, Any]:
-    from bench.report import error_records, render_summary
+    from bench.results.report import error_records, render_summary
 
     of = row_sections([summary])
     rows: list[tuple[str, str, list[str]]] = []

@@ -1,4 +1,4 @@
-"""The headline as report templates see it: the race headline's tables (``bench.headline``) for one trial, the
+"""The headline as report templates see it: the race headline's tables (``bench.results.headline``) for one trial, the
 comparison headline's rows with Δ %, CI and verdict (``bench.compare.headline``) and one sentence per candidate
 for a comparison -- as strings plus a CSS class per cell (verdict colours in HTML) and as markdown.
 
@@ -14,10 +14,10 @@ from tabulate import tabulate
 
 from bench.compare.core import Comparison
 from bench.compare.render import _headline_cmp, headline_title, markdown_result, table_headers, table_rows
-from bench.headline import race_headline
-from bench.redact import redact_text
-from bench.report import _headline_tables, render_headline
-from bench.summary import Summary
+from bench.results.headline import race_headline
+from bench.results.report import _headline_tables, render_headline
+from bench.results.summary import Summary
+from bench.util.redact import redact_text
 
 # Verdict -> CSS class of the cells that carry it (green, red, grey).
 VERDICT_CLASS = {"improvement": "improvement", "regression": "regression", "within noise": "noise",

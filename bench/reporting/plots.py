@@ -17,10 +17,10 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from bench.errors import ConfigError
-from bench.sections import section_kinds
-from bench.stats import throughput_series
-from bench.summary import Summary, percentile_label
+from bench.results.sections import section_kinds
+from bench.results.stats import throughput_series
+from bench.results.summary import Summary, percentile_label
+from bench.util.errors import ConfigError
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 DASHES = ["solid", "dash", "dot", "dashdot", "longdash"]
@@ -102,7 +102,7 @@ def throughput_plots(trials: list[PlotTrial], notes: list[str] | None = None) ->
                 reasons.setdefault("every request failed", []).append(t.name)
                 continue
             s = throughput_series(t.samples, task)
-            # The seconds after the first client finished show the load ending, not the cluster (see bench.stats).
+            # The seconds after the first client finished show the load ending, not the cluster (see bench.results.stats).
             s = s[(s["phase"] == "measurement") & s["full_load"].astype(bool)]
             if s.empty:
                 reasons.setdefault("no whole second of measured work with every client busy", []).append(t.name)

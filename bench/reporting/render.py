@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import jinja2
 
-from bench.bundled import bundled_dir
 from bench.compare.core import Comparison, Side
 from bench.compare.render import markdown_result
-from bench.errors import ConfigError
-from bench.redact import redact_text
 from bench.reporting.context import compare_context, trial_context
 from bench.reporting.plots import Plot, PlotTrial, all_plots, export_pngs, figure_div, plotly_js
-from bench.trials import TrialReader
+from bench.trials.model import TrialReader
+from bench.util.bundled import bundled_dir
+from bench.util.errors import ConfigError
+from bench.util.redact import redact_text
 
 if TYPE_CHECKING:
-    from bench.history import HistoryReport
+    from bench.reporting.history import HistoryReport
     from bench.reporting.study import StudyTable
 
 ReportKind = Literal["markdown", "html"]

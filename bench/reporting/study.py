@@ -17,11 +17,11 @@ from pydantic import BaseModel
 from bench.compare import Side, diff_ci, judge
 from bench.compare.metrics import higher_is_better, trial_values
 from bench.compare.stats import MIN_GROUP, CiMethod, Verdict
-from bench.summary import Summary, TaskSummary
+from bench.results.summary import Summary, TaskSummary
 
 if TYPE_CHECKING:
-    from bench.experiment import ExperimentFile, StudySpec
-    from bench.trials import TrialReader
+    from bench.race.experiment import ExperimentFile, StudySpec
+    from bench.trials.model import TrialReader
 
 SYNC_OPERATION = "wait-for-followers-to-sync"
 CATCH_UP_METRIC = "100th percentile CCR catch-up time"
@@ -195,7 +195,7 @@ def load_study_table(store: TrialReader, exp: ExperimentFile, run_id: str, track
                      ci_method: CiMethod = "auto") -> StudyTable:
     """The study table of a stored run of ``exp`` (its complete trials, by their experiment tags)."""
     from bench.compare.select import resolve_sides
-    from bench.experiment import comparison_selectors
+    from bench.race.experiment import comparison_selectors
 
     assert exp.study is not None and exp.baseline is not None
     baseline, candidates = comparison_selectors(exp, run_id, track_index)

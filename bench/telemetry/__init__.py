@@ -24,9 +24,9 @@ from bench.telemetry.runner import TelemetryRunner, create_devices
 from bench.telemetry.summary import TelemetrySummary, summarize_telemetry, telemetry_rows, with_telemetry
 
 if TYPE_CHECKING:
-    from bench.client import ClusterTarget
-    from bench.summary import Summary
-    from bench.trials import Trials
+    from bench.http.client import ClusterTarget
+    from bench.results.summary import Summary
+    from bench.trials.model import Trials
 
 __all__ = [
     "DEVICES",

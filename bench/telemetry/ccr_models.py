@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bench.errors import ClusterError
+from bench.util.errors import ClusterError
 
 # -- Elasticsearch CCR ---------------------------------------------------------------------------------
 

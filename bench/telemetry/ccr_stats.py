@@ -21,8 +21,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, TypeGuard
 
-from bench.client import RawHttp
-from bench.errors import BenchError
+from bench.driver.samples import TelemetryRow
+from bench.http.client import RawHttp
 from bench.telemetry.ccr_models import (
     NOT_IN_PROGRESS,
     CheckpointHistory,
@@ -39,7 +39,7 @@ from bench.telemetry.ccr_models import (
     parse_replication_status,
 )
 from bench.telemetry.device import ClusterDevice, Sampled, TelemetryContext, TelemetryError, flatten, rows_of
-from bench.trials import TelemetryRow
+from bench.util.errors import BenchError
 
 VIEW_CHECKPOINTS = {"leader_checkpoint", "follower_checkpoint"}
 SHARD_SKIP = {"shard_id", "follower_mapping_version", "follower_settings_version", "follower_aliases_version"}

@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from bench.bundled import bundled_dir
-from bench.errors import ConfigError
-from bench.yaml_file import load_yaml_model
+from bench.util.bundled import bundled_dir
+from bench.util.errors import ConfigError
+from bench.util.yaml_file import load_yaml_model
 
 
 @dataclass(frozen=True)

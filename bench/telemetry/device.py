@@ -14,10 +14,10 @@ from typing import Any, ClassVar
 
 import psutil
 
-from bench import redact
-from bench.client import ClusterTarget, RawHttp
-from bench.errors import BenchError, ConfigError
-from bench.trials import TelemetryRow
+from bench.driver.samples import TelemetryRow
+from bench.http.client import ClusterTarget, RawHttp
+from bench.util import redact
+from bench.util.errors import BenchError, ConfigError
 
 HOST_SCOPE = "host"
 

@@ -25,10 +25,10 @@ from typing import Any
 
 import psutil
 
-from bench.client import ClusterTarget, RawHttp
-from bench.redact import redact_text
+from bench.driver.samples import TelemetryRow
+from bench.http.client import ClusterTarget, RawHttp
 from bench.telemetry.device import HOST_SCOPE, Device, Sampled, TelemetryContext
-from bench.trials import TelemetryRow
+from bench.util.redact import redact_text
 
 log = logging.getLogger(__name__)
 

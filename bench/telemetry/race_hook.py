@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
-from bench.pipeline import RaceHook, RacePlan, RaceSchedule
+from bench.race.pipeline import RaceHook, RacePlan, RaceSchedule
 from bench.telemetry import race_context, resolve_telemetry, start_telemetry
 
 

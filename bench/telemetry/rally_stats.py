@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from bench.driver.samples import TelemetryRow
 from bench.telemetry.device import ClusterDevice, Sampled, flatten, rows_of
-from bench.trials import TelemetryRow
 
 
 class RecoveryStats(ClusterDevice):

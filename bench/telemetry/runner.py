@@ -16,11 +16,11 @@ import math
 import time
 from collections.abc import Callable
 
-from bench import redact
-from bench.errors import StoreError
+from bench.driver.samples import TelemetryRow
 from bench.telemetry.config import DEVICES, TelemetryConfig
 from bench.telemetry.device import Device, TelemetryContext
-from bench.trials import TelemetryRow
+from bench.util import redact
+from bench.util.errors import StoreError
 
 log = logging.getLogger(__name__)
 

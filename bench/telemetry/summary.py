@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-from bench.summary import MetricRow, Summary
+from bench.results.summary import MetricRow, Summary
 from bench.telemetry.runner import ERROR_METRIC, SAMPLE_METRIC
 
 if TYPE_CHECKING:
-    from bench.trials import TrialReader
+    from bench.trials.model import TrialReader
 
 SECTION = "telemetry"  # its name among a summary's sections
 
@@ -256,7 +256,7 @@ def with_telemetry(summary: Summary | None, telemetry: pd.DataFrame) -> Summary 
 
 
 def enrich_summary(summary: Summary | None, trials: TrialReader, trial_id: str) -> Summary | None:
-    """The summary enricher (``bench.trial_summary``): the trial's stored telemetry as its section."""
+    """The summary enricher (``bench.trials.summary``): the trial's stored telemetry as its section."""
     return with_telemetry(summary, trials.telemetry(trial_id))
 
 

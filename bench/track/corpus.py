@@ -2,7 +2,7 @@
 
 For each document set the bulk tasks use: generate it (``generator``), or find it in
 ``data_dir()/<corpus>/`` or next to the track, download it from ``base-url`` if missing, and
-decompress it once. Every file is written as a part file of its writer (``bench.file_lock.part_path``) and
+decompress it once. Every file is written as a part file of its writer (``bench.util.file_lock.part_path``) and
 renamed when complete, so an interrupted download, decompression or generation is never used. The line count is checked against
 ``document-count`` (x2 with action-and-meta-data lines) and remembered in ``data_dir()/.linecounts``.
 
@@ -30,14 +30,14 @@ from typing import Any, BinaryIO
 
 import zstandard
 
-from bench.activity import say
-from bench.download import fetch
-from bench.errors import TrackError
-from bench.file_lock import exclusive, lock_file_for, part_path, remove_stale_parts, write_atomically
-from bench.home import data_dir
 from bench.track.generators import generate_file
 from bench.track.model import Challenge, DocumentsSpec, Track
 from bench.track.testmode import TEST_MODE_DOCS
+from bench.util.activity import say
+from bench.util.download import fetch
+from bench.util.errors import TrackError
+from bench.util.file_lock import exclusive, lock_file_for, part_path, remove_stale_parts, write_atomically
+from bench.util.home import data_dir
 
 log = logging.getLogger(__name__)
 

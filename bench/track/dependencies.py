@@ -19,9 +19,9 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from bench.errors import TrackError
-from bench.file_lock import exclusive
-from bench.home import bench_home, bench_home_path
+from bench.util.errors import TrackError
+from bench.util.file_lock import exclusive
+from bench.util.home import bench_home, bench_home_path
 
 LIBS = "libs"
 # URL requirements carry no name/version to check: the ones installed are remembered here (inside libs, so

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from bench.errors import TrackError
-from bench.file_lock import part_path
+from bench.util.errors import TrackError
+from bench.util.file_lock import part_path
 
 _CHUNK = 20_000  # documents per write
 

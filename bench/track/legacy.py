@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.errors import TrackError
 from bench.track import notices
 from bench.track.model import Challenge, Operation, Task, Track
+from bench.util.errors import TrackError
 
 LEGACY_BULK = "index"
 # Keys of a Rally <= 0.8 type object that describe its documents.

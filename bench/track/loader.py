@@ -22,12 +22,10 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, ValidationError
 
-from bench.bundled import bundled_dir
 from bench.driver.param_types import as_bool, as_float
-from bench.driver.request_options import check_assertions
-from bench.driver.runners import CORE_RUNNERS
+from bench.driver.runners.core import CORE_RUNNERS
+from bench.driver.runners.request_options import check_assertions
 from bench.driver.schedule import OPS, has_scheduler, scheduler_names
-from bench.errors import TrackError
 from bench.track import dependencies as track_dependencies
 from bench.track import legacy, notices, rally_helpers
 from bench.track import plugins as track_plugins
@@ -36,6 +34,8 @@ from bench.track.model import Challenge, Operation, Parallel, Task, Track
 from bench.track.operations import check_operation
 from bench.track.params import blame_param
 from bench.track.testmode import apply_test_mode
+from bench.util.bundled import bundled_dir
+from bench.util.errors import TrackError
 
 log = logging.getLogger(__name__)
 

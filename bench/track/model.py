@@ -235,7 +235,7 @@ class Track(_RallyModel):
     def challenge(self, name: str | None) -> Challenge:
         """The named challenge, or the default one, checked to be runnable: a task bench cannot run is a
         TrackError naming the file, challenge, task and construct."""
-        from bench.errors import TrackError
+        from bench.util.errors import TrackError
 
         c = self.find_challenge(name)
         problems = c.problems()
@@ -247,7 +247,7 @@ class Track(_RallyModel):
 
     def find_challenge(self, name: str | None) -> Challenge:
         """The named challenge, or the default one (the only one, or the one marked default), runnable or not."""
-        from bench.errors import TrackError
+        from bench.util.errors import TrackError
 
         if name is None:
             defaults = [c for c in self.challenges if c.default]
@@ -264,7 +264,7 @@ class Track(_RallyModel):
                          f"choose one of {', '.join(c.name for c in self.challenges)}")
 
     def corpus(self, name: str) -> CorpusSpec:
-        from bench.errors import TrackError
+        from bench.util.errors import TrackError
 
         for c in self.corpora:
             if c.name == name:

@@ -1,6 +1,6 @@
 """The load-time checks of a track's operations: is the type runnable, are its parameters there and sane.
 
-The driver's registry (``bench.driver.registry``) says which types exist -- the core's and those extensions
+The driver's registry (``bench.driver.runners.registry``) says which types exist -- the core's and those extensions
 register, with their mandatory parameters and checks -- so a track that asks for anything else fails when
 it is loaded, not minutes into a race.
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.driver.registry import operation_types, runner_spec
-from bench.errors import TrackError
+from bench.driver.runners.registry import operation_types, runner_spec
 from bench.track.plugins import active_plugins
+from bench.util.errors import TrackError
 
 
 def supported_operation_types() -> frozenset[str]:

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bench.errors import ConfigError
+from bench.util.errors import ConfigError
 
 
 def parse_value(raw: str) -> Any:

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.errors import TrackError
 from bench.track import esrally_names
 from bench.track.model import Track
+from bench.util.errors import TrackError
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from bench.home import cache_home
+from bench.util.home import cache_home
 
 
 class ToolSpec(BaseModel):

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from bench.home import cache_home
 from bench.track.generators import generate_file
+from bench.util.home import cache_home
 
 INDEX = "nginx"
 TASK = "index-append"

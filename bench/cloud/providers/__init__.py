@@ -6,7 +6,7 @@ import os
 
 from bench.cloud.providers.base import CloudProvider, Resource
 from bench.cloud.topology import Topology
-from bench.errors import ConfigError
+from bench.util.errors import ConfigError
 
 __all__ = ["CloudProvider", "Resource", "get_provider"]
 

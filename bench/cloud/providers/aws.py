@@ -22,8 +22,8 @@ from bench.cloud.plan import (
 )
 from bench.cloud.providers.base import NetworkInfo, Resource
 from bench.cloud.topology import Topology
-from bench.errors import ConfigError, ProvisionError
-from bench.redact import redact_text
+from bench.util.errors import ConfigError, ProvisionError
+from bench.util.redact import redact_text
 
 log = logging.getLogger(__name__)
 _LIVE = ["pending", "running", "stopping", "stopped", "shutting-down"]

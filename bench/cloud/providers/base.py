@@ -73,7 +73,7 @@ def allocate_ips(net: NetworkInfo, count: int, seed: str, reserved_head: int = 4
     network = ipaddress.ip_network(net.cidr, strict=False)
     hosts = list(network.hosts())[reserved_head - 1:-1]  # hosts() already skips the network address
     if len(hosts) - len(net.used_ips) < count:
-        from bench.errors import ProvisionError
+        from bench.util.errors import ProvisionError
 
         raise ProvisionError(f"subnet {net.subnet or net.cidr} has fewer than {count} free addresses")
     start = int(hashlib.sha1(seed.encode()).hexdigest(), 16) % len(hosts)

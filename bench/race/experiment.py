@@ -1,0 +1,468 @@
+"""Experiments: a matrix of races (variants × tracks × repetitions) in a randomised or interleaved order,
+each race a normal trial tagged with its experiment, run, variant, track and repetition, then one comparison
+of every variant against the baseline (per track).
+
+An experiment file (YAML)::
+
+    name: ccr-overhead
+    baseline: baseline            # a variant name (default: the first variant)
+    repetitions: 3
+    order: interleaved            # or "random" (seeded by the run id; reproducible on resume)
+    tracks: [nginx]               # or [{track: nginx, challenge: index-only, track-params: {...}}]
+    race:                         # options shared by every race (bench race's names, - or _)
+      test-mode: false
+      track-params: {doc_count: 200000}
+    variants:
+      baseline: {}
+      soft-deletes: {car: [defaults, soft-deletes]}
+      ccr: {challenge: ccr, topology: topologies/ccr-local.yml, plugin: /path/plugin.zip}
+    study:                        # optional: the study table and --history's key rows (bench/reporting/study.py)
+      indexing-task: {baseline: index-append, ccr: index-append-leader}
+      clusters: {default: leader}
+      soft-deletes-off: soft-deletes     # dropped where the engine refuses soft deletes off ...
+      baseline-if-refused: baseline      # ... and this variant is the baseline then
+
+Options take ``bench race``'s flag names (``plugin``, ``track-params``, ...; ``-`` or ``_``); a relative
+``topology`` is found from here, else next to the experiment file or one folder up (where
+``topologies/`` sits beside ``experiments/``, in the repository and in the installed package alike).
+
+Resume: ``bench experiment FILE --resume`` continues the newest run of this experiment, skipping the races
+that completed (the run id, order and tags are the same, so nothing is repeated). Failed races are run again
+on resume.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from bench.race.options import RaceOptions
+from bench.trials.model import TrialInfo, TrialReader
+from bench.util.bundled import resolve_example
+from bench.util.errors import ConfigError, RaceInterrupted
+from bench.util.yaml_file import load_yaml_model
+
+TAG_EXPERIMENT = "experiment"
+TAG_RUN = "experiment-run"
+TAG_VARIANT = "variant"
+TAG_REPETITION = "repetition"
+TAG_TRACK = "experiment-track"
+_RESERVED_TAGS = {TAG_EXPERIMENT, TAG_RUN, TAG_VARIANT, TAG_REPETITION, TAG_TRACK}
+_NOT_PER_RACE = {"user_tags", "user_tag", "report_file", "report_format", "progress", "quiet"}
+# `bench race` flags whose option field has another name: the file takes the flag's name (and the field's).
+_CLI_NAMES = {"plugin": "plugins"}
+
+
+def _norm_keys(d: dict[str, Any], where: str) -> dict[str, Any]:
+    out = {}
+    for k, v in (d or {}).items():
+        key = str(k).replace("-", "_")
+        if key in _NOT_PER_RACE:
+            raise ConfigError(f"{where}: option {k!r} is set by the experiment itself; remove it")
+        key = _CLI_NAMES.get(key, key)
+        if key in out:
+            raise ConfigError(f"{where}: {k!r} is set twice (as {key.replace('_', '-')} too); keep one")
+        out[key] = v
+    return out
+
+
+class TrackEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    track: str | None = None
+    track_path: str | None = Field(default=None, alias="track-path")
+    challenge: str | None = None
+    track_params: dict[str, Any] = Field(default_factory=dict, alias="track-params")
+
+    @property
+    def label(self) -> str:
+        """track[/challenge], or "" when the track comes from the ``race:`` options or a variant."""
+        name = self.track or (Path(self.track_path).name if self.track_path else "")
+        return f"{name}/{self.challenge}" if self.challenge and name else name
+
+
+class StudySpec(BaseModel):
+    """The ``study:`` block: what the study table (bench/reporting/study.py) reads from each variant's trials.
+
+    - ``indexing-task``: variant -> the task whose throughput is the study's (default: the variant's first
+      bulk task), because a CCR challenge may name its indexing task differently from the baseline's.
+    - ``sync-task``: the task whose service time is the CCR catch-up (default: the first
+      ``wait-for-followers-to-sync`` task).
+    - ``clusters``: a baseline cluster name -> the candidates' cluster it is compared with (e.g. the baseline's
+      single ``default`` cluster against CCR's ``leader``).
+    - ``soft-deletes-off``: the variant that turns soft deletes off; on an engine that refuses that (soft
+      deletes are mandatory from Elasticsearch 8 and OpenSearch 2) it is dropped and ``baseline-if-refused``
+      becomes the baseline.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    indexing_task: dict[str, str] = Field(default_factory=dict, alias="indexing-task")
+    sync_task: str | None = Field(default=None, alias="sync-task")
+    clusters: dict[str, str] = Field(default_factory=dict)
+    soft_deletes_off: str | None = Field(default=None, alias="soft-deletes-off")
+    baseline_if_refused: str | None = Field(default=None, alias="baseline-if-refused")
+    note: str = ""  # set by resolve_study: which baseline the run uses, and why
+
+
+class ExperimentFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    _folder: Path | None = PrivateAttr(default=None)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    baseline: str | None = None
+    repetitions: int = Field(default=1, ge=1, le=1000)
+    order: Literal["interleaved", "random"] = "interleaved"
+    tracks: list[TrackEntry] = Field(default_factory=list)
+    race: dict[str, Any] = Field(default_factory=dict)
+    variants: dict[str, dict[str, Any]]
+    study: StudySpec | None = None
+
+    @property
+    def folder(self) -> Path | None:
+        """The folder of the file it was loaded from: relative paths in it may be relative to that."""
+        return self._folder
+
+    @field_validator("tracks", mode="before")
+    @classmethod
+    def _tracks(cls, v: Any) -> Any:
+        return [{"track": t} if isinstance(t, str) else t for t in (v or [])]
+
+    @field_validator("variants", mode="before")
+    @classmethod
+    def _variants(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {str(k): (x or {}) for k, x in v.items()}
+        if isinstance(v, list):  # [baseline, ccr] without options
+            return {str(x): {} for x in v}
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> ExperimentFile:
+        if not self.variants:
+            raise ValueError("variants: at least one variant is needed")
+        if self.baseline is None:
+            self.baseline = next(iter(self.variants))
+        if self.baseline not in self.variants:
+            raise ValueError(f"baseline {self.baseline!r} is not one of the variants {list(self.variants)}")
+        if self.study is not None:
+            for field, names in (("indexing-task", list(self.study.indexing_task)),
+                                 ("soft-deletes-off", [self.study.soft_deletes_off] if self.study.soft_deletes_off
+                                  else []),
+                                 ("baseline-if-refused", [self.study.baseline_if_refused]
+                                  if self.study.baseline_if_refused else [])):
+                bad = [n for n in names if n not in self.variants]
+                if bad:
+                    raise ValueError(f"study.{field}: {bad[0]!r} is not one of the variants {list(self.variants)}")
+        return self
+
+    def track_entries(self) -> list[TrackEntry]:
+        """The tracks; none listed means the track given in ``race`` (or a variant)."""
+        return self.tracks or [TrackEntry()]
+
+
+class PlannedRace(BaseModel):
+    variant: str
+    repetition: int  # 1-based
+    track: TrackEntry
+    track_index: int
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.variant, str(self.repetition), str(self.track_index))
+
+
+def _resolve_path(raw: str, folder: Path | None) -> Path:
+    """A relative path as given when it exists from here, else relative to the experiment file's folder or the
+    folder above it (experiments/ sits next to topologies/), else as given (the race names it if missing)."""
+    p = Path(raw).expanduser()
+    if p.is_absolute() or p.exists() or folder is None:
+        return p
+    for base in (folder, folder.parent):
+        if (base / p).exists():
+            return base / p
+    return p
+
+
+def load_experiment(path: Path | str, overrides: dict[str, Any] | None = None,
+                    repetitions: int | None = None) -> ExperimentFile:
+    """Load and check an experiment file. ``overrides`` (bench race option names) apply to every race on top of
+    the file's ``race:`` options; ``repetitions`` replaces the file's count (a quick check of a long study).
+    ``path`` may name a bundled example (``ccr-overhead``, ``experiments/ccr-overhead.yml``) from any folder."""
+    p = resolve_example(path, "experiments", "experiment file")
+    exp = load_yaml_model(p, ExperimentFile, "experiment file", "name, variants, ...")
+    exp._folder = p.resolve().parent
+    if overrides:
+        exp.race = {**_norm_keys(exp.race, f"experiment file {p}: race"), **_norm_keys(overrides, "command line")}
+    if repetitions is not None:
+        if repetitions < 1:
+            raise ConfigError(f"--repetitions {repetitions}: use 1 or more")
+        exp.repetitions = repetitions
+    for v in exp.variants:
+        opts = race_options(exp, PlannedRace(variant=v, repetition=1, track=exp.track_entries()[0], track_index=0),
+                            run_id="check", where=f"experiment file {p}: variants.{v}")
+        if opts.distribution or opts.plugins or opts.elasticsearch_plugins or opts.opensearch_plugins:
+            # as `bench race` checks them, before any race runs
+            from bench.provision.overrides import named_plugins, parse_distribution, parse_plugins
+
+            try:
+                parse_distribution(opts.distribution, opts.distribution_version)
+                parse_plugins(opts.plugins)
+                named_plugins(opts.elasticsearch_plugins, opts.opensearch_plugins)
+            except ConfigError as e:
+                raise ConfigError(f"experiment file {p}: variants.{v}: {e}") from None
+    return resolve_study(exp)
+
+
+def variant_engine(exp: ExperimentFile, variant: str) -> tuple[str, str]:
+    """(engine, version) of the clusters a variant's races start (``distribution``, else
+    ``distribution-version``, as ``bench race`` decides)."""
+    from bench.provision.overrides import parse_distribution
+
+    opts = race_options(exp, PlannedRace(variant=variant, repetition=1, track=exp.track_entries()[0],
+                                         track_index=0), run_id="check")
+    return parse_distribution(opts.distribution, opts.distribution_version)
+
+
+def resolve_study(exp: ExperimentFile) -> ExperimentFile:
+    """Pick the study's baseline for the engine: the soft-deletes-off variant stays (and stays the baseline)
+    where the engine creates indices without soft deletes; elsewhere it is dropped and ``baseline-if-refused``
+    is the baseline. The choice is said in ``study.note`` (shown in the report)."""
+    from bench.provision.soft_deletes import soft_deletes_off_problem
+
+    study = exp.study
+    if study is None or not study.soft_deletes_off:
+        return exp
+    off = study.soft_deletes_off
+    engine, version = variant_engine(exp, off)
+    problem = soft_deletes_off_problem(engine, version)
+    if problem is None:
+        study.note = (f"Baseline: {exp.baseline} ({engine} {version} still creates indices with soft deletes off, "
+                      f"so variant {off} runs).")
+        return exp
+    fallback = study.baseline_if_refused
+    if not fallback or fallback == off:
+        raise ConfigError(f"experiment {exp.name}: {problem}; set study.baseline-if-refused to the variant "
+                          "that replaces it as baseline")
+    variants = {k: v for k, v in exp.variants.items() if k != off}
+    baseline = fallback if exp.baseline == off else exp.baseline
+    study.note = (f"Baseline: {baseline}. Variant {off} is dropped: {problem}.")
+    study.indexing_task = {k: v for k, v in study.indexing_task.items() if k != off}
+    resolved = exp.model_copy(update={"variants": variants, "baseline": baseline, "study": study})
+    resolved._folder = exp.folder
+    return resolved
+
+
+def plan(exp: ExperimentFile, run_id: str) -> list[PlannedRace]:
+    """Every race of the matrix, in the order they run.
+
+    interleaved: repetition by repetition, each one running every (track, variant) once, the variants'
+    order rotated by one per repetition -- so no variant always runs first (warm caches) or last.
+    random: the whole matrix shuffled with a seed derived from the run id (the same order on resume).
+    """
+    tracks = exp.track_entries()
+    variants = list(exp.variants)
+    races: list[PlannedRace] = []
+    if exp.order == "interleaved":
+        for rep in range(1, exp.repetitions + 1):
+            shift = (rep - 1) % len(variants)
+            rotated = variants[shift:] + variants[:shift]
+            for ti, t in enumerate(tracks):
+                races += [PlannedRace(variant=v, repetition=rep, track=t, track_index=ti) for v in rotated]
+    else:
+        races = [PlannedRace(variant=v, repetition=rep, track=t, track_index=ti)
+                 for rep, (ti, t), v in itertools.product(range(1, exp.repetitions + 1), enumerate(tracks), variants)]
+        random.Random(f"{exp.name}/{run_id}").shuffle(races)
+    return races
+
+
+def race_options(exp: ExperimentFile, race: PlannedRace, *, run_id: str, progress: bool = False,
+                 where: str = "experiment") -> RaceOptions:
+    """The RaceOptions of one planned race: ``race`` options, then the track entry, then the variant's."""
+    merged: dict[str, Any] = _norm_keys(exp.race, f"{where}: race")
+    track = race.track
+    if track.track or track.track_path:
+        merged.pop("track", None)
+        merged.pop("track_path", None)
+        merged.update({k: v for k, v in (("track", track.track), ("track_path", track.track_path)) if v})
+    if track.challenge:
+        merged["challenge"] = track.challenge
+    variant = _norm_keys(exp.variants[race.variant], where)
+    params = {**merged.get("track_params", {}), **track.track_params, **variant.pop("track_params", {})}
+    merged.update(variant)
+    merged["track_params"] = params
+    for key in ("car", "telemetry"):
+        if isinstance(merged.get(key), str):
+            merged[key] = [c.strip() for c in merged[key].split(",") if c.strip()]
+    if isinstance(merged.get("plugins"), str):  # one path; --plugin is repeated, not comma-separated
+        merged["plugins"] = [merged["plugins"]]
+    if merged.get("topology"):
+        merged["topology"] = _resolve_path(str(merged["topology"]), exp.folder)
+    tags = {str(k): str(v) for k, v in (merged.pop("tags", None) or {}).items()}
+    bad = sorted(set(tags) & _RESERVED_TAGS)
+    if bad:
+        raise ConfigError(f"{where}: tags {bad} are set by the experiment itself")
+    tags.update({TAG_EXPERIMENT: exp.name, TAG_RUN: run_id, TAG_VARIANT: race.variant,
+                 TAG_REPETITION: str(race.repetition), TAG_TRACK: str(race.track_index)})
+    if not merged.get("track") and not merged.get("track_path"):
+        raise ConfigError(f"{where}: no track: add 'tracks: [NAME]' or 'race: {{track: NAME}}'")
+    try:
+        return RaceOptions(**merged, user_tags=tags, progress=progress)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        raise ConfigError(f"{where}: {loc.replace('_', '-')}: {err['msg']}") from None
+    except TypeError as e:
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+
+
+def runs_of(store: TrialReader, name: str) -> dict[str, list[TrialInfo]]:
+    """run id -> its trials (oldest first), newest run first."""
+    from bench.compare.select import matching_trials
+
+    runs: dict[str, list[TrialInfo]] = {}
+    for t in matching_trials(store, {TAG_EXPERIMENT: name}):
+        runs.setdefault(t.user_tags.get(TAG_RUN, "?"), []).append(t)
+    return dict(sorted(runs.items(), key=lambda kv: max(t.start_time for t in kv[1]), reverse=True))
+
+
+def completed_keys(trials: list[TrialInfo]) -> set[tuple[str, str, str]]:
+    return {(t.user_tags.get(TAG_VARIANT, ""), t.user_tags.get(TAG_REPETITION, ""), t.user_tags.get(TAG_TRACK, ""))
+            for t in trials if t.status == "complete"}
+
+
+class ExperimentResult(BaseModel):
+    name: str
+    run_id: str
+    planned: int
+    skipped: int  # completed before (resume)
+    ran: list[str] = []  # trial ids run now
+    failed: list[str] = []  # "variant#rep: error"
+
+
+RaceRunner = Callable[[RaceOptions], Any]
+
+
+def run_experiment(exp: ExperimentFile, *, store: TrialReader, resume: bool = False, run_id: str | None = None,
+                   run_race: RaceRunner | None = None, say: Callable[[str], None] = print) -> ExperimentResult:
+    """Run (or resume) an experiment. ``run_race`` defaults to ``bench.race.race.run_race``.
+
+    A race that fails is recorded and the experiment goes on (it is run again on resume); Ctrl-C stops the
+    experiment (resume later with --resume).
+    """
+    if run_race is None:
+        from bench.race.race import run_race as _run
+
+        def run_race(o: RaceOptions) -> Any:
+            return _run(o)
+
+    if run_id is None:
+        if resume:
+            runs = runs_of(store, exp.name)
+            if not runs:
+                raise ConfigError(f"experiment {exp.name!r} has no run to resume: run it without --resume")
+            run_id = next(iter(runs))
+        else:
+            run_id = new_run_id()
+            while run_id in runs_of(store, exp.name):  # two runs within a second
+                run_id += "b"
+    done = completed_keys(runs_of(store, exp.name).get(run_id, []))
+    races = plan(exp, run_id)
+    result = ExperimentResult(name=exp.name, run_id=run_id, planned=len(races), skipped=0)
+    for i, race in enumerate(races, 1):
+        label = f"[{i}/{len(races)}] {race.variant} #{race.repetition} on {race.track.label or 'the track'}"
+        if race.key in done:
+            result.skipped += 1
+            say(f"{label}: done before, skipped")
+            continue
+        opts = race_options(exp, race, run_id=run_id)
+        say(f"{label} ...")
+        try:
+            r = run_race(opts)
+        except RaceInterrupted:
+            say(f"experiment {exp.name} run {run_id} interrupted: resume with --resume")
+            raise
+        except Exception as e:  # noqa: BLE001 - one failed race must not lose the others
+            result.failed.append(f"{race.variant}#{race.repetition}: {e}")
+            say(f"{label}: failed: {e}")
+            continue
+        trial_id = getattr(r, "trial_id", None)
+        if trial_id:
+            result.ran.append(trial_id)
+        status = getattr(r, "status", "complete")
+        if status != "complete":
+            result.failed.append(f"{race.variant}#{race.repetition}: {status}")
+        say(f"{label}: trial {str(trial_id)[:12]} {status}")
+    return result
+
+
+def comparison_selectors(exp: ExperimentFile, run_id: str, track_index: int = 0) -> tuple[str, list[str]]:
+    """tag selectors of the baseline and candidates of one run (and track)."""
+    def sel(variant: str) -> str:
+        return (f"tag:{TAG_EXPERIMENT}={exp.name},{TAG_RUN}={run_id},{TAG_VARIANT}={variant},"
+                f"{TAG_TRACK}={track_index}")
+
+    assert exp.baseline is not None
+    return sel(exp.baseline), [sel(v) for v in exp.variants if v != exp.baseline]
+
+
+def _flag(key: str, value: Any) -> str:
+    """An experiment option as the ``bench race`` flag it stands for."""
+    if isinstance(value, dict):
+        value = ",".join(f"{k}:{v if isinstance(v, str) else json.dumps(v)}" for k, v in value.items())
+    elif isinstance(value, list):
+        value = ",".join(str(v) for v in value)
+    return f"--{key.replace('_', '-')}={value}"
+
+
+def _flags(options: dict[str, Any]) -> str:
+    return " ".join(_flag(k, v) for k, v in options.items()) or "(nothing: the options every race has)"
+
+
+def dry_run_lines(exp: ExperimentFile, run_id: str) -> list[str]:
+    """What ``bench experiment --dry-run`` prints: the matrix, every race in run order, and a legend for each
+    field. Each race's options are resolved as the real run resolves them, so a bad combination fails here."""
+    races = plan(exp, run_id)
+    tracks = exp.track_entries()
+    order = ("interleaved: each repetition runs every variant once, their order rotated by one per repetition"
+             if exp.order == "interleaved" else "random: the whole matrix shuffled, seeded by the run id")
+    lines = [f"Experiment {exp.name}: {len(races)} races = {len(exp.variants)} variant(s) × {exp.repetitions} "
+             f"repetition(s) × {len(tracks)} track(s); order {order}. Nothing runs with --dry-run.",
+             f"Options of every race (bench race flags): {_flags(_norm_keys(exp.race, 'race'))}"]
+    if exp.study is not None and exp.study.note:
+        lines.append(exp.study.note)
+    lines.append("Variants (what each adds to those options; the baseline is what the others are compared with):")
+    for name, options in exp.variants.items():
+        mark = " (baseline)" if name == exp.baseline else ""
+        lines.append(f"  {name}{mark}: {_flags(_norm_keys(options, name))}")
+    rows = []
+    for i, r in enumerate(races, 1):
+        opts = race_options(exp, r, run_id=run_id)
+        track = opts.track or Path(opts.track_path or "?").name
+        rows.append((str(i), r.variant, f"{r.repetition} of {exp.repetitions}",
+                     f"{track}/{opts.challenge or '(default challenge)'}"))
+    head = ("#", "variant", "repetition", "track/challenge")
+    widths = [max(len(x[c]) for x in [head, *rows]) for c in range(len(head))]
+    for row in [head, *rows]:
+        lines.append("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    lines += [
+        "  # ............... the race's place in the run order",
+        "  variant ......... the variant whose options (above) the race adds to every race's",
+        "  repetition ...... which run of that variant on that track: k of N",
+        "  track/challenge . what the race runs (the track's default challenge when none is set)",
+        f"Each race is a trial tagged {TAG_EXPERIMENT}={exp.name}, {TAG_RUN}=<run id>, {TAG_VARIANT}, "
+        f"{TAG_REPETITION}, {TAG_TRACK}; afterwards every variant is compared with the baseline.",
+    ]
+    return lines

@@ -1,0 +1,76 @@
+"""The options of ``bench race``, validated once at the CLI boundary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from bench.util import redact
+
+ReportFormat = Literal["table", "markdown", "csv", "json"]
+
+
+class RaceOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    track: str | None = None
+    track_path: Path | None = None
+    track_params: dict[str, Any] = Field(default_factory=dict)
+    ignore_unused_track_params: bool = False
+    challenge: str | None = None
+    car: list[str] = Field(default_factory=lambda: ["defaults"])
+    car_params: dict[str, Any] = Field(default_factory=dict)
+    distribution_version: str = "8.19.21"
+    distribution: str | None = None  # --distribution=ENGINE:VERSION (e.g. opensearch:2.19.1; bench/provision/overrides.py)
+    plugins: list[str] = Field(default_factory=list)  # --plugin=[CLUSTER:]PATH, a plugin zip or folder
+    # Official plugins by name[:version], downloaded and installed into every cluster of that engine bench starts
+    # (Rally's --elasticsearch-plugins, OpenSearch Benchmark's --opensearch-plugins; bench/provision/plugin_names.py)
+    elasticsearch_plugins: list[str] = Field(default_factory=list)
+    opensearch_plugins: list[str] = Field(default_factory=list)
+    distribution_repository: str | None = None  # release (default), maven-integ-test, a bench.ini name, a URL template
+    runtime_jdk: str | None = Field(default=None, pattern=r"^(bundled|[1-9][0-9]?)$")  # Rally's --runtime-jdk
+    distribution_path: Path | None = None
+    nodes: int = Field(default=1, ge=1)
+    http_port: int | None = Field(default=None, ge=1, le=65535)
+    target_hosts: str | None = None
+    client_options: dict[str, Any] = Field(default_factory=dict)
+    test_mode: bool = False
+    # Corpora: never download (--offline); look for local copies in this folder first (--corpus-dir, Rally's
+    # local.dataset.cache: <dir>/<corpus>/<file> or <dir>/<file>).
+    offline: bool = False
+    corpus_dir: Path | None = None
+    on_error: Literal["continue", "abort"] = "continue"
+    user_tags: dict[str, str] = Field(default_factory=dict)
+    report_format: ReportFormat = "table"
+    report_file: Path | None = None
+    keep_cluster: bool = False
+    # Load-driver workers: local processes (default 1), or with --load-driver=BACKEND:ADDRESS a registered
+    # backend's (bench.driver.backends; e.g. ray:auto), whose default follows its cluster (Ray: one per CPU).
+    worker_processes: int | None = Field(default=None, ge=1, le=1024)
+    load_driver: str | None = None
+    load_driver_hosts: list[str] = Field(default_factory=list)  # Rally's: the backend's machines to drive from
+    # --topology: clusters (and, in a cloud, machines) from a topology file; see bench/cloud/.
+    topology: Path | None = None
+    yes: bool = False  # no confirmation before creating cloud machines
+    max_instances: int = Field(default=8, ge=1)
+    progress: bool = True
+    telemetry: list[str] = Field(default_factory=list)  # --telemetry devices (see bench/telemetry)
+    telemetry_params: dict[str, Any] = Field(default_factory=dict)
+    telemetry_profile: str | None = None
+    # --redline=task:NAME,p99:500ms,...: the highest throughput NAME sustains within the objective (bench/redline)
+    redline: str | None = None
+
+    @field_validator("elasticsearch_plugins", "opensearch_plugins", mode="before")
+    @classmethod
+    def _comma_separated(cls, v: Any) -> Any:
+        return [p.strip() for p in v.split(",")] if isinstance(v, str) else v
+
+    @property
+    def pipeline(self) -> str:
+        return "benchmark-only" if self.target_hosts else "from-distribution"
+
+    def public(self) -> dict[str, Any]:
+        """The options as stored with a trial: secrets masked."""
+        return redact.redact(self.model_dump(mode="json"))
