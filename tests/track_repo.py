@@ -46,14 +46,14 @@ def point_bench_at(home: Path, repository: Path, name: str = "default") -> None:
 
 
 def geonames_test_corpus(corpus_dir: Path, docs: int = 1000, seed: int = 7) -> Path:
-    """Rally's test-mode file of the geonames corpus (documents-2-1k.json.bz2), with fields of its strict mapping:
-    the real file lives on a download site these machines cannot reach."""
+    """The first 1,000 documents of the geonames corpus file (all a test-mode race reads), with fields of its
+    strict mapping: the real file lives on a download site these machines cannot reach."""
     rnd = random.Random(seed)
     lines = [json.dumps({"geonameid": i, "name": f"place {i}", "feature_class": rnd.choice("PTSAHLRUV"),
                          "location": [round(rnd.uniform(-180, 180), 5), round(rnd.uniform(-90, 90), 5)],
                          "elevation": rnd.randint(0, 4000), "timezone": "Europe/Vienna", "cc2": "AT"})
              for i in range(docs)]
-    target = corpus_dir / "geonames" / "documents-2-1k.json.bz2"
+    target = corpus_dir / "geonames" / "documents-2.json.bz2"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(bz2.compress(("\n".join(lines) + "\n").encode()))
     return target
