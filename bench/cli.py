@@ -105,8 +105,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--corpus-dir", help="a folder with local copies of corpus files (<dir>/<corpus>/<file> or "
                                         "<dir>/<file>), looked at first (Rally's local.dataset.cache)")
     r.add_argument("--on-error", choices=["continue", "continue-on-network", "abort"], default="continue",
-                   help="after a failed request: continue (but stop at a connection error, as Rally), "
-                        "continue-on-network (go on after those too), abort")
+                   help="after a failed request: continue (also after connection errors; a dead node stops the "
+                        "race), continue-on-network (Rally's name for the same here), abort")
     r.add_argument("--user-tag", "--user-tags", action="append", help="k:v (repeatable or comma-separated)")
     r.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
     r.add_argument("--report-file", help="also write the summary to this file")

@@ -12,8 +12,8 @@ from bench.util.errors import ConfigError
 
 ReportFormat = Literal["table", "markdown", "csv", "json"]
 Pipeline = Literal["benchmark-only", "from-distribution"]
-# Rally's --on-error: continue goes on after failed requests but stops at a connection error (the cluster is gone);
-# continue-on-network goes on after those too; abort stops at the first failure.
+# Rally's --on-error: abort stops at the first failed request. bench's continue goes on after connection errors too
+# (a node that dies stops the race through the health check), so Rally's continue-on-network is the same here.
 OnError = Literal["continue", "continue-on-network", "abort"]
 
 
