@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from bench import __version__
-from bench.rally_flags import add_refused_flags, refuse_rally_flags
+from bench.race.rally_flags import add_refused_flags, refuse_rally_flags
 from bench.trials.filter import add_race_filters
 from bench.util import redact
 from bench.util.errors import BenchError, ConfigError
@@ -45,7 +45,7 @@ def _store_flags(p: argparse.ArgumentParser, default: Any) -> None:
     """The metrics store options, accepted before the subcommand and after it."""
     p.add_argument("--metrics-store", default=default, metavar="URL",
                    help="a shared Elasticsearch/OpenSearch metrics store, http(s)://[user@]host:port (Rally's layout; "
-                        "also BENCH_METRICS_STORE or [reporting] in $BENCH_HOME/bench.util.ini)")
+                        "also BENCH_METRICS_STORE or [reporting] in $BENCH_HOME/bench.ini)")
     p.add_argument("--metrics-store-options", default=default, metavar="K:V,...",
                    help="k:v,... or a JSON file: --client-options' keys, plus index_prefix (default rally), "
                         "environment (default local), downsample_factor (default 1)")
@@ -78,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--distribution-version", default="8.19.21")
     r.add_argument("--distribution-repository",
                    help="release (default: the official archive with its bundled JDK), maven-integ-test (Maven "
-                        "Central's minimal build), a name defined in bench.util.ini [distributions], or a URL template "
+                        "Central's minimal build), a name defined in bench.ini [distributions], or a URL template "
                         "with {{VERSION}} ({{OSNAME}}, {{ARCH}})")
     r.add_argument("--runtime-jdk", metavar="N|bundled",
                    help="the JDK the nodes run on: bundled (the default where the archive has one) or a major "
@@ -219,7 +219,7 @@ def _parser() -> argparse.ArgumentParser:
 def _track_repository_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--track-repository", metavar="NAME",
                    help="the track repository --track names a track of: default (elastic/rally-tracks) or a name "
-                        "with [tracks] NAME.url in $BENCH_HOME/bench.util.ini (a git URL, file:// or a path)")
+                        "with [tracks] NAME.url in $BENCH_HOME/bench.ini (a git URL, file:// or a path)")
     p.add_argument("--track-revision", metavar="REV",
                    help="a branch, tag or commit of the track repository (default: the branch fitting the "
                         "cluster's version, as Rally chooses it)")
@@ -527,7 +527,7 @@ def _show(a: argparse.Namespace, console: Console) -> int:
 
 
 def _configure_store(a: argparse.Namespace) -> None:
-    """--metrics-store for this process; without it the environment or bench.util.ini decide (when a store is used)."""
+    """--metrics-store for this process; without it the environment or bench.ini decide (when a store is used)."""
     from bench.trials.metrics_store import config
 
     if getattr(a, "metrics_store", None):
@@ -545,7 +545,7 @@ def _store(a: argparse.Namespace, console: Console) -> int:
     cfg = configured_store()
     if cfg is None:
         raise ConfigError("bench store push needs a metrics store: --metrics-store URL, BENCH_METRICS_STORE or "
-                          "[reporting] datastore.* in $BENCH_HOME/bench.util.ini")
+                          "[reporting] datastore.* in $BENCH_HOME/bench.ini")
     lines, failed = push_command(cfg, a.trials)
     for line in lines:
         console.print(line, highlight=False, markup=False)

@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 
 from bench.cli import main
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
 from tests.track_repo import REAL_TREE, geonames_test_corpus, make_repository, point_bench_at
 
 pytestmark = pytest.mark.skipif(not REAL_TREE.is_dir(), reason=f"the real rally-tracks tree is not at {REAL_TREE}")

@@ -1,5 +1,5 @@
 """A local git track repository made from the real rally-tracks tree (../shared/tracks-real), standing in for
-github.com/elastic/rally-tracks, which tests never reach; and the bench.util.ini that points bench at it."""
+github.com/elastic/rally-tracks, which tests never reach; and the bench.ini that points bench at it."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def make_repository(root: Path) -> Path:
 
 def point_bench_at(home: Path, repository: Path, name: str = "default") -> None:
     home.mkdir(parents=True, exist_ok=True)
-    (home / "bench.util.ini").write_text(f"[tracks]\n{name}.url = file://{repository}\n")
+    (home / "bench.ini").write_text(f"[tracks]\n{name}.url = file://{repository}\n")
 
 
 def geonames_test_corpus(corpus_dir: Path, docs: int = 1000, seed: int = 7) -> Path:

@@ -43,7 +43,7 @@ class RaceOptions(BaseModel):
     # (Rally's --elasticsearch-plugins, OpenSearch Benchmark's --opensearch-plugins; bench/provision/plugin_names.py)
     elasticsearch_plugins: list[str] = Field(default_factory=list)
     opensearch_plugins: list[str] = Field(default_factory=list)
-    distribution_repository: str | None = None  # release (default), maven-integ-test, a bench.util.ini name, a URL template
+    distribution_repository: str | None = None  # release (default), maven-integ-test, a bench.ini name, a URL template
     runtime_jdk: str | None = Field(default=None, pattern=r"^(bundled|[1-9][0-9]?)$")  # Rally's --runtime-jdk
     distribution_path: Path | None = None
     nodes: int = Field(default=1, ge=1)

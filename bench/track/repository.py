@@ -1,7 +1,7 @@
 """Track repositories, as Rally has them: a git repository of tracks, cloned into the bench home.
 
 ``--track-repository=NAME`` (default ``default``) names a repository whose URL is ``NAME.url`` in ``[tracks]`` of
-``$BENCH_HOME/bench.util.ini`` (Rally's ``rally.ini`` key; a ``file://`` URL or a local path works too); ``default`` is
+``$BENCH_HOME/bench.ini`` (Rally's ``rally.ini`` key; a ``file://`` URL or a local path works too); ``default`` is
 elastic/rally-tracks unless the file says otherwise. The clone lives in ``$BENCH_HOME/tracks/NAME``. Unless
 ``--offline``, bench fetches it first, then checks out ``--track-revision`` if given, else the branch that fits
 the cluster's version (``bench.track.versions``, Rally's choice) and fast-forwards it to the remote's. A track is
@@ -34,7 +34,7 @@ _GIT_TIMEOUT = 600.0
 
 
 def repository_url(name: str) -> str:
-    """The URL of the named repository: ``[tracks] NAME.url`` in bench.util.ini, else elastic/rally-tracks for
+    """The URL of the named repository: ``[tracks] NAME.url`` in bench.ini, else elastic/rally-tracks for
     ``default``; any other name without a URL is one line naming the key to set."""
     url = ini_section("tracks").get(f"{name}.url", "")
     if url:
@@ -47,7 +47,7 @@ def repository_url(name: str) -> str:
 
 def repository_dir(name: str) -> Path:
     if not name or "/" in name or name in (".", ".."):
-        raise ConfigError(f"--track-repository={name!r}: use a plain name (its URL is [tracks] NAME.url in bench.util.ini)")
+        raise ConfigError(f"--track-repository={name!r}: use a plain name (its URL is [tracks] NAME.url in bench.ini)")
     return bench_home() / "tracks" / name
 
 

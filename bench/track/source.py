@@ -17,7 +17,7 @@ class TrackSource(BaseModel):
 
     kind: Literal["built-in", "repository", "path"]
     repository: str | None = None  # the repository's name (--track-repository)
-    url: str | None = None  # its URL, as bench.util.ini gives it
+    url: str | None = None  # its URL, as bench.ini gives it
     branch: str | None = None  # the branch or revision checked out
     revision: str | None = None  # the commit
     dirty: bool = False  # the working copy had local changes

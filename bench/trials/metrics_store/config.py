@@ -2,7 +2,7 @@
 
 Three sources, the first that names a store wins: ``--metrics-store URL`` (with ``--metrics-store-options``, the
 same keys as ``--client-options``), the environment (``BENCH_METRICS_STORE``, ``BENCH_METRICS_STORE_OPTIONS``,
-``BENCH_METRICS_STORE_PASSWORD``), and ``$BENCH_HOME/bench.util.ini`` with Rally's ``[reporting] datastore.*`` keys.
+``BENCH_METRICS_STORE_PASSWORD``), and ``$BENCH_HOME/bench.ini`` with Rally's ``[reporting] datastore.*`` keys.
 None of them: SQLite only. A password, wherever it comes from, is registered as a secret at once and kept out
 of ``StoreConfig.key`` (what the local store records pushes under) and of everything stored.
 """
@@ -25,7 +25,7 @@ from bench.util.home import bench_home_path
 ENV_URL = "BENCH_METRICS_STORE"
 ENV_OPTIONS = "BENCH_METRICS_STORE_OPTIONS"
 ENV_PASSWORD = "BENCH_METRICS_STORE_PASSWORD"
-INI_NAME = "bench.util.ini"
+INI_NAME = "bench.ini"
 
 
 class StoreConfig(BaseModel):
@@ -66,7 +66,7 @@ def reset() -> None:
 
 
 def configured_store() -> StoreConfig | None:
-    """The store to use: what ``configure`` set, else the environment, else ``bench.util.ini``; None for SQLite."""
+    """The store to use: what ``configure`` set, else the environment, else ``bench.ini``; None for SQLite."""
     if _explicit:
         return _configured
     url = os.environ.get(ENV_URL, "").strip()

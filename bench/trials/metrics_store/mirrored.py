@@ -163,7 +163,7 @@ class MirroredStore:
             # Retrying cannot cure this: one line naming what the store said and where the fix goes.
             self.push_refused = redact_text(
                 f"{self.pusher.refused}; fix it (--metrics-store, --metrics-store-options, {ENV_PASSWORD} or "
-                f"bench.util.ini) and run 'bench store push': {len(left)} trial(s) not pushed ({ids}), kept complete in "
+                f"bench.ini) and run 'bench store push': {len(left)} trial(s) not pushed ({ids}), kept complete in "
                 f"{self.local.path}")
             log.error("%s", self.push_refused)
             print(f"error: {self.push_refused}", file=sys.stderr)

@@ -31,7 +31,7 @@ REFUSED: dict[str, str] = {
                                  "race ...' for one",
     "--effective-start-date": "bench records the real start of every trial; tag trials with --user-tag instead",
     "--skip-rest-api-check": "bench checks the cluster once with GET _nodes before the race, and needs that answer",
-    "--configuration-name": "bench reads one settings file, $BENCH_HOME/bench.util.ini: set BENCH_HOME for another",
+    "--configuration-name": "bench reads one settings file, $BENCH_HOME/bench.ini: set BENCH_HOME for another",
 }
 _SWITCHES = {"--kill-running-processes", "--enable-driver-profiling", "--skip-rest-api-check"}
 
