@@ -18,6 +18,8 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from bench import __version__
+from bench.race.rally_flags import add_refused_flags, refuse_rally_flags
+from bench.trials.filter import add_race_filters
 from bench.util import redact
 from bench.util.errors import BenchError, ConfigError
 from bench.util.home import STORAGE_ERRNOS, bench_home, bench_home_path, storage_error
@@ -59,8 +61,15 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("race", help="run a benchmark (a trial) and print its summary")
     # Rally users write 'race --quiet'; SUPPRESS keeps 'bench --quiet race' working too.
     r.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress display")
-    r.add_argument("--track", help="built-in track name (see 'bench list tracks')")
+    r.add_argument("--track", help="a track name: bench's built-in ones, else one in the track repository "
+                                    "(see 'bench list tracks')")
     r.add_argument("--track-path", help="a folder containing track.json (e.g. an unchanged Rally track)")
+    _track_repository_flags(r)
+    r.add_argument("--pipeline", help="benchmark-only (existing hosts: --target-hosts, default 127.0.0.1:9200) or "
+                                      "from-distribution (bench starts the cluster); default: from --target-hosts")
+    r.add_argument("--include-tasks", help="only these tasks: names, type:OPERATION-TYPE, tag:TAG, comma-separated")
+    r.add_argument("--exclude-tasks", help="all tasks but these: names, type:OPERATION-TYPE, tag:TAG")
+    r.add_argument("--race-id", help="the trial's id (Rally's race id: a UUID or hex; default: a new one)")
     r.add_argument("--track-params", help="k:v,k2:v2 or a JSON file")
     r.add_argument("--ignore-unused-track-params", action="store_true")
     r.add_argument("--challenge")
@@ -95,12 +104,25 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--offline", action="store_true", help="never download corpora (use local copies only) nor install track dependencies")
     r.add_argument("--corpus-dir", help="a folder with local copies of corpus files (<dir>/<corpus>/<file> or "
                                         "<dir>/<file>), looked at first (Rally's local.dataset.cache)")
-    r.add_argument("--on-error", choices=["continue", "abort"], default="continue")
-    r.add_argument("--user-tag", action="append", help="k:v (repeatable or comma-separated)")
+    r.add_argument("--on-error", choices=["continue", "continue-on-network", "abort"], default="continue",
+                   help="after a failed request: continue (also after connection errors; a dead node stops the "
+                        "race), continue-on-network (Rally's name for the same here), abort")
+    r.add_argument("--user-tag", "--user-tags", action="append", help="k:v (repeatable or comma-separated)")
     r.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
     r.add_argument("--report-file", help="also write the summary to this file")
     r.add_argument("--all", action="store_true", help="print the full table after the headline (report files always have it)")
+    r.add_argument("--show-in-report", choices=["available", "all-percentiles", "all"], default="available",
+                   help="Rally's: all and all-percentiles print the full table (as --all); available: the headline")
+    r.add_argument("--report-numbers-align", choices=["decimal"], help=argparse.SUPPRESS)  # Rally's default only
     r.add_argument("--keep-cluster", action="store_true", help="leave the local cluster running")
+    r.add_argument("--preserve-install", action="store_true",
+                   help="Rally's: keep the cluster and its data; bench keeps it running (as --keep-cluster)")
+    r.add_argument("--multi-cluster", action="store_true",
+                   help="Rally's: several named clusters in --target-hosts (bench reads them without this flag)")
+    r.add_argument("--enable-assertions", action="store_true",
+                   help="Rally's: bench always checks a track's assertions")
+    r.add_argument("--no-quiet", dest="quiet", action="store_false", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    add_refused_flags(r)
     r.add_argument("--worker-processes", type=int, default=None,
                    help="load driver processes (clients are dealt out to them; default 1, with "
                         "--load-driver=ray:... one per CPU of each Ray node)")
@@ -134,17 +156,38 @@ def _parser() -> argparse.ArgumentParser:
     _load_driver_arguments(lg)
 
     inf = sub.add_parser("info", help="what a track holds: corpora, challenges, schedules, and what bench cannot run")
-    inf.add_argument("--track", help="built-in track name (see 'bench list tracks')")
+    inf.add_argument("--track", help="a track name: bench's built-in ones, else one in the track repository")
     inf.add_argument("--track-path", help="a folder containing track.json")
+    _track_repository_flags(inf)
+    inf.add_argument("--distribution-version", help="the version whose branch of the track repository to use "
+                                                    "(default: the repository's default branch)")
     inf.add_argument("--track-params", help="k:v,k2:v2 or a JSON file")
     inf.add_argument("--challenge", help="show only this challenge's schedule")
     inf.add_argument("--offline", action="store_true",
                      help="never install the track's dependencies (a missing one is an error naming the pip command)")
 
-    ls = sub.add_parser("list", help="list trials, tracks, cars or telemetry devices")
-    ls.add_argument("what", nargs="?", default="trials", choices=["trials", "tracks", "cars", "telemetry"],
-                    help="what to list (default: trials)")
+    ls = sub.add_parser("list", help="list trials (races), tracks, cars or telemetry devices")
+    ls.add_argument("what", nargs="?", default="trials", choices=["trials", "races", "tracks", "cars", "telemetry"],
+                    help="what to list (default: trials; races is the same, Rally's name)")
     ls.add_argument("--limit", type=int, default=30)
+    _track_repository_flags(ls)
+    ls.add_argument("--distribution-version", help="tracks: the version whose branch of the track repository to list")
+    ls.add_argument("--offline", action="store_true", help="tracks: do not update the track repository")
+    add_race_filters(ls)
+
+    rt = sub.add_parser("render-track", help="print a track's rendered JSON (Rally's render-track)")
+    rt.add_argument("--track", help="a track name: bench's built-in ones, else one in the track repository")
+    rt.add_argument("--track-path", help="a folder containing track.json")
+    _track_repository_flags(rt)
+    rt.add_argument("--track-params", help="k:v,k2:v2 or a JSON file")
+    rt.add_argument("--distribution-version", help="the version whose branch of the track repository to use")
+    rt.add_argument("--offline", action="store_true", help="do not update the track repository")
+    rt.add_argument("--output-path", help="write the JSON to this file instead of stdout")
+
+    de = sub.add_parser("delete", help="delete stored races (Rally's 'delete race'), also from a metrics store")
+    de.add_argument("what", choices=["race"], help="race")
+    de.add_argument("--id", required=True, help="trial (race) ids or unique prefixes, comma-separated")
+    de.add_argument("--dry-run", action="store_true", help="say what would be deleted, delete nothing")
 
     sh = sub.add_parser("show", help="print the summary of a stored trial")
     sh.add_argument("trial", help="trial id or unique prefix")
@@ -168,9 +211,18 @@ def _parser() -> argparse.ArgumentParser:
     push = sto_sub.add_parser("push", help="push trials (default: every local trial not yet wholly in the store)")
     push.add_argument("trials", nargs="*", help="trial ids or unique prefixes")
     _store_flags(push, argparse.SUPPRESS)
-    for name in ("race", "loadgen", "list", "show", "compare", "report", "experiment", "store"):
+    for name in ("race", "loadgen", "list", "show", "compare", "report", "experiment", "store", "delete"):
         _store_flags(sub.choices[name], argparse.SUPPRESS)
     return p
+
+
+def _track_repository_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--track-repository", metavar="NAME",
+                   help="the track repository --track names a track of: default (elastic/rally-tracks) or a name "
+                        "with [tracks] NAME.url in $BENCH_HOME/bench.ini (a git URL, file:// or a path)")
+    p.add_argument("--track-revision", metavar="REV",
+                   help="a branch, tag or commit of the track repository (default: the branch fitting the "
+                        "cluster's version, as Rally chooses it)")
 
 
 def _params(spec: str | None, what: str) -> dict[str, Any]:
@@ -202,13 +254,27 @@ def _load_driver(a: argparse.Namespace) -> tuple[str | None, list[str]]:
 
 
 def _race(a: argparse.Namespace, console: Console) -> int:
+    from bench.http.client import parse_target_hosts
     from bench.race.options import RaceOptions
     from bench.race.race import run_race
 
+    refuse_rally_flags(a)
+    if a.pipeline in ("from-sources", "docker"):
+        raise ConfigError(f"--pipeline={a.pipeline} is not supported: bench starts official release archives "
+                          f"(--pipeline=from-distribution) or benchmarks existing hosts (--pipeline=benchmark-only); "
+                          f"it neither builds from sources nor runs Docker containers")
+    if a.pipeline not in (None, "benchmark-only", "from-distribution"):
+        raise ConfigError(f"--pipeline={a.pipeline}: use benchmark-only or from-distribution")
     if a.topology and a.target_hosts:
         raise ConfigError("--topology and --target-hosts exclude each other: the topology's clusters are the targets")
     if not a.track and not a.track_path:
         raise ConfigError("bench race needs --track=NAME (see 'bench list tracks') or --track-path=DIR")
+    if a.multi_cluster and (not a.target_hosts or len(parse_target_hosts(a.target_hosts)) < 2):
+        raise ConfigError("--multi-cluster needs --target-hosts naming several clusters, e.g. "
+                          "'{\"leader\": [\"h1:9200\"], \"follower\": [\"h2:9200\"]}'")
+    if a.preserve_install:
+        console.print("--preserve-install: bench keeps the cluster running with its data (as --keep-cluster); "
+                      "stop it with 'bench stop TRIAL'", highlight=False, markup=False)
     load_driver, driver_hosts = _load_driver(a)
     if a.runtime_jdk is not None and not re.match(r"^(bundled|[1-9][0-9]?)$", a.runtime_jdk):
         raise ConfigError(f"--runtime-jdk={a.runtime_jdk}: use bundled or a JDK major version such as 17")
@@ -219,6 +285,9 @@ def _race(a: argparse.Namespace, console: Console) -> int:
     try:
         opts = RaceOptions(
             track=a.track, track_path=a.track_path, track_params=_params(a.track_params, "--track-params"),
+            track_repository=a.track_repository, track_revision=a.track_revision, pipeline=a.pipeline,
+            include_tasks=a.include_tasks or [], exclude_tasks=a.exclude_tasks or [], race_id=a.race_id,
+            show_in_report=a.show_in_report,
             ignore_unused_track_params=a.ignore_unused_track_params, challenge=a.challenge,
             car=[c.strip() for c in a.car.split(",") if c.strip()], car_params=_params(a.car_params, "--car-params"),
             distribution_version=a.distribution_version, distribution_repository=a.distribution_repository,
@@ -226,7 +295,8 @@ def _race(a: argparse.Namespace, console: Console) -> int:
             target_hosts=a.target_hosts, client_options=raw_client_options, test_mode=a.test_mode,
             offline=a.offline, corpus_dir=a.corpus_dir,
             on_error=a.on_error, user_tags=_kv_list(a.user_tag, "--user-tag"), report_format=a.report_format,
-            report_file=a.report_file, keep_cluster=a.keep_cluster, worker_processes=a.worker_processes,
+            report_file=a.report_file, keep_cluster=a.keep_cluster or a.preserve_install,
+            worker_processes=a.worker_processes,
             load_driver=load_driver, load_driver_hosts=driver_hosts, progress=not a.quiet,
             telemetry=[d.strip() for d in (a.telemetry or "").split(",") if d.strip()],
             telemetry_params=_params(a.telemetry_params, "--telemetry-params"), telemetry_profile=a.telemetry_profile,
@@ -297,12 +367,12 @@ def _loadgen(a: argparse.Namespace, console: Console) -> int:
 def _info(a: argparse.Namespace, console: Console) -> int:
     """Exit 0 whenever the track can be read, runnable or not: each task bench cannot run says so and why."""
     from bench.track.info import render_info
-    from bench.track.loader import find_track, load_track
+    from bench.track.loader import load_track
 
     if not a.track and not a.track_path:
         raise ConfigError("bench info needs --track=NAME (see 'bench list tracks') or --track-path=DIR")
-    track = load_track(find_track(a.track, a.track_path), _params(a.track_params, "--track-params"),
-                       ignore_unused=True, offline=a.offline)
+    track = load_track(_resolve(a).dir, _params(a.track_params, "--track-params"), ignore_unused=True,
+                       offline=a.offline)
     console.print(render_info(track, a.challenge), highlight=False, markup=False, soft_wrap=True)
     return 0
 
@@ -311,10 +381,7 @@ def _list(a: argparse.Namespace, console: Console) -> int:
     from tabulate import tabulate
 
     if a.what == "tracks":
-        from bench.track.loader import list_tracks
-
-        rows = [(t.name, t.description, ", ".join(t.challenges), t.default_challenge) for t in list_tracks()]
-        console.print(tabulate(rows, headers=["Name", "Description", "Challenges", "Default"]), markup=False)
+        _list_tracks(a, console)
     elif a.what == "telemetry":
         from bench.telemetry import device_table
         from bench.telemetry.config import available_profiles, load_profile
@@ -330,11 +397,15 @@ def _list(a: argparse.Namespace, console: Console) -> int:
         console.print(tabulate(list_cars(), headers=["Name", "Type", "Description"]), markup=False)
     else:
         from bench.results.summary import status_label
+        from bench.trials.filter import race_filter, races_json
         from bench.trials.listing import render_trial_list
         from bench.trials.open import open_store
 
+        wanted = race_filter(a)
         with open_store() as store:
-            trials = store.list_trials(a.limit)
+            # Filtered after reading: the stores list newest first; a filter reads them all (at most 10,000).
+            trials = store.list_trials(10_000 if wanted.active() else a.limit)
+            trials = [t for t in trials if wanted.matches(t)][:a.limit]
             statuses = {t.id: status_label(t.status, store.summary(t.id)) for t in trials}
             # With a metrics store, where each trial is: only in the local file, in the store, or both.
             where = store.locations([t.id for t in trials]) if hasattr(store, "locations") else {}
@@ -342,8 +413,80 @@ def _list(a: argparse.Namespace, console: Console) -> int:
             unreachable = getattr(store, "unreachable", None)
         if unreachable:
             console.print(f"note: {redact.redact_text(unreachable)}: local trials only", markup=False, highlight=False)
+        if a.format == "json":
+            console.print(races_json(trials, statuses), markup=False, highlight=False, soft_wrap=True)
+            return 0
         console.print(render_trial_list(trials, statuses, console.width if console.is_terminal else None),
                       markup=False, highlight=False, soft_wrap=True)
+    return 0
+
+
+def _resolve(a: argparse.Namespace) -> Any:
+    """The track --track/--track-path/--track-repository name, for commands without a cluster: a repository's
+    branch follows --distribution-version when given, else it is the repository's default branch."""
+    from bench.track.resolve import resolve_track
+
+    return resolve_track(a.track, a.track_path, repository=a.track_repository, revision=a.track_revision,
+                         version=lambda: a.distribution_version, offline=a.offline, progress=not a.quiet)
+
+
+def _list_tracks(a: argparse.Namespace, console: Console) -> None:
+    """bench's built-in tracks, then the track repository's (the default one unless --track-repository names
+    another). The default repository out of reach is a note (the built-in tracks are still listed); a named one
+    is an error."""
+    from tabulate import tabulate
+
+    from bench.track.loader import list_tracks
+    from bench.track.repository import DEFAULT_REPOSITORY, TrackRepository
+    from bench.track.resolve import repository_listing
+
+    headers = ["Name", "Description", "Challenges", "Default"]
+    if not a.track_repository and not a.track_revision:
+        rows = [(t.name, t.description, ", ".join(t.challenges), t.default_challenge) for t in list_tracks()]
+        console.print("bench's built-in tracks (generated data):\n" + tabulate(rows, headers=headers), markup=False,
+                      highlight=False)
+    name = a.track_repository or DEFAULT_REPOSITORY
+    try:
+        repo = TrackRepository.open(name, revision=a.track_revision, version=a.distribution_version,
+                                    offline=a.offline, progress=not a.quiet)
+    except BenchError as e:
+        if a.track_repository or a.track_revision:
+            raise
+        console.print(f"\nnote: track repository {name}: {redact.redact_text(str(e))}", markup=False,
+                      highlight=False)
+        return
+    rows = [(t.name, t.description, ", ".join(t.challenges), t.default_challenge) for t in repository_listing(repo)]
+    source = repo.source()
+    console.print(f"\nTrack repository {name} ({source.url}, {source.branch} at {(source.revision or '?')[:12]}); "
+                  f"a name shared with a built-in track needs --track-repository={name}:\n"
+                  + tabulate(rows, headers=headers), markup=False, highlight=False)
+
+
+def _render_track(a: argparse.Namespace, console: Console) -> int:
+    """Rally's render-track: the track.json as rendered with the track parameters, as indented JSON."""
+    from bench.track.loader import render_track_json
+
+    if not a.track and not a.track_path:
+        raise ConfigError("bench render-track needs --track=NAME or --track-path=DIR")
+    resolved = _resolve(a)
+    text = render_track_json(resolved.dir, _params(a.track_params, "--track-params"))
+    if a.output_path:
+        try:
+            Path(a.output_path).expanduser().write_text(text + "\n", encoding="utf-8")
+        except OSError as e:
+            raise ConfigError(f"--output-path {a.output_path}: cannot write: {e.strerror}") from None
+        console.print(f"Rendered track {a.track or resolved.dir.name} written to {a.output_path}.", markup=False,
+                      highlight=False)
+    else:
+        sys.stdout.write(text + "\n")
+    return 0
+
+
+def _delete(a: argparse.Namespace, console: Console) -> int:
+    from bench.trials.delete import delete_races
+
+    for line in delete_races(a.id, dry_run=a.dry_run):
+        console.print(line, markup=False, highlight=False)
     return 0
 
 
@@ -353,7 +496,8 @@ def _terminal_report(summary: Any, report: str, a: argparse.Namespace, console: 
         return report
     from bench.results.report import render_summary
 
-    return render_summary(summary, "table", full=a.all, width=max(60, console.width))
+    full = a.all or getattr(a, "show_in_report", "available") != "available"  # Rally's --show-in-report=all
+    return render_summary(summary, "table", full=full, width=max(60, console.width))
 
 
 def _show(a: argparse.Namespace, console: Console) -> int:
@@ -482,6 +626,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _list(args, console)
         if args.command == "info":
             return _info(args, console)
+        if args.command == "render-track":
+            return _render_track(args, console)
+        if args.command == "delete":
+            return _delete(args, console)
         if args.command == "cloud":
             from bench.cloud.cli import run_cloud
 

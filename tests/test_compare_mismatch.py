@@ -99,3 +99,39 @@ def test_distributions_jdks_and_the_cars_clusters_really_ran_are_compared_per_cl
     # A trial of an existing cluster (no facts of what bench started) is unknown, not different.
     external = _trial(3, car=[], clusters=ES)
     assert not any("distributions" in w for w in compare(_side("a", base), [_side("b", external)]).warnings)
+
+
+def test_different_track_sources_are_named_and_unknown_is_no_difference():
+    repo = {"kind": "repository", "repository": "default", "url": "https://github.com/elastic/rally-tracks",
+            "branch": "master", "revision": "cff4b31f89b3cb52f6c37f4f38920c8b3c39bb70"}
+    cmp = compare(_side("base", _trial(1, track_source={"kind": "built-in"})),
+                  [_side("cand", _trial(2, track_source=repo))])
+    assert cmp.warnings[0] == ("Trials differ in track sources: base: bench built-in; cand: repository default "
+                               "(https://github.com/elastic/rally-tracks) master at cff4b31f89b3.")
+    moved = {**repo, "revision": "0123456789ab" + "0" * 28, "dirty": True}
+    cmp = compare(_side("base", _trial(1, track_source=repo)), [_side("cand", _trial(2, track_source=moved))])
+    assert "cand: repository default (https://github.com/elastic/rally-tracks) master at 0123456789ab with local " \
+           "changes." in cmp.warnings[0]
+    # A trial stored before bench recorded sources is unknown, not different.
+    cmp = compare(_side("base", _trial(1)), [_side("cand", _trial(2, track_source=repo))])
+    assert not any("track sources" in w for w in cmp.warnings)
+
+
+def test_no_line_of_the_terminal_comparison_exceeds_its_width():
+    import io
+
+    from rich.console import Console
+
+    from bench.compare import comparison_renderable
+
+    other_machine = {**MACHINE, "hostname": "a-rather-long-driver-host-name.example.internal", "cpu_count": 8}
+    cand = _trial(2, test_mode=True, track_params={"doc_count": 1000, "bulk_size": 100, "ingest_percentage": 50},
+                  machine=other_machine, track_source={"kind": "path", "path": "/home/someone/rally-tracks/nginx"})
+    cmp = compare(_side("baseline", _trial(1)), [_side("candidate", cand)])
+    assert any(len(w) > 100 for w in cmp.warnings)  # what used to print as one 158-column line
+    for width in (60, 100):
+        console = Console(file=io.StringIO(), width=width, color_system=None, soft_wrap=True)
+        console.print(comparison_renderable(cmp, width=width, full=True))
+        lines = console.file.getvalue().splitlines()
+        assert max(len(line.rstrip()) for line in lines) <= width, [ln for ln in lines if len(ln.rstrip()) > width]
+        assert "Warning: Trials differ in load-driver machines" in "\n".join(lines)

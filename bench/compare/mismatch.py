@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.compare.model import Side
+from bench.track.source import describe_source
 from bench.trials.model import TrialInfo
 
 UNSET = "unset"
@@ -61,6 +62,7 @@ def _jdk(c: dict[str, Any]) -> str | None:
 
 ASPECTS: list[tuple[str, Callable[[TrialInfo], str | None]]] = [
     ("test mode", lambda i: "test mode" if i.test_mode else "full"),
+    ("track sources", lambda i: describe_source(i.track_source)),
     ("engine versions", _engines),
     ("distributions", lambda i: _per_cluster(i, _distribution)),
     ("JDKs", lambda i: _per_cluster(i, _jdk)),
@@ -111,7 +113,7 @@ def _aspect_warning(sides: list[Side], name: str, value: Callable[[TrialInfo], s
 
 def mismatch_warnings(sides: list[Side]) -> list[str]:
     """One warning per aspect in which the trials of ``sides`` (within a side too) differ: test mode, track
-    params, then the environment."""
-    found = [_aspect_warning(sides, *ASPECTS[0]), _params_warning(sides),
-             *(_aspect_warning(sides, name, value) for name, value in ASPECTS[1:])]
+    source, track params, then the environment."""
+    found = [_aspect_warning(sides, *ASPECTS[0]), _aspect_warning(sides, *ASPECTS[1]), _params_warning(sides),
+             *(_aspect_warning(sides, name, value) for name, value in ASPECTS[2:])]
     return [w for w in found if w is not None]

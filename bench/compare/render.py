@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import re
+import textwrap
 from typing import Any, Literal
 
 from rich.console import Console, Group
@@ -199,28 +200,39 @@ def headline_title(cmp: Comparison) -> str:
     return f"Headline: {', '.join(side(c) for c in cmp.candidates)} vs baseline {side(cmp.baseline)}"
 
 
+def _wrapped(lines: list[str], width: int, style: str = "") -> Text:
+    """Lines wrapped at spaces to ``width`` (continuations indented two columns), as the tables are fitted: the
+    terminal prints with soft wrap (a line is never broken by the terminal), so each line is cut here."""
+    out: list[str] = []
+    for line in lines:
+        out += textwrap.wrap(line, max(20, width), subsequent_indent="  ", break_on_hyphens=False) or [""]
+    return Text("\n".join(out), style=style)
+
+
 def comparison_renderable(cmp: Comparison, *, width: int = 200, full: bool = True) -> Group:
     """A rich renderable for a terminal ``width`` columns wide: sides, warnings, the headline (key rows with Δ %,
     CI and result; one sentence per candidate), then the full table (``full``) or how to get it. Numbers are
     never cut: columns of low priority are left out first (and named), text wraps."""
     head, sentences = _headline_cmp(cmp)
-    parts: list[Any] = [Text(headline_title(cmp), style="bold")]
+    parts: list[Any] = [_wrapped([headline_title(cmp)], width, "bold")]
     if cmp.warnings:
-        parts.append(Text("\n".join(f"Warning: {w}" for w in cmp.warnings), style="yellow"))
+        parts.append(_wrapped([f"Warning: {w}" for w in cmp.warnings], width, "yellow"))
     if head.rows:
         table, dropped, _ = _fitted(head, width)
         parts.append(table)
         if dropped:
-            parts.append(Text(f"(left out to fit {width} columns: {', '.join(dropped)}; --format=markdown has them)"))
-    parts += [Text(""), Text("\n".join(sentences)), Text(""), Text("\n".join(side_lines(cmp)))]
+            parts.append(_wrapped([f"(left out to fit {width} columns: {', '.join(dropped)}; --format=markdown has "
+                                   f"them)"], width))
+    parts += [Text(""), _wrapped(sentences, width), Text(""), _wrapped(side_lines(cmp), width)]
     if full:
         table, dropped, _ = _fitted(cmp, width)
         parts += [Text(""), Text(f"All {len(cmp.rows)} rows", style="bold"), table]
         if dropped:
-            parts.append(Text(f"(left out to fit {width} columns: {', '.join(dropped)}; --format=markdown has them)"))
+            parts.append(_wrapped([f"(left out to fit {width} columns: {', '.join(dropped)}; --format=markdown has "
+                                   f"them)"], width))
         only = [line for line in _footer(cmp, "") if not line.startswith("Warning: ")]
         if only:
-            parts += [Text(""), Text("\n".join(only), style="yellow")]
+            parts += [Text(""), _wrapped(only, width, "yellow")]
     else:
         parts += [Text(""), Text(f"({len(cmp.rows)} rows in the full comparison: add --all to see them)")]
     return Group(*parts)

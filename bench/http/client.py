@@ -32,6 +32,16 @@ log = logging.getLogger(__name__)
 DEFAULT_CLUSTER = "default"
 
 
+_REFUSED_OPTIONS = {
+    "static_responses": "--client-options: static_responses (Rally's way of measuring its driver alone) is not "
+                        "supported: bench measures its driver alone against its null sink (python -m "
+                        "benchmarks.nullsink, then --target-hosts at it; see 'Benchmarks' in the developer docs)",
+    "create_api_key_per_client": "--client-options: create_api_key_per_client is not supported: bench sends every "
+                                 "client's requests with one identity; give it as api_key or basic_auth_user/"
+                                 "basic_auth_password",
+}
+
+
 class ClientOptions(BaseModel):
     """``--client-options``: Rally's names where Rally has them."""
 
@@ -44,8 +54,30 @@ class ClientOptions(BaseModel):
     ca_certs: Path | None = None
     client_cert: Path | None = None
     client_key: Path | None = None
-    timeout: float = Field(default=60.0, gt=0)
+    timeout: float | None = Field(default=60.0, gt=0)  # seconds; None (Rally's timeout:None): no timeout
     http_compress: bool = False
+    # Rally's: the connection pool's size per cluster and load-driver process (default: its clients); whether
+    # connections the server left half-closed (TLS) are closed by force.
+    max_connections: int | None = Field(default=None, ge=1)
+    enable_cleanup_closed: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rally_values(cls, data: Any) -> Any:
+        """Rally's value syntax: 'quoted' strings, None unquoted; and its options bench answers in one line."""
+        if not isinstance(data, dict):
+            return data
+        out = {}
+        for k, v in data.items():
+            if isinstance(v, str) and len(v) >= 2 and v[0] == v[-1] == "'":
+                v = v[1:-1]
+            elif v == "None":
+                v = None
+            out[k] = v
+        refusal = _REFUSED_OPTIONS.get(next((k for k in out if k in _REFUSED_OPTIONS), ""))
+        if refusal:
+            raise ConfigError(refusal)
+        return out
 
     @field_validator("ca_certs", "client_cert", "client_key")
     @classmethod
@@ -195,7 +227,8 @@ class RawHttp:
             self._headers["Authorization"] = auth
         self._ssl = ssl_context(target)
         self._timeout = aiohttp.ClientTimeout(total=target.options.timeout)
-        self._connections = connections
+        self._connections = target.options.max_connections or connections
+        self._cleanup_closed = target.options.enable_cleanup_closed
         self._session: aiohttp.ClientSession | None = None
         self._pools: list[Any] = []
         self._by_node: dict[str, Any] = {}
@@ -203,7 +236,8 @@ class RawHttp:
 
     async def __aenter__(self) -> "RawHttp":
         conn = aiohttp.TCPConnector(limit=self._connections, ssl=self._ssl if self._ssl is not None else False,
-                                    ttl_dns_cache=None, enable_cleanup_closed=True, socket_factory=_socket)
+                                    ttl_dns_cache=None, enable_cleanup_closed=self._cleanup_closed,
+                                    socket_factory=_socket)
         # skip_auto_headers: no Accept-Encoding negotiation or per-request UA work on the hot path.
         self._session = aiohttp.ClientSession(connector=conn, timeout=self._timeout, headers=self._headers,
                                               skip_auto_headers=("User-Agent",), auto_decompress=True)
@@ -224,7 +258,7 @@ class RawHttp:
         https = u.scheme == "https"
         return Http1Pool(u.hostname or "127.0.0.1", u.port or (443 if https else 80), headers=self._headers,
                          limit=self._connections, ssl_context=self._ssl if https else None,
-                         timeout=self._timeout.total or 60.0, send_buffer=SEND_BUFFER)
+                         timeout=self._timeout.total, send_buffer=SEND_BUFFER)
 
     def _bulk_pools(self) -> list[Any]:
         if not self._pools:

@@ -96,7 +96,7 @@ class Http1Pool:
     """Keep-alive connections to one host:port, at most ``limit`` at once."""
 
     def __init__(self, host: str, port: int, *, headers: dict[str, str], limit: int,
-                 ssl_context: ssl.SSLContext | None, timeout: float, send_buffer: int = 0) -> None:
+                 ssl_context: ssl.SSLContext | None, timeout: float | None, send_buffer: int = 0) -> None:
         self.host, self.port = host, port
         self._ssl = ssl_context
         self._timeout = timeout
@@ -135,14 +135,16 @@ class Http1Pool:
             conn.transport.write(body)
             # A timer on the answer's future instead of asyncio.wait_for, which wraps every request in another
             # future and callbacks: measurable at thousands of bulks per second.
-            timer = asyncio.get_running_loop().call_later(self._timeout, _expire, waiter)
+            timer = (asyncio.get_running_loop().call_later(self._timeout, _expire, waiter)
+                     if self._timeout is not None else None)  # None: Rally's timeout:None, no timeout
             try:
                 result = await waiter
             except BaseException:
                 conn.transport.close()  # a late answer must not be read as the next request's
                 raise
             finally:
-                timer.cancel()
+                if timer is not None:
+                    timer.cancel()
             if conn.keep_alive and not conn.closed:
                 self._idle.append(conn)
             else:

@@ -5,11 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bench.util import redact
+from bench.util.errors import ConfigError
 
 ReportFormat = Literal["table", "markdown", "csv", "json"]
+Pipeline = Literal["benchmark-only", "from-distribution"]
+# Rally's --on-error: abort stops at the first failed request. bench's continue goes on after connection errors too
+# (a node that dies stops the race through the health check), so Rally's continue-on-network is the same here.
+OnError = Literal["continue", "continue-on-network", "abort"]
 
 
 class RaceOptions(BaseModel):
@@ -17,6 +22,15 @@ class RaceOptions(BaseModel):
 
     track: str | None = None
     track_path: Path | None = None
+    # Rally's track repositories (bench/track/repository.py): the repository's name, a branch, tag or commit.
+    track_repository: str | None = None
+    track_revision: str | None = None
+    # Rally's task filters: names, type:OPERATION-TYPE, tag:TAG (bench/track/task_filter.py).
+    include_tasks: list[str] = Field(default_factory=list)
+    exclude_tasks: list[str] = Field(default_factory=list)
+    race_id: str | None = Field(default=None, pattern=r"^[0-9a-fA-F-]{8,64}$")  # Rally's --race-id: the trial id
+    # None: benchmark-only with --target-hosts, else from-distribution (Rally's --pipeline made explicit).
+    pipeline: Pipeline | None = None
     track_params: dict[str, Any] = Field(default_factory=dict)
     ignore_unused_track_params: bool = False
     challenge: str | None = None
@@ -41,10 +55,11 @@ class RaceOptions(BaseModel):
     # local.dataset.cache: <dir>/<corpus>/<file> or <dir>/<file>).
     offline: bool = False
     corpus_dir: Path | None = None
-    on_error: Literal["continue", "abort"] = "continue"
+    on_error: OnError = "continue"
     user_tags: dict[str, str] = Field(default_factory=dict)
     report_format: ReportFormat = "table"
     report_file: Path | None = None
+    show_in_report: Literal["available", "all-percentiles", "all"] = "available"  # Rally's; all: the full table
     keep_cluster: bool = False
     # Load-driver workers: local processes (default 1), or with --load-driver=BACKEND:ADDRESS a registered
     # backend's (bench.driver.backends; e.g. ray:auto), whose default follows its cluster (Ray: one per CPU).
@@ -67,9 +82,25 @@ class RaceOptions(BaseModel):
     def _comma_separated(cls, v: Any) -> Any:
         return [p.strip() for p in v.split(",")] if isinstance(v, str) else v
 
-    @property
-    def pipeline(self) -> str:
-        return "benchmark-only" if self.target_hosts else "from-distribution"
+    @field_validator("include_tasks", "exclude_tasks", mode="before")
+    @classmethod
+    def _task_filters(cls, v: Any) -> Any:
+        return [p.strip() for p in v.split(",") if p.strip()] if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _pipeline(self) -> "RaceOptions":
+        if self.include_tasks and self.exclude_tasks:
+            raise ConfigError("--include-tasks and --exclude-tasks exclude each other (as in Rally)")
+        if self.pipeline is None:
+            self.pipeline = "benchmark-only" if self.target_hosts else "from-distribution"
+        elif self.pipeline == "from-distribution" and self.target_hosts:
+            raise ConfigError("--pipeline=from-distribution starts a cluster: drop --target-hosts, or use "
+                             "--pipeline=benchmark-only to benchmark those hosts")
+        elif self.pipeline == "benchmark-only" and not self.target_hosts:
+            if self.topology is not None:
+                raise ConfigError("--pipeline=benchmark-only benchmarks existing hosts; --topology starts clusters")
+            self.target_hosts = "127.0.0.1:9200"  # Rally's default for benchmark-only
+        return self
 
     def public(self) -> dict[str, Any]:
         """The options as stored with a trial: secrets masked."""

@@ -26,7 +26,14 @@ from bench.driver.coordinator import Coordinator, RunStep, StepDriver
 from bench.driver.failure_log import FailureLog
 from bench.driver.progress import Progress
 from bench.driver.warmup import warmup_notes
-from bench.http.client import DEFAULT_CLUSTER, ClusterTarget, RawHttp, check_cluster, parse_client_options
+from bench.http.client import (
+    DEFAULT_CLUSTER,
+    ClusterTarget,
+    RawHttp,
+    check_cluster,
+    parse_client_options,
+    parse_target_hosts,
+)
 from bench.http.cluster_stats import (
     JVM_GC_PATH,
     SHARD_STATS_PATH,
@@ -44,10 +51,13 @@ from bench.race.options import RaceOptions
 from bench.race.pipeline import RaceHook, RacePlan, RaceResult, RaceSchedule, RaceTargets, race_hooks
 from bench.results.report import check_report_file, render_summary, write_report
 from bench.results.summary import Summary, summarize
+from bench.track import notices
 from bench.track import plugins as track_plugins
 from bench.track.corpus import CorpusRecipe, bulk_documents, prepare_corpora
-from bench.track.loader import find_track, load_track
+from bench.track.loader import load_track
 from bench.track.model import Challenge, DocumentsSpec, Parallel, Task, Track
+from bench.track.resolve import ResolvedTrack, resolve_track
+from bench.track.task_filter import filter_challenge
 from bench.trials.model import Trials
 from bench.trials.open import open_store
 from bench.trials.recording import INTERRUPTIONS, SampleBuffer, recorded_run
@@ -62,18 +72,49 @@ __all__ = ["RaceResult", "load_race_track", "run_race"]
 log = logging.getLogger(__name__)
 
 
-def load_race_track(opts: RaceOptions) -> tuple[Track, Challenge, list[str]]:
-    """The track and challenge a race with these options runs, loaded and checked as the race does, and the
-    warmup notes the race prints.
+def resolve_race_track(opts: RaceOptions) -> ResolvedTrack:
+    """The folder of the race's track and where it came from; a track repository's branch is chosen from the
+    version of the cluster the race benchmarks (asked of --target-hosts, as Rally does, else the distribution's)."""
+    return resolve_track(opts.track, opts.track_path, repository=opts.track_repository, revision=opts.track_revision,
+                         version=lambda: _track_version(opts), offline=opts.offline, progress=opts.progress)
 
-    Needs neither a cluster nor the corpus files (those are fetched later), so a load-only check
-    (benchmarks/rally_tracks_compat.py) sees exactly the errors a race would report before it starts.
+
+def _track_version(opts: RaceOptions) -> str | None:
+    from bench.provision.overrides import parse_distribution
+
+    if opts.target_hosts:
+        named = parse_target_hosts(opts.target_hosts)
+        name = DEFAULT_CLUSTER if DEFAULT_CLUSTER in named else next(iter(named))
+        target = ClusterTarget(name=name, hosts=named[name], options=parse_client_options(opts.client_options))
+        facts = asyncio.run(check_cluster(target))
+        engine, version = str(facts["engine"]), str(facts["version"])
+    else:
+        engine, version = parse_distribution(opts.distribution, opts.distribution_version)
+    if engine == "opensearch":
+        # rally-tracks' branches are named after Elasticsearch versions: OpenSearch 2.x would pick Elasticsearch 2's.
+        notices.warn(f"track repository branches follow Elasticsearch versions: for OpenSearch {version} bench uses "
+                     f"the repository's default branch (choose another with --track-revision)")
+        return None
+    return version
+
+
+def load_race_track(opts: RaceOptions, resolved: ResolvedTrack | None = None
+                    ) -> tuple[Track, Challenge, list[str]]:
+    """The track and challenge a race with these options runs, loaded and checked as the race does (task filters
+    applied), and the warmup notes the race prints.
+
+    Needs no corpus files (those are fetched later) and, unless a track repository's branch must follow its
+    version, no cluster, so a load-only check (benchmarks/rally_tracks_compat.py) sees exactly the errors a race
+    would report before it starts.
     """
     extensions.load()
-    track = load_track(find_track(opts.track, opts.track_path), opts.track_params,
-                       ignore_unused=opts.ignore_unused_track_params, test_mode=opts.test_mode,
-                       offline=opts.offline)
-    challenge = track.challenge(opts.challenge)
+    folder = (resolved or resolve_race_track(opts)).dir
+    track = load_track(folder, opts.track_params, ignore_unused=opts.ignore_unused_track_params,
+                       test_mode=opts.test_mode, offline=opts.offline)
+    chosen = track.find_challenge(opts.challenge)
+    filtered = filter_challenge(chosen, opts.include_tasks, opts.exclude_tasks)
+    track.challenges = [filtered if c is chosen else c for c in track.challenges]
+    challenge = track.challenge(filtered.name)
     warmups = warmup_notes(track, challenge)  # a warmup that would hold a whole task fails before any machine exists
     return track, challenge, warmups
 
@@ -89,7 +130,8 @@ def _stored_options(opts: RaceOptions, track: Track) -> dict[str, Any]:
 
 def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult:
     console = console or Console()
-    track, challenge, warmups = load_race_track(opts)
+    resolved = resolve_race_track(opts)
+    track, challenge, warmups = load_race_track(opts, resolved)
     client_options = parse_client_options(opts.client_options)
     if opts.report_file:
         check_report_file(opts.report_file)
@@ -109,13 +151,15 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
 
     # Closed when the race ends: a metrics store then gets the rows of its last second (or says what it lacks).
     with contextlib.closing(pool.pool), open_store() as store:
-        trial = TrialInfo(id=new_trial_id(), track=track.name, challenge=challenge.name,
+        trial = TrialInfo(id=_trial_id(opts), track=track.name, challenge=challenge.name,
                           car=[] if opts.target_hosts else opts.car, track_params=track.params,
-                          user_tags=opts.user_tags, options=_stored_options(opts, track), pipeline=opts.pipeline,
-                          test_mode=opts.test_mode, start_time=utcnow(), machine=machine_info())
+                          user_tags=opts.user_tags, options=_stored_options(opts, track), pipeline=opts.pipeline or "",
+                          test_mode=opts.test_mode, start_time=utcnow(), machine=machine_info(),
+                          track_source=resolved.source.model_dump())
         store.create_trial(trial)
         console.print(f"[bold]Trial {trial.id}[/bold]: track [cyan]{track.name}[/cyan], challenge "
                       f"[cyan]{challenge.name}[/cyan]{' (test mode)' if opts.test_mode else ''}", highlight=False)
+        console.print(f"Track from {escape(_source_line(resolved, opts))}", highlight=False)
         for line in warmups:
             console.print(f"[yellow]Warmup:[/yellow] {escape(line)}", highlight=False)
         facts: list[dict[str, Any]] = []
@@ -155,6 +199,22 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
         if opts.report_file:
             write_report(report, opts.report_file)
     return RaceResult(trial.id, status, summary, report, facts, store_refused=getattr(store, "push_refused", None))
+
+
+def _source_line(resolved: ResolvedTrack, opts: RaceOptions) -> str:
+    """Where the track came from, in one line; a built-in track names the repository's alternative (they share
+    names such as http_logs: a Rally user may expect rally-tracks' one)."""
+    if resolved.source.kind == "built-in":
+        return (f"bench's built-in tracks (generated data); a track repository's '{opts.track}' is "
+                f"--track-repository=default --track={opts.track}")
+    return resolved.source.describe()
+
+
+def _trial_id(opts: RaceOptions) -> str:
+    """--race-id (Rally's; a UUID, stored without its dashes as bench's ids are hex) or a new id."""
+    if opts.race_id is None:
+        return new_trial_id()
+    return opts.race_id.replace("-", "").lower()
 
 
 def _documents_per_task(track: Track, challenge: Challenge) -> dict[str, list[DocumentsSpec]]:

@@ -459,6 +459,15 @@ def _operations(raw: dict[str, Any], file: Path) -> dict[str, Operation]:
 # ---------------------------------------------------------------- the track
 
 
+def render_track_json(track_dir: Path, params: dict[str, Any]) -> str:
+    """Rally's ``render-track``: track.json rendered with ``params`` (Jinja2, Rally's helpers), as indented JSON."""
+    root = Path(track_dir).resolve()
+    file = root / TRACK_FILE
+    env = rally_helpers.make_environment(root, params)
+    source = rally_helpers.assemble(root, file.read_text(encoding="utf-8"))
+    return json.dumps(_render_json(env, root, TRACK_FILE, source, file, [], params), indent=2)
+
+
 def load_track(
     track_dir: Path, params: dict[str, Any], *, ignore_unused: bool = False, test_mode: bool = False,
     challenge: str | None = None, check_challenge: bool = False, offline: bool = False,

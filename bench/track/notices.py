@@ -6,22 +6,39 @@ without a traceback or a repeated line per task.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import threading
+from collections.abc import Iterator
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _SEEN: set[str] = set()
+_silent = threading.local()
 
 
 def warn(line: str) -> None:
+    if getattr(_silent, "on", False):  # loading many tracks for a listing: the log only
+        log.info("warning (not shown): %s", line)
+        return
     with _lock:
         if line in _SEEN:
             return
         _SEEN.add(line)
     log.info("warning: %s", line)
     print(f"bench: warning: {line}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def silenced() -> Iterator[None]:
+    """Warnings of this thread go to the log only for the block (e.g. ``bench list tracks`` loading each track)."""
+    before = getattr(_silent, "on", False)
+    _silent.on = True
+    try:
+        yield
+    finally:
+        _silent.on = before
 
 
 def params_hint(names: list[str]) -> str:

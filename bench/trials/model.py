@@ -55,6 +55,9 @@ class TrialInfo(BaseModel):
     # The process running the trial, with its start time so a reused pid is not taken for it.
     pid: int | None = Field(default_factory=os.getpid)
     pid_started: float | None = Field(default_factory=_own_start_time)
+    # Where the track came from (bench.track.source.TrackSource): kind built-in/repository/path, repository
+    # name, URL, branch and commit, or the folder; empty for trials stored before bench recorded it.
+    track_source: dict[str, Any] = {}
 
 
 @runtime_checkable

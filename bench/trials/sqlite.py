@@ -128,12 +128,16 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (trial_id, store)
     );
     """,
+    # 7: where each trial's track came from (a track repository and its commit, a folder, or built-in).
+    """
+    ALTER TABLE trials ADD COLUMN track_source TEXT NOT NULL DEFAULT '{}';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 log = logging.getLogger(__name__)
 
-_JSON_FIELDS = ("car", "track_params", "clusters", "user_tags", "options", "machine")
+_JSON_FIELDS = ("car", "track_params", "clusters", "user_tags", "options", "machine", "track_source")
 _TRIAL_COLUMNS = list(TrialInfo.model_fields)
 _TELEMETRY_COLUMNS = ["timestamp", "cluster", "node", "device", "metric", "value", "raw"]
 
@@ -406,7 +410,7 @@ class TrialStore:
     @_reading("reading the trial")
     def get_trial(self, id_or_prefix: str) -> TrialInfo:
         """The trial with this id or unique id prefix."""
-        key = (id_or_prefix or "").strip().lower()
+        key = (id_or_prefix or "").strip().lower().replace("-", "")  # Rally's race ids are UUIDs with dashes
         if not key or any(ch not in "0123456789abcdef" for ch in key):
             raise StoreError(f"{id_or_prefix!r} is not a trial id (hex digits): run 'bench list trials'")
         cols = ", ".join(_TRIAL_COLUMNS)
@@ -452,6 +456,20 @@ class TrialStore:
                 f"SELECT {cols} FROM trials ORDER BY start_time DESC, rowid DESC LIMIT ?",
                 (int(limit),)).fetchall()
         return [self._row_to_info(r) for r in rows]
+
+    def delete_trial(self, trial_id: str) -> str:
+        """Remove the trial and every row of it (samples, telemetry, summary, push records), in one transaction;
+        returns where it was deleted."""
+        self._require(trial_id)
+        with self._lock:
+            try:
+                with self.conn:
+                    for table, column in (("samples", "trial_id"), ("telemetry", "trial_id"),
+                                          ("summaries", "trial_id"), ("pushes", "trial_id"), ("trials", "id")):
+                        self.conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (trial_id,))
+            except sqlite3.Error as e:
+                raise _write_error(self.path, "deleting the trial", e) from None
+        return "the local store"
 
     # -- samples --------------------------------------------------------------------------------------
     def add_samples(self, trial_id: str, samples: Sequence[RequestSample]) -> None:

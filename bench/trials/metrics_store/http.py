@@ -31,7 +31,7 @@ class StoreHttp:
     def __init__(self, config: StoreConfig, *, timeout: float | None = None) -> None:
         self.config = config
         self.name = describe(config)
-        t = timeout if timeout is not None else min(config.options.timeout, 30.0)
+        t = timeout if timeout is not None else min(config.options.timeout or 30.0, 30.0)
         kw: dict[str, Any] = {"timeout": urllib3.Timeout(connect=min(t, 5.0), read=t), "retries": False, "maxsize": 2}
         if config.tls:
             kw["ssl_context"] = tls_context(config.options)

@@ -112,6 +112,17 @@ class MirroredStore:
             log.warning("%s: listing local trials only", e)
         return sorted(found.values(), key=lambda t: t.start_time, reverse=True)[:limit]
 
+    def delete_trial(self, trial_id: str) -> str:
+        """Delete the trial here and from the metrics store (Rally's ``delete race``); where it was deleted."""
+        where = []
+        if self._is_local(trial_id):
+            self.local.delete_trial(trial_id)
+            where.append("the local store")
+        deleted = self.remote.delete_race(trial_id)
+        if deleted:
+            where.append(f"the metrics store {self.config.key} ({deleted} documents)")
+        return " and ".join(where) or "nowhere"
+
     def samples(self, trial_id: str) -> pd.DataFrame:
         return self.local.samples(trial_id) if self._is_local(trial_id) else self.remote.samples(trial_id)
 

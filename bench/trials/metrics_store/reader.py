@@ -55,6 +55,15 @@ class StoreReader:
                              f"{', '.join(d['race-id'][:12] for d in docs[:2])}, ...): give more characters")
         return documents.trial_of(docs[0])
 
+    def delete_race(self, trial_id: str) -> int:
+        """Delete the race's documents (race, metrics, results) from the store; how many were deleted."""
+        indices = ",".join(f"{self.config.prefix}-{kind}-*" for kind in (documents.RACES, documents.METRICS,
+                                                                            documents.RESULTS))
+        _, res = self.http.request("POST", f"/{indices}/_delete_by_query?ignore_unavailable=true&allow_no_indices="
+                                           f"true&refresh=true&conflicts=proceed",
+                                   {"query": {"term": {"race-id": trial_id}}})
+        return int((res or {}).get("deleted", 0))
+
     def list_trials(self, limit: int = 50) -> list[TrialInfo]:
         """Newest first (at most 10,000: the store's default result window)."""
         docs = self._race_docs({"match_all": {}}, max(1, min(int(limit), 10_000)))

@@ -1,0 +1,213 @@
+"""Track repositories, as Rally has them: a git repository of tracks, cloned into the bench home.
+
+``--track-repository=NAME`` (default ``default``) names a repository whose URL is ``NAME.url`` in ``[tracks]`` of
+``$BENCH_HOME/bench.ini`` (Rally's ``rally.ini`` key; a ``file://`` URL or a local path works too); ``default`` is
+elastic/rally-tracks unless the file says otherwise. The clone lives in ``$BENCH_HOME/tracks/NAME``. Unless
+``--offline``, bench fetches it first, then checks out ``--track-revision`` if given, else the branch that fits
+the cluster's version (``bench.track.versions``, Rally's choice) and fast-forwards it to the remote's. A track is
+a folder of the repository holding ``track.json`` (nested names such as ``elastic/logs`` as in Rally).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from bench.track import notices
+from bench.track.source import TrackSource, public_url
+from bench.track.versions import MASTER, best_match, variants
+from bench.util import activity
+from bench.util.errors import ConfigError, TrackError
+from bench.util.file_lock import exclusive, lock_file_for
+from bench.util.home import bench_home
+from bench.util.ini import ini_path, ini_section
+
+log = logging.getLogger(__name__)
+
+DEFAULT_REPOSITORY = "default"
+DEFAULT_URL = "https://github.com/elastic/rally-tracks"
+TRACK_FILE = "track.json"
+_GIT_TIMEOUT = 600.0
+
+
+def repository_url(name: str) -> str:
+    """The URL of the named repository: ``[tracks] NAME.url`` in bench.ini, else elastic/rally-tracks for
+    ``default``; any other name without a URL is one line naming the key to set."""
+    url = ini_section("tracks").get(f"{name}.url", "")
+    if url:
+        return url
+    if name == DEFAULT_REPOSITORY:
+        return DEFAULT_URL
+    raise ConfigError(f"--track-repository={name}: no URL for it: set '{name}.url = <git URL or path>' in [tracks] of "
+                      f"{ini_path()}")
+
+
+def repository_dir(name: str) -> Path:
+    if not name or "/" in name or name in (".", ".."):
+        raise ConfigError(f"--track-repository={name!r}: use a plain name (its URL is [tracks] NAME.url in bench.ini)")
+    return bench_home() / "tracks" / name
+
+
+def _git(args: list[str], cwd: Path | None = None, what: str = "") -> str:
+    """Run git; a failure is a TrackError with git's own last line (never a traceback)."""
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=_GIT_TIMEOUT,
+                              env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+    except FileNotFoundError:
+        raise ConfigError("track repositories need git, which is not installed (apt-get install git); or use "
+                          "--track-path with a track folder") from None
+    except subprocess.TimeoutExpired:
+        raise TrackError(f"git {' '.join(args)} did not finish in {_GIT_TIMEOUT:.0f} s{what}") from None
+    if done.returncode != 0:
+        last = next((ln.strip() for ln in reversed(done.stderr.splitlines()) if ln.strip()), f"exit {done.returncode}")
+        raise TrackError(f"git {args[0]} failed{what}: {last}")
+    return done.stdout
+
+
+class TrackRepository:
+    """One cloned track repository, brought to the revision a race needs by ``open``."""
+
+    def __init__(self, name: str, url: str, directory: Path) -> None:
+        self.name, self.url, self.dir = name, url, directory
+        self.branch: str | None = None
+
+    @classmethod
+    def open(cls, name: str = DEFAULT_REPOSITORY, *, revision: str | None = None, version: str | None = None,
+             offline: bool = False, progress: bool = True) -> TrackRepository:
+        """Clone (unless there), fetch (unless ``offline``; a failed fetch warns and keeps the local state, as
+        Rally does), then check out ``revision`` or the branch that fits ``version``."""
+        repo = cls(name, repository_url(name), repository_dir(name))
+        with exclusive(lock_file_for(repo.dir), waiting=f"waiting for another bench updating {repo.dir}"), \
+                activity.step(f"Track repository {name}", enabled=progress):
+            repo._clone_or_fetch(offline)
+            if revision:
+                repo._checkout_revision(revision)
+            else:
+                repo._checkout_for(version, offline)
+        return repo
+
+    def _clone_or_fetch(self, offline: bool) -> None:
+        if (self.dir / ".git").exists():
+            if not offline:
+                try:
+                    _git(["fetch", "--prune", "--tags", "origin"], self.dir, f" in {self.dir}")
+                except TrackError as e:
+                    notices.warn(f"could not update track repository {self.name} from {self.url} ({e}); "
+                                 f"continuing with the local copy in {self.dir}")
+            return
+        if self.dir.exists() and any(self.dir.iterdir()):
+            raise ConfigError(f"{self.dir} is not a git repository: move it away (bench clones track repository "
+                              f"{self.name} there)")
+        if offline:
+            raise ConfigError(f"track repository {self.name} is not cloned yet ({self.dir}) and --offline forbids "
+                              f"cloning {self.url}: run once without --offline, or use --track-path")
+        part = self.dir.with_name(self.dir.name + ".part")
+        shutil.rmtree(part, ignore_errors=True)
+        part.parent.mkdir(parents=True, exist_ok=True)
+        _git(["clone", "--quiet", self.url, str(part)], what=f" for track repository {self.name} ({self.url})")
+        if self.dir.exists():
+            self.dir.rmdir()
+        part.rename(self.dir)
+
+    def _remote_branches(self) -> list[str]:
+        out = _git(["for-each-ref", "--format=%(refname:strip=3)", "refs/remotes/origin"], self.dir)
+        return [b for b in out.split() if b != "HEAD"]
+
+    def _local_branches(self) -> list[str]:
+        return _git(["for-each-ref", "--format=%(refname:strip=2)", "refs/heads"], self.dir).split()
+
+    def _checkout_revision(self, revision: str) -> None:
+        try:
+            _git(["checkout", "--quiet", revision], self.dir, f" in {self.dir}")
+        except TrackError:
+            raise TrackError(f"--track-revision={revision}: no such branch, tag or commit in track repository "
+                             f"{self.name} ({self.url})") from None
+        self.branch = revision
+        if revision in self._remote_branches() and revision in self._local_branches():
+            self._fast_forward(revision)
+
+    def _default_branch(self) -> str | None:
+        """The remote's own default branch (origin/HEAD), e.g. ``main`` where there is no ``master``."""
+        try:
+            ref = _git(["symbolic-ref", "--short", "refs/remotes/origin/HEAD"], self.dir).strip()
+        except TrackError:
+            return None
+        return ref.removeprefix("origin/") or None
+
+    def _checkout_for(self, version: str | None, offline: bool) -> None:
+        remote, local = self._remote_branches(), self._local_branches()
+        branch = best_match(remote, version) or best_match(local, version)
+        if branch == MASTER and MASTER not in remote + local:
+            branch = self._default_branch()
+        if branch is None or branch not in remote + local:
+            tags = set(_git(["tag", "--list"], self.dir).split())
+            tag = next((f"v{v}" for v in (variants(version) if version else []) if f"v{v}" in tags), None)
+            if tag is None:
+                known = ", ".join(sorted(remote)) or "none"
+                raise TrackError(f"track repository {self.name} ({self.url}) has no branch for version {version} "
+                                 f"(branches: {known}): pass --track-revision=BRANCH")
+            _git(["checkout", "--quiet", tag], self.dir, f" in {self.dir}")
+            self.branch = tag
+            return
+        _git(["checkout", "--quiet", branch], self.dir, f" in {self.dir}")
+        self.branch = branch
+        if not offline and branch in remote:
+            self._fast_forward(branch)
+
+    def _fast_forward(self, branch: str) -> None:
+        try:
+            _git(["merge", "--ff-only", "--quiet", f"origin/{branch}"], self.dir, f" in {self.dir}")
+        except TrackError as e:
+            notices.warn(f"track repository {self.name}: local commits or changes in {self.dir} keep branch {branch} "
+                         f"from updating ({e}); using it as it is")
+
+    @property
+    def revision(self) -> str:
+        return _git(["rev-parse", "HEAD"], self.dir).strip()
+
+    @property
+    def dirty(self) -> bool:
+        return bool(_git(["status", "--porcelain"], self.dir).strip())
+
+    def source(self) -> TrackSource:
+        return TrackSource(kind="repository", repository=self.name, url=public_url(self.url), branch=self.branch,
+                           revision=self.revision, dirty=self.dirty)
+
+    def track_names(self) -> list[str]:
+        """Every folder with a track.json, relative to the repository (``geonames``, ``elastic/logs``)."""
+        out = []
+        for root, dirs, files in os.walk(self.dir):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            if TRACK_FILE in files:
+                out.append(Path(root).relative_to(self.dir).as_posix())
+        return sorted(out)
+
+    def track_dir(self, name: str) -> Path:
+        parts = Path(name).parts
+        if not parts or Path(name).is_absolute() or ".." in parts:
+            raise TrackError(f"--track={name}: not a track name; see 'bench list tracks'")
+        d = self.dir / name
+        if not (d / TRACK_FILE).is_file():
+            names = self.track_names()
+            raise TrackError(f"unknown track '{name}' in track repository {self.name} ({self.url}, {self.branch}): "
+                             f"it has {', '.join(names) if names else 'no tracks'}")
+        return d
+
+
+def path_source(track_dir: Path) -> TrackSource:
+    """A --track-path track: its folder, and its commit when the folder is in a git working copy."""
+    source = TrackSource(kind="path", path=str(track_dir))
+    try:
+        inside = subprocess.run(["git", "rev-parse", "HEAD"], cwd=track_dir, capture_output=True, text=True,
+                                timeout=30)
+        if inside.returncode == 0:
+            source.revision = inside.stdout.strip()
+            status = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=track_dir, capture_output=True,
+                                    text=True, timeout=30)
+            source.dirty = bool(status.stdout.strip())
+    except (OSError, subprocess.TimeoutExpired):
+        pass  # no git: the folder alone says where the track came from
+    return source
