@@ -58,3 +58,36 @@ def test_a_source_format_rally_does_not_know_is_refused_from_the_corpus_too():
     with pytest.raises(ValueError, match="source_format|source-format"):
         CorpusSpec.model_validate({"name": "c", "source-format": "csv",
                                    "documents": [{"source-file": "1.json", "document-count": 1}]})
+
+
+# ---------------------------------------------------------------- bulk bodies from a track's parameter source
+
+
+@pytest.mark.parametrize("body", [
+    [{"create": {"_index": "v"}}, {"emb": [0.5, 1.0]}],                     # random_vector: a list of dicts
+    ['{"create":{"_index":"v"}}', '{"emb":[0.5,1.0]}'],                     # a list of str lines
+    [b'{"create":{"_index":"v"}}\n', b'{"emb":[0.5,1.0]}\n'],               # bytes lines that end in a newline
+    '{"create":{"_index":"v"}}\n{"emb":[0.5,1.0]}',                         # one str, no final newline
+    b'{"create":{"_index":"v"}}\n{"emb":[0.5,1.0]}\n',                      # one bytes
+])
+def test_every_body_form_rally_accepts_from_a_parameter_source_goes_out_as_ndjson(body):
+    from bench.driver.custom_sources import bulk_params
+
+    out = bulk_params({"body": body, "bulk-size": 1, "action-metadata-present": True})
+    assert out["body"].body == b'{"create":{"_index":"v"}}\n{"emb":[0.5,1.0]}\n' and out["body"].docs == 1
+
+
+def test_numpy_numbers_in_a_dict_body_are_json_numbers():
+    np = pytest.importorskip("numpy")
+    from bench.driver.custom_sources import bulk_params
+
+    out = bulk_params({"body": [{"index": {}}, {"x": np.float32(0.25), "v": np.arange(2).tolist()}], "bulk-size": 1})
+    assert out["body"].body == b'{"index":{}}\n{"x":0.25,"v":[0,1]}\n'
+
+
+def test_a_body_of_another_type_is_one_line():
+    from bench.driver.custom_sources import bulk_params
+    from bench.errors import TrackError
+
+    with pytest.raises(TrackError, match="body of type int"):
+        bulk_params({"body": 3, "bulk-size": 1})
