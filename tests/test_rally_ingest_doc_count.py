@@ -61,3 +61,28 @@ def test_what_rally_refuses_is_refused_at_load_in_one_line(tmp_path, op, clients
     with pytest.raises(Exception, match=message.replace("(", r"\(").replace(")", r"\)")) as e:
         track.challenge(None)
     assert "\n" not in str(e.value)
+
+
+def test_retries_on_429_is_refused_at_load_rather_than_ignored(tmp_path):
+    track = load_track(_track(tmp_path, {"retries_on_429": 3}), {})
+    with pytest.raises(Exception, match="retries_on_429 3: bench's bulk does not resend"):
+        track.challenge(None)
+
+
+def test_response_compression_disabled_asks_for_an_uncompressed_answer():
+    import asyncio
+
+    from bench.driver.request_options import with_request_options
+    from bench.driver.request_scope import current
+    from bench.driver.runners import Result
+
+    seen = {}
+
+    async def runner(ctx, params):
+        seen.update(current().headers)
+        return Result()
+
+    wrapped = with_request_options(runner, "q", "search", {"response-compression-enabled": False})
+    asyncio.run(wrapped(None, {}))
+    assert seen == {"Accept-Encoding": "identity"}
+    assert with_request_options(runner, "q", "search", {"response-compression-enabled": True}) is runner

@@ -55,6 +55,10 @@ def check_operation(name: str, op_type: str, params: dict[str, Any], *, track_fi
                 f"{track_file}: operation '{name}' has bulk-size {size!r}: use a positive integer"
             )
         _check_ingest_doc_count(name, params, size, track_file)
+        if params.get("retries_on_429"):
+            raise TrackError(f"{track_file}: operation '{name}' has retries_on_429 {params['retries_on_429']!r}: "
+                             f"bench's bulk does not resend the documents a bulk answered with 429 (its throughput "
+                             f"would count them twice or not at all); remove it")
         corpora = params.get("corpora")
         if corpora is not None and not (
             isinstance(corpora, str)
