@@ -193,8 +193,10 @@ def _status(response: Any) -> int:
 
 
 def _lines(body: Any) -> list[Any]:
-    if isinstance(body, (bytes, str)):
-        return body.split(b"\n" if isinstance(body, bytes) else "\n")
+    if isinstance(body, bytes):
+        return list(body.split(b"\n"))
+    if isinstance(body, str):
+        return list(body.split("\n"))
     if isinstance(body, list):
         return body
     raise exceptions.DataError("bulk body is not of type bytes, string, or list")
