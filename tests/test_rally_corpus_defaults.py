@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.driver.bodies import prepare_bodies
+from bench.driver.bulk.bodies import prepare_bodies
 from bench.track.loader import load_track
 from bench.track.model import CorpusSpec
 
@@ -87,7 +87,7 @@ def test_numpy_numbers_in_a_dict_body_are_json_numbers():
 
 def test_a_body_of_another_type_is_one_line():
     from bench.driver.custom_sources import bulk_params
-    from bench.errors import TrackError
+    from bench.util.errors import TrackError
 
     with pytest.raises(TrackError, match="body of type int"):
         bulk_params({"body": 3, "bulk-size": 1})

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.driver.bodies import prepare_bodies
+from bench.driver.bulk.bodies import prepare_bodies
 from bench.driver.warmup import corpus_requests
 from bench.track.loader import load_track
 from bench.track.model import DocumentsSpec
@@ -72,9 +72,9 @@ def test_retries_on_429_is_refused_at_load_rather_than_ignored(tmp_path):
 def test_response_compression_disabled_asks_for_an_uncompressed_answer():
     import asyncio
 
-    from bench.driver.request_options import with_request_options
-    from bench.driver.request_scope import current
-    from bench.driver.runners import Result
+    from bench.driver.runners.core import Result
+    from bench.driver.runners.request_options import with_request_options
+    from bench.http.request_scope import current
 
     seen = {}
 

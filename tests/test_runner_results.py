@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.driver.custom_runners import TrackCodeError, to_result
+from bench.driver.runners.custom import TrackCodeError, to_result
 from bench.track.plugins import RunnerRegistration
 
 
