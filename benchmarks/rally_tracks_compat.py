@@ -13,6 +13,7 @@ reasons grouped by construct. Needs a checkout of https://github.com/elastic/ral
 
     python benchmarks/rally_tracks_compat.py [DIR]        # DIR defaults to /work/rally-tracks-mirror
     python benchmarks/rally_tracks_compat.py DIR --json   # one JSON object per track instead
+    python benchmarks/rally_tracks_compat.py DIR --offline   # never fetch a track's dependencies (no network)
 """
 
 from __future__ import annotations
@@ -65,14 +66,15 @@ def _default_challenge_guess(track_dir: Path) -> str:
     return next((str(s.get("name", "?")) for s in named if s.get("default") is True), "?")
 
 
-def check_one(track_dir: Path) -> dict[str, Any]:
-    """Load one track as a race would (default challenge, test mode off); never raises."""
+def check_one(track_dir: Path, offline: bool = False) -> dict[str, Any]:
+    """Load one track as a race would (default challenge, test mode off; ``offline``: a track dependency that is
+    not installed is refused rather than fetched, as ``bench race --offline`` does); never raises."""
     from bench.race.options import RaceOptions
     from bench.race.race import load_race_track
     from bench.util.errors import BenchError
 
     try:
-        _, challenge, _ = load_race_track(RaceOptions(track_path=track_dir, test_mode=False))
+        _, challenge, _ = load_race_track(RaceOptions(track_path=track_dir, test_mode=False, offline=offline))
         return {"loads": True, "challenge": challenge.name, "reason": ""}
     except BenchError as e:
         reason = " ".join(str(e).split())
@@ -81,9 +83,9 @@ def check_one(track_dir: Path) -> dict[str, Any]:
     return {"loads": False, "challenge": _default_challenge_guess(track_dir), "reason": reason}
 
 
-def run_isolated(track_dir: Path) -> dict[str, Any]:
+def run_isolated(track_dir: Path, offline: bool = False) -> dict[str, Any]:
     """check_one in a fresh interpreter (track.py modules and registrations stay in that process)."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--one", str(track_dir)]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--one", str(track_dir), *(["--offline"] if offline else [])]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=ROOT)
     except subprocess.TimeoutExpired:
@@ -195,10 +197,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", nargs="?", default=str(DEFAULT_DIR), help="a folder of rally-tracks checkouts")
     ap.add_argument("--json", action="store_true", help="print one JSON object per track")
+    ap.add_argument("--offline", action="store_true",
+                    help="never fetch a track's dependencies (refuse a track whose dependencies are not installed)")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: check one track folder, print JSON
     a = ap.parse_args(argv)
     if a.one:
-        print(json.dumps(check_one(Path(a.one))))
+        print(json.dumps(check_one(Path(a.one), a.offline)))
         return 0
     base = Path(a.dir).expanduser().resolve()
     if not base.is_dir():
@@ -210,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = []
     for d in dirs:
-        row = {"track": str(d.relative_to(base)), "path": str(d), **run_isolated(d)}
+        row = {"track": str(d.relative_to(base)), "path": str(d), **run_isolated(d, a.offline)}
         rows.append(row)
         if a.json:
             print(json.dumps(row), flush=True)

@@ -56,12 +56,12 @@ def test_throughput_series_buckets_by_completion_and_leaves_out_the_partial_last
     series = throughput_series(samples_frame(s), "t")
     m = series[series["phase"] == "measurement"]
     # Phase starts at 100.0 (first scheduled start) and ends at 103.2: buckets 0,1,2 full; the 0.2 s
-    # bucket 3 is not in the series (its request still counts in the mean).
+    # bucket 3 is not in the series, nor in the mean: its one request over 0.2 s would overstate the rate.
     assert list(m["second"]) == [0, 1, 2]
     assert list(m["complete"]) == [True, True, True]
     assert list(m["units"]) == pytest.approx([10, 10, 10])
     assert set(series["phase"]) == {"measurement"}
-    assert throughput_stats(samples_frame(s), "t").mean == pytest.approx(31 / 3.2)
+    assert throughput_stats(samples_frame(s), "t").mean == pytest.approx(30 / 3)
 
 
 def test_paced_schedule_shows_its_target_in_every_bucket_including_the_ends():
@@ -73,7 +73,9 @@ def test_paced_schedule_shows_its_target_in_every_bucket_including_the_ends():
     assert list(series["throughput"]) == pytest.approx([20.0] * 4)
     st = throughput_stats(samples_frame(s), "t")
     assert (st.min, st.median, st.max) == pytest.approx((20.0, 20.0, 20.0))
-    assert st.mean == pytest.approx(100 / 4.96)
+    # The mean over the same whole seconds: 100 requests over 4.96 s read 20.16 (N requests span N - 1
+    # intervals plus one latency), the paced Mean Throughput users saw above its target.
+    assert st.mean == pytest.approx(20.0)
     # Requests whose service interval crosses a bucket edge give each second its share: 0.02 s queueing,
     # 0.04 s service, so the request due at k+0.95 is served from k+0.97 to k+1.01 (3/4 in second k).
     # The last completion is at 5.01 s: the 0.01 s bucket 5 is left out, bucket 4 keeps its 3/4 share.
@@ -95,7 +97,7 @@ def test_throughput_series_keeps_empty_seconds_and_separates_warmup():
     assert throughput_series(samples_frame(s), "other").empty
 
 
-def test_throughput_stats_are_the_running_mean_and_mean_is_total_over_duration():
+def test_throughput_stats_are_the_running_mean_and_mean_is_the_work_of_the_whole_measured_seconds():
     # Bulk: 1000 docs per request, 4 requests in second 0, 2 in second 1, and 1 at 2.5 s.
     starts = [0.0, 0.2, 0.4, 0.6, 1.1, 1.5, 2.4]
     s = [sample("bulk", start=100 + x, latency=0.1, units=1000, unit="docs") for x in starts]
@@ -109,7 +111,7 @@ def test_throughput_stats_are_the_running_mean_and_mean_is_total_over_duration()
     assert list(series["throughput"]) == pytest.approx([4000, 2000])
     assert list(series["running_mean"]) == pytest.approx([4000, 3000])
     assert (st.min, st.median, st.max) == pytest.approx((3000.0, 3500.0, 4000.0))
-    assert st.mean == pytest.approx(7000 / 2.5)
+    assert st.mean == pytest.approx(6000 / 2)  # the whole seconds, as the buckets
     assert measured_duration(samples_frame(s)) == pytest.approx(2.5)
 
 
@@ -145,9 +147,10 @@ def test_requests_in_flight_at_the_warmup_boundary_count_in_the_seconds_they_wer
     # in the first).
     assert list(m["throughput"]) == pytest.approx([2000, 2000, 2000, 2000])
     assert list(m["second"]) == [0, 1, 2, 3]
-    # The mean is the work done from 2.0 to 6.5 s: client 1's warmup bulk did 500 docs of it, the rest came
-    # from the measured bulks (8,000 docs; the measured bulks' units alone would read 1,778).
-    assert throughput_stats(samples_frame(s), "b").mean == pytest.approx(8500 / 4.5)
+    # The mean is the work done in the measured whole seconds, 2.0 to 6.0 s: client 1's warmup bulk did 500 docs
+    # of it, the rest came from the measured bulks (the measured bulks' units alone over 2.0..6.5 s read 1,778;
+    # all work to the last completion, the drain included, 1,889).
+    assert throughput_stats(samples_frame(s), "b").mean == pytest.approx(8000 / 4)
 
 
 def test_throughput_stats_short_phase_is_one_bucket_over_its_span():

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 from collections.abc import Iterator
 from typing import Any
@@ -106,21 +107,30 @@ def client_source(source: Any, name: str, task: Task, client: int, *, bench_runn
                        bench_bulk=bench_runner and task.operation.operation_type == "bulk")
 
 
+@functools.cache
+def _ndjson() -> Any:
+    from elasticsearch.serializer import NdjsonSerializer  # imported when a track's source makes bulks only
+
+    return NdjsonSerializer()
+
+
 def bulk_params(p: dict[str, Any]) -> dict[str, Any]:
-    """Rally's bulk parameters (a body of lines as str/bytes/list, ``bulk-size`` documents, ``index`` when the
+    """Rally's bulk parameters (a body as str, bytes, or a list of lines as str, bytes or dicts, ``bulk-size`` documents, ``index`` when the
     lines carry no action-and-metadata) in the shape bench's bulk runner sends."""
     body = p.get("body")
     if isinstance(body, BulkBody):
         return p
-    if isinstance(body, list):
-        body = "\n".join(x.decode() if isinstance(x, bytes) else str(x) for x in body)
-    if isinstance(body, str):
-        body = body.encode()
-    if not isinstance(body, bytes):
+    if not isinstance(body, (bytes, str, list, tuple)):
         raise TrackError(f"a bulk parameter source returned body of type {type(body).__name__}: use str, bytes or a "
-                         f"list of lines")
-    if not body.endswith(b"\n"):
-        body += b"\n"
+                         f"list of lines (str, bytes or dicts)")
+    from elastic_transport import SerializationError
+
+    try:
+        # elasticsearch-py's own NDJSON serializer, as Rally sends it: str/bytes lines as they are (a newline added
+        # where one is missing), dicts as compact JSON (numpy numbers, dates and UUIDs included).
+        body = _ndjson().dumps(body)
+    except SerializationError as e:
+        raise TrackError(f"a bulk parameter source returned a body that is not NDJSON: {e.message}") from None
     if "bulk-size" not in p:
         raise TrackError("a bulk parameter source returned no 'bulk-size' (the documents in its body)")
     path = "/_bulk?filter_path=errors,items.*.error"

@@ -53,6 +53,12 @@ def _id_conflicts(task: Task) -> IdConflicts | None:
     return IdConflicts(mode, prob, on_conflict, recency, param_int(p, "seed", 0))
 
 
+def ingest_doc_count(task: Task) -> int | None:
+    """Rally's ``ingest-doc-count``: how many documents of the corpus the task indexes, over all its clients."""
+    value = task.operation.params.get("ingest-doc-count")
+    return None if value is None else int(value)
+
+
 def bulk_size_bytes(task: Task) -> int | None:
     p = task.operation.params
     if "bulk-size-mb" not in p:
@@ -95,7 +101,8 @@ def bulk_source(task: Task, documents: list[DocumentsSpec], *, client: int, gzip
                               gzip_bodies=gzip_bodies, default_index=default_index)
     bodies = prepare_bodies(documents, client=client, clients=task.clients, bulk_size=bulk_size,
                             ingest_percentage=ingest, gzip_bodies=gzip_bodies, default_index=default_index,
-                            bulk_size_bytes=by_bytes, id_conflicts=_id_conflicts(task))
+                            bulk_size_bytes=by_bytes, id_conflicts=_id_conflicts(task),
+                            ingest_doc_count=ingest_doc_count(task))
     path = bulk_path(p)
     base = {k: v for k, v in p.items() if k == "cluster"}
     if param_bool(p, "looped", False):
@@ -111,7 +118,7 @@ def shard_aware_problem(task: Task) -> str | None:
     p = task.operation.params
     if task.operation.operation_type != "bulk" or not param_bool(p, "shard-aware", False):
         return None
-    for key in ("looped", "conflicts", "bulk-size-mb", "param-source"):
+    for key in ("looped", "conflicts", "bulk-size-mb", "param-source", "ingest-doc-count"):
         if key in p and p[key] not in (False, None):
             return (f"task '{task.name}': shard-aware bulk cannot be combined with '{key}' (its documents get "
                     f"client-side ids, sent once, in bulks of bulk-size documents per node)")

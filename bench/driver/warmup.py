@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 
-from bench.driver.bulk.bodies import client_slice
+from bench.driver.bulk.bodies import client_budget, client_slice
 from bench.driver.param_types import param_bool
-from bench.driver.params import bulk_size_bytes, sends_corpus_once
+from bench.driver.params import bulk_size_bytes, ingest_doc_count, sends_corpus_once
 from bench.track.corpus import bulk_documents
 from bench.track.model import Challenge, Task, Track
 from bench.util.errors import TrackError
@@ -41,10 +41,15 @@ def corpus_requests(track: Track, task: Task) -> list[int] | None:
     if bulk_size < 1:
         return None
     counts = [0] * task.clients
+    budgets = [client_budget(ingest_doc_count(task), task.clients)] * task.clients
     for doc in bulk_documents(track, p):
         for c in range(task.clients):
             start, end = client_slice(doc.document_count, c, task.clients)
             docs = int((end - start) * ingest / 100.0)
+            budget = budgets[c]
+            if budget is not None:
+                docs = min(docs, budget)
+                budgets[c] = budget - docs
             counts[c] += math.ceil(docs / bulk_size)
     return counts
 

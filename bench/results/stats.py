@@ -35,10 +35,13 @@ Choices (documented because they change numbers):
   early values by the work in flight (8 clients x 5,000 docs over 11 s: +3.6 k docs/s); bench counts it as
   it is done. Per-second rates on a real cluster vary far more than this (refreshes, merges, GC), which is
   what the series shows; a Min of per-second rates is one bad second, not what Rally users compare.
-- Mean throughput is the work done during the measured part (its first scheduled start to its last
-  completion) divided by that time, from F: the tail of a bulk started in the warmup counts, the part it
-  did before the measured part does not. Counting the measured requests' units instead undercounts when
-  requests are long against the phase (bulks of 25 s in a 20 s period read a third of the index's rate).
+- Mean throughput is the work done during the measured part divided by its duration, from F, over the same
+  whole seconds as the buckets: from the first scheduled start, the whole seconds up to the last completion
+  (the whole span only when it is shorter than a second). The tail of a bulk started in the warmup counts, the
+  part it did before the measured part does not. Counting the measured requests' units instead undercounts
+  when requests are long against the phase (bulks of 25 s in a 20 s period read a third of the index's rate).
+  Ending the window at the last completion instead is one interval short for a paced task (N requests span
+  N - 1 intervals plus one latency: 20 paced ops/s read 20.16-20.17), the partial last second's overstatement.
   Rally's mean is the mean of its running means; the two differ when the warmup ran at another rate.
 """
 
@@ -258,7 +261,8 @@ def measured_duration(samples_df: pd.DataFrame) -> float:
 
 def throughput_stats(samples_df: pd.DataFrame, task: str) -> ThroughputStats | None:
     """min/median/max of the task's running mean at each whole second of its measurement phase (see module
-    doc); mean = the work done in the measured part (first scheduled start to last completion) / its duration. Pass the task's warmup samples too: the running
+    doc); mean = the work done in the measured part's whole seconds (from its first scheduled start) / their
+    duration. Pass the task's warmup samples too: the running
     mean starts at the task's first request, as Rally's does. None when the task has no measurement samples
     or no successful work."""
     df = samples_df[samples_df["task"] == task]
@@ -279,8 +283,9 @@ def throughput_stats(samples_df: pd.DataFrame, task: str) -> ThroughputStats | N
     if values.size == 0:
         return None
     start = float(measured["absolute_time"].min())
-    done = work.at(np.array([start, start + duration + 1e-9]))
-    return ThroughputStats(min=float(values.min()), mean=float(done[1] - done[0]) / duration,
+    window = float(math.floor(duration + 1e-9)) or duration  # whole seconds, as the buckets (see module doc)
+    done = work.at(np.array([start, start + window + (0.0 if window < duration else 1e-9)]))
+    return ThroughputStats(min=float(values.min()), mean=float(done[1] - done[0]) / window,
                            median=float(np.median(values)), max=float(values.max()), unit=unit, rule=THROUGHPUT_RULE)
 
 

@@ -334,7 +334,22 @@ def _task_problem(task: Task, challenge: str, file: Path) -> str | None:
         if reports is not None and task.throughput_unit != reports:
             why = (f"target-throughput is in {task.throughput_unit} but a '{op.operation_type}' operation "
                    f"reports {reports}: give it in {reports} (or ops/s for requests per second)")
+    if why is None and op.operation_type == "bulk" and "param-source" not in op.params:
+        why = _ingest_doc_count_per_client(task)
     return _problem(file, challenge, task.name, why) if why else None
+
+
+def _ingest_doc_count_per_client(task: Task) -> str | None:
+    """Rally: each client indexes ingest-doc-count / clients documents, a whole number of bulks."""
+    p = task.operation.params
+    count, size = p.get("ingest-doc-count"), p.get("bulk-size")
+    if not isinstance(count, int) or not isinstance(size, int) or size < 1:
+        return None  # the operation's own check names a bad value
+    per_client = count // task.clients
+    if per_client % size:
+        return (f"ingest-doc-count {count} over {task.clients} clients is {per_client} documents each, not a "
+                f"multiple of bulk-size ({size}): make it a multiple of {size * task.clients}")
+    return None
 
 
 def _task(spec: Any, defaults: dict[str, Any], ops: dict[str, Operation], file: Path, where: str,
@@ -622,7 +637,12 @@ def _check_corpora_refs(track: Track, file: Path) -> None:
             wanted = t.operation.params.get("corpora")
             wanted = [wanted] if isinstance(wanted, str) else (wanted or [])
             missing = [w for w in wanted if w not in names]
-            if missing:
+            count = t.operation.params.get("ingest-doc-count")
+            total = sum(d.document_count for c in track.corpora if c.name in (wanted or names) for d in c.documents)
+            if isinstance(count, int) and not missing and names and count > total:
+                t.problem = _problem(file, ch.name, t.name, (
+                    f"ingest-doc-count {count} is more than the {total} documents of its corpora"))
+            elif missing:
                 t.problem = _problem(file, ch.name, t.name, (
                     f"operation '{t.operation.name}' uses corpora {', '.join(missing)} that the track does not "
                     f"define (it defines: {', '.join(sorted(names)) or 'none'})"))

@@ -78,18 +78,35 @@ class DocumentsSpec(_RallyModel):
     local_path: Path | None = Field(default=None, exclude=True)
 
 
+# The document properties a corpus may set for all its document sets (Rally's loader, _create_corpora).
+CORPUS_DOCUMENT_DEFAULTS = ("base-url", "source-format", "includes-action-and-meta-data", "target-index",
+                            "target-data-stream", "target-type")
+
+
 class CorpusSpec(_RallyModel):
     name: str
     base_url: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
     documents: list[DocumentsSpec]
 
-    @model_validator(mode="after")
-    def _inherit_base_url(self) -> "CorpusSpec":
-        for d in self.documents:
-            if d.base_url is None:
-                d.base_url = self.base_url
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _inherit_document_defaults(cls, data: Any) -> Any:
+        """Rally: every document property set on the corpus is each document set's default (a document set's own
+        value wins). Losing one is a wrong number (with ``includes-action-and-meta-data`` the action lines would be
+        indexed as documents) or failed bulks (``target-index``)."""
+        if not isinstance(data, dict) or not isinstance(data.get("documents"), list):
+            return data
+        defaults = {k.replace("_", "-"): v for k, v in data.items() if k.replace("_", "-") in CORPUS_DOCUMENT_DEFAULTS}
+        if not defaults:
+            return data
+        docs = []
+        for d in data["documents"]:
+            if isinstance(d, dict):
+                given = {k.replace("_", "-") for k in d}
+                d = {**{k: v for k, v in defaults.items() if k.replace("_", "-") not in given}, **d}
+            docs.append(d)
+        return {**data, "documents": docs}
 
 
 class Operation(_RallyModel):

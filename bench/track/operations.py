@@ -54,6 +54,11 @@ def check_operation(name: str, op_type: str, params: dict[str, Any], *, track_fi
             raise TrackError(
                 f"{track_file}: operation '{name}' has bulk-size {size!r}: use a positive integer"
             )
+        _check_ingest_doc_count(name, params, size, track_file)
+        if params.get("retries_on_429"):
+            raise TrackError(f"{track_file}: operation '{name}' has retries_on_429 {params['retries_on_429']!r}: "
+                             f"bench's bulk does not resend the documents a bulk answered with 429 (its throughput "
+                             f"would count them twice or not at all); remove it")
         corpora = params.get("corpora")
         if corpora is not None and not (
             isinstance(corpora, str)
@@ -80,3 +85,21 @@ def check_operation(name: str, op_type: str, params: dict[str, Any], *, track_fi
         raise TrackError(
             f"{track_file}: operation '{name}' has path {params['path']!r}: it must start with '/'"
         )
+
+
+def _check_ingest_doc_count(name: str, params: dict[str, Any], bulk_size: Any, track_file: str) -> None:
+    """Rally's checks of ``ingest-doc-count`` (esrally/track/params.py), those that need no corpus or clients."""
+    if "ingest-doc-count" not in params:
+        return
+    count = params["ingest-doc-count"]
+    where = f"{track_file}: operation '{name}'"
+    if "ingest-percentage" in params:
+        raise TrackError(f"{where} has both ingest-doc-count and ingest-percentage: they are mutually exclusive, "
+                         f"keep one")
+    if isinstance(count, bool) or not isinstance(count, int) or count <= 0:
+        raise TrackError(f"{where} has ingest-doc-count {count!r}: use a positive integer (documents)")
+    if "bulk-size-mb" in params:
+        raise TrackError(f"{where} has ingest-doc-count with bulk-size-mb: a document count needs bulks of "
+                         f"bulk-size documents")
+    if isinstance(bulk_size, int) and count % bulk_size:
+        raise TrackError(f"{where} has ingest-doc-count {count}: it must be a multiple of bulk-size ({bulk_size})")

@@ -47,6 +47,11 @@ def client_slice(total: int, client: int, clients: int) -> tuple[int, int]:
     return start, start + per + (1 if client < extra else 0)
 
 
+def client_budget(ingest_doc_count: int | None, clients: int) -> int | None:
+    """Documents each client indexes under Rally's ``ingest-doc-count`` (the total over all clients), None: all."""
+    return None if ingest_doc_count is None else ingest_doc_count // clients
+
+
 def action_line(index: str | None, data_stream: str | None = None) -> bytes:
     if data_stream:
         return json.dumps({"create": {"_index": data_stream}}, separators=(",", ":")).encode() + b"\n"
@@ -94,11 +99,13 @@ def _conflict_chunk(lines: list[bytes], ids: list[str], state: dict[str, int], i
 def prepare_bodies(documents: list[DocumentsSpec], *, client: int, clients: int, bulk_size: int,
                    ingest_percentage: float = 100.0, gzip_bodies: bool = False,
                    default_index: str | None = None, bulk_size_bytes: int | None = None,
-                   id_conflicts: IdConflicts | None = None) -> list[BulkBody]:
+                   id_conflicts: IdConflicts | None = None, ingest_doc_count: int | None = None) -> list[BulkBody]:
     """All bulk bodies of one client, in sending order. ``bulk_size_bytes`` (Rally-style ``bulk-size-mb``) cuts
-    bodies by source bytes instead of document count; ``id_conflicts`` gives documents client-side ids."""
+    bodies by source bytes instead of document count; ``id_conflicts`` gives documents client-side ids;
+    ``ingest_doc_count`` (Rally's, the task's total) caps each client at its share, taken from its slices in order."""
     if bulk_size < 1:
         raise TrackError(f"bulk-size must be at least 1, got {bulk_size}")
+    budget = client_budget(ingest_doc_count, clients)
     bodies: list[BulkBody] = []
     for doc in documents:
         if doc.local_path is None:
@@ -117,6 +124,9 @@ def prepare_bodies(documents: list[DocumentsSpec], *, client: int, clients: int,
                 total = min(doc.document_count, available)
                 start, end = client_slice(total, client, clients)
                 end = start + int((end - start) * ingest_percentage / 100.0)
+                if budget is not None:
+                    end = start + min(end - start, budget)
+                    budget -= end - start
                 action = b"" if doc.includes_action_and_meta_data else action_line(
                     doc.target_index or default_index, doc.target_data_stream)
                 ids: list[str] = []

@@ -36,8 +36,11 @@ def _merge(into: dict[str, Any], extra: dict[str, Any]) -> None:
 
 def _to_create(p: dict[str, Any], declared: tuple[TemplateDef, ...], op: str, *,
                settings_path: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
-    """Rally: ``template`` + ``body`` create that one; else the track's declared ones (only ``template`` if given),
+    """Rally: ``templates`` (what Rally's template parameter sources hand the runner: (name, body) pairs) create
+    those; ``template`` + ``body`` create that one; else the track's declared ones (only ``template`` if given),
     with ``settings`` merged into each body."""
+    if "templates" in p:
+        return [(str(name), body) for name, body in p["templates"]]
     if "template" in p and "body" in p:
         return [(str(p["template"]), p["body"])]
     wanted = p.get("template")
@@ -70,7 +73,7 @@ async def _put_all(call: Call, path: str, templates: list[tuple[str, dict[str, A
 
 async def create_index_template(ctx: Context, p: dict[str, Any]) -> Result:
     declared = ctx.definitions.templates
-    if declared:  # Rally's legacy templates: the track's declared ones win over template + body
+    if declared and "templates" not in p:  # Rally's legacy templates: the declared ones win over template + body
         p = {k: v for k, v in p.items() if k != "body"}
     return await _put_all(Call(ctx, p), "/_template",
                           _to_create(p, declared, "create-index-template", settings_path=("settings",)))

@@ -5,10 +5,14 @@ optionally ``__aenter__``/``__aexit__``, entered around every call). ``es`` is t
 ``AsyncElasticsearch`` of the default cluster, or -- for a runner with ``multi_cluster`` -- a dict of one client per
 cluster name. What it returns becomes the request's sample:
 
-- ``None``: one operation, successful;
 - ``(weight, unit)``: that much work in that unit;
-- a dict: ``weight`` (default 1), ``unit`` (default "ops"), ``success`` (default True), ``error-type``,
-  ``error-description``, ``http-status``; every other key goes into the sample's meta.
+- a dict: ``weight`` (default 1), ``unit`` (default "ops"), ``success`` (default True, read for its truth as Rally
+  does), ``error-type``, ``error-description``, ``http-status``; every other key goes into the sample's meta;
+- anything else (``None``, a bool, a response object ...): one operation, successful -- Rally's
+  ``execute_single`` counts it so (``stop_trained_model_deployment`` returns a bool).
+
+A weight bench cannot count as whole units (negative, fractional, not a number) stops the race in one line rather
+than being rounded into a different number.
 
 What the client raises is a failed request, counted like bench's own: an HTTP error answer (``ApiError``) as
 ``http-<status>``, ``ConnectionTimeout`` as ``timeout``, ``ConnectionError`` as ``connection``, any other
@@ -74,17 +78,12 @@ def _weight(value: Any, reg: RunnerRegistration) -> int:
 
 def to_result(value: Any, reg: RunnerRegistration) -> Result:
     """A runner's return value as a bench Result (see the module docstring)."""
-    if value is None:
-        return Result()
     if isinstance(value, tuple) and len(value) == 2:
         return Result(units=_weight(value[0], reg), unit=str(value[1]))
     if isinstance(value, dict):
         weight = _weight(value.get("weight", 1), reg)
         unit = str(value.get("unit", "ops"))
-        success = value.get("success", True)
-        if not isinstance(success, bool):
-            raise TrackCodeError(f"runner {_name(reg)} of operation type '{reg.operation_type}' returned success "
-                                 f"{success!r}: it must be true or false")
+        success = bool(value.get("success", True))
         meta = {k: v for k, v in value.items() if k not in _KNOWN}
         status = value.get("http-status")
         res = Result(units=weight, unit=unit, success=success, meta=meta or None,
@@ -94,8 +93,7 @@ def to_result(value: Any, reg: RunnerRegistration) -> Result:
             res.detail = str(value.get("error-description") or res.error_type)
             res.failed_units = weight if unit == "docs" else 0
         return res
-    raise TrackCodeError(f"runner {_name(reg)} of operation type '{reg.operation_type}' returned "
-                         f"{type(value).__name__}: return None, (weight, unit) or a dict")
+    return Result()
 
 
 def _failure(e: Exception) -> Result | None:

@@ -1,5 +1,6 @@
 """Rally's generic operation parameters, honoured for every runner that sends through ``RawHttp``:
-``headers``, ``opaque-id`` (sent as ``X-Opaque-Id``), ``request-timeout`` (seconds, client side), ``assertions``
+``headers``, ``opaque-id`` (sent as ``X-Opaque-Id``), ``response-compression-enabled`` (false: ``Accept-Encoding:
+identity``), ``request-timeout`` (seconds, client side), ``assertions``
 (checked against the answer; a failed one fails the request) and ``detailed-results`` (what the answer says goes
 into the sample's meta).
 
@@ -81,6 +82,9 @@ def with_request_options(runner: Runner, op_name: str, op_type: str, p: dict[str
     headers = {str(k): str(v) for k, v in (p.get("headers") or {}).items()}
     if p.get("opaque-id") is not None:
         headers["X-Opaque-Id"] = str(p["opaque-id"])
+    if not param_bool(p, "response-compression-enabled", True):
+        # Rally's search parameter: ask for an uncompressed answer (the client asks for gzip otherwise)
+        headers["Accept-Encoding"] = "identity"
     timeout = as_float(p["request-timeout"], "request-timeout") if p.get("request-timeout") is not None else None
     assertions = check_assertions(p["assertions"], f"operation '{op_name}'") if p.get("assertions") else []
     detailed = param_bool(p, "detailed-results", False)

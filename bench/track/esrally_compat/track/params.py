@@ -7,13 +7,23 @@ Track code often does ``from esrally.track.params import *`` and then uses ``exc
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from enum import Enum
 from typing import Any
 
 from bench.track.esrally_compat import exceptions
 from bench.track.esrally_compat.utils import io
 
-__all__ = ["ParamSource", "Slice", "bounds", "chain", "exceptions", "io", "logging"]
+__all__ = ["CreateComponentTemplateParamSource", "CreateComposableTemplateParamSource", "CreateIndexTemplateParamSource",
+           "CreateTemplateParamSource", "IndexIdConflict", "ParamSource", "Slice", "bounds", "chain", "exceptions", "io", "logging"]
+
+
+class IndexIdConflict(Enum):
+    """Which id conflicts a bulk simulates (Rally's enum; track code compares against its members)."""
+
+    NoConflicts = 0
+    SequentialConflicts = 1
+    RandomConflicts = 2
 
 
 class ParamSource:
@@ -37,6 +47,67 @@ class ParamSource:
 
     def params(self) -> dict[str, Any]:
         return self._params
+
+
+def _merge(into: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    for k, v in extra.items():
+        if isinstance(into.get(k), dict) and isinstance(v, Mapping):
+            _merge(into[k], v)
+        else:
+            into[k] = v
+
+
+class CreateTemplateParamSource(ParamSource):
+    """Rally's source of the create-*-template operations: ``template`` + ``body``, or the track's declared
+    templates (only ``template`` if given) with ``settings`` merged in. ``template_definitions`` is the list of
+    (name, body) subclasses edit; ``params()`` hands it to the runner as ``templates``."""
+
+    settings_path: tuple[str, ...] = ("template", "settings")
+
+    def __init__(self, track: Any, params: dict[str, Any], templates: list[Any], **kwargs: Any) -> None:
+        super().__init__(track, params, **kwargs)
+        self.request_params = params.get("request-params", {})
+        self.template_definitions: list[tuple[str, dict[str, Any]]] = []
+        if "template" in params and "body" in params:
+            self.template_definitions.append((params["template"], params["body"]))
+        elif templates:
+            wanted = params.get("template")
+            for t in templates:
+                if not wanted or t.name == wanted:
+                    body = t.content
+                    if params.get("settings"):
+                        node = body
+                        for key in self.settings_path:
+                            node = node.setdefault(key, {})
+                        _merge(node, params["settings"])
+                    self.template_definitions.append((t.name, body))
+            if wanted and not self.template_definitions:
+                raise exceptions.InvalidSyntax(f"Unknown template: {wanted}. Available templates: "
+                                               f"{', '.join(t.name for t in templates)}.")
+        else:
+            raise exceptions.InvalidSyntax(f"Please set the properties 'template' and 'body' for the "
+                                           f"{params.get('operation-type')} operation or declare composable and/or "
+                                           f"component templates in the track")
+
+    def params(self) -> dict[str, Any]:
+        return {"templates": self.template_definitions, "request-params": self.request_params}
+
+
+class CreateComposableTemplateParamSource(CreateTemplateParamSource):
+    def __init__(self, track: Any, params: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(track, params, track.composable_templates, **kwargs)
+
+
+class CreateComponentTemplateParamSource(CreateTemplateParamSource):
+    def __init__(self, track: Any, params: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(track, params, track.component_templates, **kwargs)
+
+
+class CreateIndexTemplateParamSource(CreateTemplateParamSource):
+    settings_path = ("settings",)
+
+    def __init__(self, track: Any, params: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(track, params, track.templates, **kwargs)
 
 
 def chain(*iterables: Any) -> Iterator[Any]:

@@ -1,0 +1,52 @@
+"""The real rally-tracks tree (``../shared/tracks-real/rally-tracks``, elastic/rally-tracks at cff4b31f): every track
+that loads today keeps loading, as ``bench info --track-path`` / ``bench race`` load it (default challenge, every
+construct checked), through ``benchmarks/rally_tracks_compat.py``. Offline: a track whose pip dependencies are not
+installed is refused in one line naming them, never fetched, so the test needs no network."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.checkout import ROOT
+
+REAL = ROOT.parent / "shared" / "tracks-real" / "rally-tracks"
+if not REAL.is_dir():
+    REAL = Path("/work/shared/tracks-real/rally-tracks")
+
+# Loading on 2026-11-27 (offline). A track leaving this list is a regression; one joining it is progress: add it.
+LOADS = {
+    "big5", "cohere_vector", "dense_vector", "elastic/apm", "elser-ingest-speedtest", "eql", "esql", "geonames",
+    "geopoint", "geopointshape", "geoshape", "github_archive", "has_privileges", "has_privileges_bystander",
+    "http_logs", "joins", "k8s_metrics", "metricbeat", "msmarco-jina-10m-vector", "nested", "noaa", "nyc_taxis",
+    "openai_vector", "percolator", "pmc", "random_vector", "so", "so_vector", "sql", "tsdb", "tsdb_k8s_queries",
+    "wiki_en_cohere_vector_int8", "wikipedia",
+}
+# Refused only because their pip dependencies are not installed (offline; the refusal names the pip command).
+NEEDS_DEPENDENCIES = {"elastic/endpoint", "elastic/security", "msmarco-passage-ranking", "msmarco-v2-vector",
+                      "search/mteb/dbpedia"}
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason=f"the real rally-tracks tree is not at {REAL}")
+def test_every_real_track_that_loads_keeps_loading(tmp_path):
+    env = {**os.environ, "BENCH_HOME": str(tmp_path / "home")}
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rally_tracks_compat.py"), str(REAL), "--json",
+                        "--offline"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=1200)
+    assert p.returncode == 0, p.stderr[-2000:]
+    rows = {r["track"]: r for r in map(json.loads, p.stdout.splitlines())}
+    assert len(rows) == 39
+    loads = {t for t, r in rows.items() if r["loads"]}
+    lost = {t: rows[t]["reason"] for t in LOADS - loads}
+    assert not lost, f"real tracks that no longer load: {lost}"
+    for track, r in rows.items():
+        if not r["loads"]:
+            # every refusal is one line, not a crash: a dependency not installed, or a construct named
+            assert "\n" not in r["reason"] and "bench crashed" not in r["reason"], (track, r["reason"])
+            if track in NEEDS_DEPENDENCIES:
+                assert "--offline forbids installing" in r["reason"], (track, r["reason"])
+    assert len(loads) >= len(LOADS)
