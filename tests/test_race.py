@@ -263,7 +263,8 @@ def test_task_whose_requests_all_fail_is_complete_with_errors_and_flagged_in_com
     assert main(["compare", clean.id, broken.id, "--all"]) == 0
     compared = capsys.readouterr().out
     assert "complete, with errors" in compared and "task 'probe': 12 of 12 requests failed" in compared
-    assert f"12× {message}" in compared  # the messages too, not only the count
+    # the messages too, not only the count (wrapped to the terminal's width like every compare line)
+    assert " ".join(f"12× {message}".split()) in " ".join(compared.split())
     error_row = next(line for line in compared.splitlines() if line.startswith("error rate") and "probe" in line)
     assert "worse, not judged (task had errors: 12 failed)" in error_row
     # The throughput the broken trial does not have is named as missing, with the reason.
