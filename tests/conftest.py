@@ -102,6 +102,16 @@ def netns_hosts() -> type[NetnsLab]:
 
 
 @pytest.fixture(scope="session")
+def real_track_trees() -> Path:
+    """The real elastic/rally-tracks and OSB workload trees (../shared/tracks-real): marks a test ``tracks``, for
+    sweeps over whole trees that take minutes though they start nothing. Skips where the trees are not there."""
+    for root in (Path(__file__).resolve().parents[2] / "shared" / "tracks-real", Path("/work/shared/tracks-real")):
+        if root.is_dir():
+            return root
+    pytest.skip("the real track trees are not at ../shared/tracks-real")
+
+
+@pytest.fixture(scope="session")
 def es_cluster(tmp_path_factory: pytest.TempPathFactory, local_engines: LocalEngines) -> Iterator[ClusterInfo]:
     """One real single-node Elasticsearch for the whole session (benchmark-only races use it)."""
     provisioner, info = local_engines.start_cluster(tmp_path_factory.mktemp("session-cluster"),

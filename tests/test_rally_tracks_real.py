@@ -9,15 +9,8 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
-
-import pytest
 
 from tests.checkout import ROOT
-
-REAL = ROOT.parent / "shared" / "tracks-real" / "rally-tracks"
-if not REAL.is_dir():
-    REAL = Path("/work/shared/tracks-real/rally-tracks")
 
 # Loading on 2026-11-27 (offline). A track leaving this list is a regression; one joining it is progress: add it.
 LOADS = {
@@ -32,10 +25,10 @@ NEEDS_DEPENDENCIES = {"elastic/endpoint", "elastic/security", "msmarco-passage-r
                       "search/mteb/dbpedia"}
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason=f"the real rally-tracks tree is not at {REAL}")
-def test_every_real_track_that_loads_keeps_loading(tmp_path):
+def test_every_real_track_that_loads_keeps_loading(tmp_path, real_track_trees):
+    real = real_track_trees / "rally-tracks"
     env = {**os.environ, "BENCH_HOME": str(tmp_path / "home")}
-    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rally_tracks_compat.py"), str(REAL), "--json",
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rally_tracks_compat.py"), str(real), "--json",
                         "--offline"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=1200)
     assert p.returncode == 0, p.stderr[-2000:]
     rows = {r["track"]: r for r in map(json.loads, p.stdout.splitlines())}

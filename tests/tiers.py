@@ -6,6 +6,8 @@ A test's markers follow from the fixtures it requests, directly or through other
   like request it) gives ``cluster``;
 - ``ray_nodes`` (Ray nodes on this machine) gives ``ray``;
 - ``netns_hosts`` (network namespaces as hosts) gives ``netns``;
+- ``real_track_trees`` (sweeps over the real rally-tracks/OSB trees: minutes, though nothing starts) gives
+  ``tracks``;
 - a test with none of these is ``unit``: ``pytest -m unit`` (``nox -s unit``) needs no Java, no Ray, no root.
 
 The tier guard (tests/tier_guard.py) is on in every run: a test that starts an engine node, a Ray node or a
@@ -22,7 +24,10 @@ import pytest
 from tests import tier_guard
 
 LIVE_MARKERS = tuple(tier_guard.FIXTURES)  # cluster, ray, netns
-MARKER_OF_FIXTURE = {fixture: marker for marker, fixture in tier_guard.FIXTURES.items()}
+# Tiers that start nothing the guard watches but are too slow for the unit tier.
+SLOW_FIXTURES = {"tracks": "real_track_trees"}
+MARKER_OF_FIXTURE = {fixture: marker for marker, fixture in {**tier_guard.FIXTURES, **SLOW_FIXTURES}.items()}
+NOT_UNIT = (*LIVE_MARKERS, *SLOW_FIXTURES)
 
 _GUARD = pytest.StashKey[tier_guard.Guard]()
 _SAVED_PYTHONPATH = pytest.StashKey[str | None]()
@@ -65,7 +70,7 @@ def mark_items(items: list[pytest.Item]) -> None:
             marker = MARKER_OF_FIXTURE.get(fixture)
             if marker and item.get_closest_marker(marker) is None:
                 item.add_marker(marker)
-        if not any(item.get_closest_marker(m) for m in LIVE_MARKERS):
+        if not any(item.get_closest_marker(m) for m in NOT_UNIT):
             item.add_marker("unit")
 
 
