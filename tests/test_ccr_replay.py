@@ -22,8 +22,8 @@ from bench.ccr.engine import (
     is_no_handler,
 )
 from bench.ccr.prepare import check_soft_deletes, plan_ccr, with_ccr_stats
-from bench.ccr.report import build_section, ccr_rows
 from bench.ccr.runners import follow_parameters, wait_for_followers_to_sync
+from bench.ccr.section import build_section, ccr_rows
 from bench.ccr.sync import ShardTarget, shard_targets, wait_for_sync
 from bench.driver.runners.core import Context
 from bench.driver.runners.registry import runner_for

@@ -102,7 +102,7 @@ def test_csv_and_json_carry_raw_values():
 
 
 def test_ccr_catch_up_time_is_compared_lower_is_better():
-    from bench.ccr.report import CatchUp, CcrSection
+    from bench.ccr.section import CatchUp, CcrSection
 
     def with_catch_up(i: int, ms: float) -> TrialData:
         t = _trial(i, 1000, 10)

@@ -13,7 +13,7 @@ from bench.compare.core import Side, TrialData
 from bench.compare.roles import RoleMapping, role_mapping
 from bench.results.stats import ThroughputStats
 from bench.results.summary import Summary, TaskSummary
-from bench.telemetry.summary import DeviceCount, NodeTelemetry, TelemetrySummary
+from bench.telemetry.section import DeviceCount, NodeTelemetry, TelemetrySummary
 from bench.trials.sqlite import TrialInfo
 
 CPU = "Median CPU usage (node-stats)"

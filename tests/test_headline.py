@@ -14,7 +14,7 @@ from bench.results.headline import race_headline
 from bench.results.report import render_summary, shown_rows
 from bench.results.stats import ThroughputStats
 from bench.results.summary import Summary, TaskSummary
-from bench.telemetry.summary import NodeTelemetry, TelemetrySummary
+from bench.telemetry.section import NodeTelemetry, TelemetrySummary
 from bench.util.numbers import compact, plain, rescale
 
 

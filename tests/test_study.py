@@ -10,7 +10,7 @@ from bench.race.experiment import StudySpec
 from bench.reporting.study import render_study_markdown, study_table, study_view
 from bench.results.stats import ThroughputStats
 from bench.results.summary import Summary, TaskSummary
-from bench.telemetry.summary import SECTION, NodeTelemetry, TelemetrySummary
+from bench.telemetry.section import SECTION, NodeTelemetry, TelemetrySummary
 from bench.trials.model import TrialInfo
 
 

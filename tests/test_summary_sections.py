@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bench import extensions
-from bench.ccr.report import CatchUp, CcrSection, FollowerSection
+from bench.ccr.section import CatchUp, CcrSection, FollowerSection
 from bench.compare import compare, render_comparison
 from bench.compare import metrics as compare_metrics
 from bench.compare.core import Side, TrialData
@@ -21,7 +21,7 @@ from bench.reporting.context import compare_context, trial_context
 from bench.results.report import render_summary
 from bench.results.stats import ThroughputStats
 from bench.results.summary import MetricRow, Summary, TaskSummary, register_section
-from bench.telemetry.summary import DeviceCount, FollowerLag, NodeTelemetry, TelemetrySummary
+from bench.telemetry.section import DeviceCount, FollowerLag, NodeTelemetry, TelemetrySummary
 from bench.trials import summary as trial_summary
 from bench.trials.model import TrialInfo, TrialReader, Trials
 from bench.trials.sqlite import TrialStore

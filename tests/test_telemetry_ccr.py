@@ -27,7 +27,7 @@ from bench.telemetry.ccr_models import (
 from bench.telemetry.ccr_stats import CcrStats, configured_indices
 from bench.telemetry.device import TelemetryContext
 from bench.telemetry.runner import TelemetryRunner
-from bench.telemetry.summary import summarize_telemetry
+from bench.telemetry.section import summarize_telemetry
 from bench.trials.sqlite import TelemetryRow, TrialStore
 from bench.util.errors import ClusterError
 from tests.fixture_server import FixtureServer, fixture, fixture_json, fixture_status

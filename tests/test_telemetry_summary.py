@@ -11,7 +11,7 @@ import pandas as pd
 from bench.results.report import render_summary
 from bench.results.summary import Summary
 from bench.telemetry import attach_telemetry
-from bench.telemetry.summary import MB, summarize_telemetry
+from bench.telemetry.section import MB, summarize_telemetry
 from bench.trials.sqlite import TelemetryRow, TrialStore
 
 

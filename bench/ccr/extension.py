@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from bench.api import register_metric, register_race_hook, register_section
 from bench.ccr.race_hook import CcrHook
-from bench.ccr.report import SECTION, ccr_rows, is_ccr_headline_metric, is_ccr_telemetry_row
 from bench.ccr.runners import register as register_ccr_operations
+from bench.ccr.section import SECTION, ccr_rows, is_ccr_headline_metric, is_ccr_telemetry_row
 
 
 def setup() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from bench.ccr.prepare import CcrRace, check_soft_deletes, prepare_ccr_race
-from bench.ccr.report import SECTION, build_section
+from bench.ccr.section import SECTION, build_section
 from bench.race.options import RaceOptions
 from bench.race.pipeline import RaceHook, RacePlan, RaceTargets
 from bench.results.summary import Summary

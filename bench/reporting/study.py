@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 SYNC_OPERATION = "wait-for-followers-to-sync"
 CATCH_UP_METRIC = "100th percentile CCR catch-up time"
-# Per-cluster telemetry rows (bench/telemetry/summary.py names them) and how a cluster's nodes add up.
+# Per-cluster telemetry rows (bench/telemetry/section.py names them) and how a cluster's nodes add up.
 CLUSTER_METRICS: tuple[tuple[str, str, str, bool], ...] = (
     # (row label, telemetry metric, unit, summed over nodes: else averaged)
     ("CPU (median, node-stats)", "Median CPU usage (node-stats)", "%", False),

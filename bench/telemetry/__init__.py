@@ -21,7 +21,7 @@ import pandas as pd
 from bench.telemetry.config import DEVICES, TelemetryConfig, device_table, resolve_telemetry
 from bench.telemetry.device import TelemetryContext
 from bench.telemetry.runner import TelemetryRunner, create_devices
-from bench.telemetry.summary import TelemetrySummary, summarize_telemetry, telemetry_rows, with_telemetry
+from bench.telemetry.section import TelemetrySummary, summarize_telemetry, telemetry_rows, with_telemetry
 
 if TYPE_CHECKING:
     from bench.http.client import ClusterTarget

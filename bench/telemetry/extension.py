@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bench.api import register_enricher, register_metric, register_race_hook, register_section
 from bench.telemetry.race_hook import TelemetryHook
-from bench.telemetry.summary import SECTION, enrich_summary, is_headline_metric, telemetry_rows
+from bench.telemetry.section import SECTION, enrich_summary, is_headline_metric, telemetry_rows
 
 
 def setup() -> None:

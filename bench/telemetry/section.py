@@ -328,7 +328,7 @@ def is_headline_metric(metric: str) -> bool:
 
 def add_follower_lag_rows(add: Any, scope: str, f: Any, missing: int) -> None:
     """The CCR lag rows of one follower index; shared by the telemetry section and the CCR section
-    (bench/ccr/report.py) so both name and order them alike. ``f`` has the lag_* and exception fields."""
+    (bench/ccr/section.py) so both name and order them alike. ``f`` has the lag_* and exception fields."""
     add("Median CCR lag", scope, f.lag_ops_median, "ops")
     add("99th percentile CCR lag", scope, f.lag_ops_p99, "ops")
     add("Max CCR lag", scope, f.lag_ops_max, "ops")

@@ -12,8 +12,8 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from bench.results.summary import MetricRow, Summary, percentile_label
-from bench.telemetry.summary import SECTION as TELEMETRY_SECTION
-from bench.telemetry.summary import add_follower_lag_rows
+from bench.telemetry.section import SECTION as TELEMETRY_SECTION
+from bench.telemetry.section import add_follower_lag_rows
 from bench.track.model import Task
 
 SYNC_OPERATION = "wait-for-followers-to-sync"
