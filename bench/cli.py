@@ -129,6 +129,10 @@ def _parser() -> argparse.ArgumentParser:
     _load_driver_arguments(r)
     r.add_argument("--topology", help="a topology file or a bundled example's name (topologies/: ccr-local, ...): "
                                       "its clusters, locally or in a cloud")
+    r.add_argument("--pinning", metavar="off|auto|auto:N",
+                   help="pin the clusters bench starts here and the load driver to disjoint CPU sets: auto divides "
+                        "the CPUs into one slot per cluster plus one for the driver (auto:N into N; the clusters take "
+                        "the first, the driver the last) when there are at least 4; default: a topology's own pinning")
     r.add_argument("--yes", action="store_true", help="with a cloud --topology: create machines without asking")
     r.add_argument("--max-instances", type=int, default=8, help="with a cloud --topology: refuse more machines")
     r.add_argument("--telemetry", help="telemetry devices, e.g. node-stats,ccr-stats,host (see 'bench list telemetry')")
@@ -300,13 +304,21 @@ def _race(a: argparse.Namespace, console: Console) -> int:
             load_driver=load_driver, load_driver_hosts=driver_hosts, progress=not a.quiet,
             telemetry=[d.strip() for d in (a.telemetry or "").split(",") if d.strip()],
             telemetry_params=_params(a.telemetry_params, "--telemetry-params"), telemetry_profile=a.telemetry_profile,
-            topology=a.topology, yes=a.yes, max_instances=a.max_instances,
+            topology=a.topology, yes=a.yes, max_instances=a.max_instances, pinning=a.pinning,
             distribution=a.distribution, plugins=a.plugins or [], redline=a.redline,
             elasticsearch_plugins=a.elasticsearch_plugins or [], opensearch_plugins=a.opensearch_plugins or [])
     except ValidationError as e:
         err = e.errors()[0]
         raise ConfigError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
     _check_provisioning_flags(opts, a.plugin_params)
+    if a.report_format in MACHINE_FORMATS:  # stdout carries the document only; what the race says goes to stderr
+        result = run_race(opts, console=Console(stderr=True, soft_wrap=True, emoji=False))
+        from bench.trials.open import open_store
+
+        with open_store() as store:
+            trial = store.get_trial(result.trial_id)
+        print(_machine_report(trial, result.summary, a.report_format), end="")
+        return 1 if result.store_refused else 0
     result = run_race(opts, console=console)
     from bench.results.summary import status_label
 
@@ -500,6 +512,22 @@ def _terminal_report(summary: Any, report: str, a: argparse.Namespace, console: 
     return render_summary(summary, "table", full=full, width=max(60, console.width))
 
 
+MACHINE_FORMATS = ("json", "csv")
+
+
+def _machine_report(trial: Any, summary: Any, fmt: str) -> str:
+    """A trial as json (its facts beside its rows, notes and errors) or csv (the rows)."""
+    import json
+
+    from bench.reporting.context import trial_facts
+    from bench.results.report import HEADERS, render_summary, summary_document
+
+    if fmt == "csv":
+        return render_summary(summary, "csv") if summary is not None else ",".join(HEADERS) + "\n"
+    doc = summary_document(summary) if summary is not None else {"rows": [], "notes": [], "errors": []}
+    return json.dumps(redact.redact({"trial": trial_facts(trial, summary), **doc}), indent=2) + "\n"
+
+
 def _show(a: argparse.Namespace, console: Console) -> int:
     from bench.results.report import render_summary
     from bench.results.summary import status_label
@@ -509,6 +537,9 @@ def _show(a: argparse.Namespace, console: Console) -> int:
     with open_store() as store:
         trial = store.get_trial(a.trial)
         summary = stored_summary(store, trial.id)
+    if a.report_format in MACHINE_FORMATS:  # the document and nothing else: it must parse
+        print(_machine_report(trial, summary, a.report_format), end="")
+        return 0
     console.print(f"Trial {trial.id}: {trial.track}/{trial.challenge}, {status_label(trial.status, summary)}, started "
                   f"{trial.start_time:%Y-%m-%d %H:%M:%S} UTC" + (f", error: {trial.error}" if trial.error else ""),
                   highlight=False, markup=False)

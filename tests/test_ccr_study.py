@@ -13,7 +13,7 @@ import pytest
 
 from bench.cli import main
 from bench.race.experiment import load_experiment, runs_of
-from bench.reporting.study import delta_text, load_study_table, render_study_markdown
+from bench.reporting.study import StudyTable, delta_text, load_study_table, render_study_markdown
 from bench.trials.sqlite import TrialStore
 from tests.checkout import ROOT
 
@@ -61,3 +61,18 @@ def test_ccr_overhead_study_on_opensearch_fills_every_row(tmp_path, capsys):
     text = report.read_text()
     assert "## Study: ccr-overhead-opensearch" in text and "Baseline: soft-deletes-on" in text
     assert "## Comparison" in text
+    assert_study_reads_first(text, table)
+
+
+def assert_study_reads_first(text: str, table: StudyTable) -> None:
+    """The study comes first and opens with the placement line; what the variants differ in by design is its
+    design note, not a warning; repeated warnings are one line."""
+    body = text.split("## Study: ", 1)[1]
+    assert text.index("## Study: ") < text.index("## Comparison") and "## Headline" not in text[:text.index("## Study")]
+    assert body.split("\n")[2] == table.lead[0] and table.lead[0].startswith("Placement: ")
+    assert "load driver shared one host" in table.lead[0] and "While each variant indexed" in table.lead[0]
+    assert table.lead[1].startswith("n = 1 per variant")
+    assert table.notes[0].startswith("Design: the variants differ in challenge")
+    for unplanned in ("Trials differ in cars", "Trials of different tracks or challenges", "Cluster roles:"):
+        assert unplanned not in text
+    assert text.count("per side are needed") <= 1

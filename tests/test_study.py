@@ -77,7 +77,9 @@ def test_noise_is_within_noise_and_single_trials_are_not_judged():
     assert wide.rows[1].cells[1].verdict == "within noise"
     one = [Side(label=s.label, selector="x", trials=s.trials[:1]) for s in _sides(spread=10.0)]
     table = study_table("s", "r", StudySpec(), one)
-    assert table.rows[1].cells[1].verdict == "not judged" and any("fewer than 3" in n for n in table.notes)
+    assert table.rows[1].cells[1].verdict == "not judged"
+    assert table.lead == ["n = 1 per variant: fewer than 3 trials, so nothing is judged (\"not judged\"); run ≥ 3 "
+                          "repetitions for a confidence verdict."]
 
 
 def test_a_change_from_a_zero_baseline_shows_the_difference_and_rows_judge_like_compare():

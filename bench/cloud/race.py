@@ -155,11 +155,19 @@ def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[Dri
             h.run(f"rm -rf {shlex.quote(remote_dir)}", check=False)
     local_dir = trials_dir() / dep.trial_id
     snapshot = head.fetch_trial(remote_id, local_dir)
-    clusters = [{"name": c.name, "provider": dep.topology.provider, "nodes": c.nodes, "engine": c.engine,
-                 "version": c.version, "hosts": dep.http_hosts(c.name),
+    provider = dep.topology.provider
+    clusters = [{"name": c.name, "provider": provider, "nodes": c.nodes, "engine": c.engine,
+                 "version": c.version, "hosts": dep.http_hosts(c.name), "car": "+".join(c.car),
+                 **({"car_params": c.car_params} if c.car_params else {}),
+                 "instance_type": c.instance_type.get(provider),
                  "instances": [r.name for r in dep.instances("node", c.name)]} for c in dep.topology.clusters]
     with TrialStore() as store:
         import_trial(store, snapshot, remote_id, as_id=dep.trial_id, updates={"clusters": clusters})
+        # The driver host's own facts stay; its instance type is what the placement line names.
+        machine = store.get_trial(dep.trial_id).machine
+        drivers = [d.instance_type.get(provider) for d in dep.topology.drivers for _ in range(d.count)]
+        store.update_trial(dep.trial_id, machine={**machine, "provider": provider,
+                                                  "instance_types": [t for t in drivers if t]})
     snapshot.unlink(missing_ok=True)
     _push_to_metrics_store(dep.trial_id, console)
     for name, node_host in (node_log_hosts or {}).items():

@@ -9,11 +9,14 @@ from typing import TYPE_CHECKING
 from bench.cloud.local import start_topology
 from bench.cloud.topology import Topology, load_topology, refuse_cloud_plugins, with_overrides
 from bench.provision.car import load_car
+from bench.provision.cpus import check_cpus, usable_cpus
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo
 from bench.provision.overrides import named_plugins, parse_plugins
+from bench.provision.pinning import CpuPlan, auto_plan, auto_slots, explicit_plan
 from bench.race.cluster_source import Provisioned, RaceClusters
 from bench.race.pipeline import PlannedCluster, RaceResult
+from bench.util.errors import ConfigError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -22,14 +25,35 @@ if TYPE_CHECKING:
     from bench.race.options import RaceOptions
 
 
+def cpu_plan(topology: Topology, pinning: str | None) -> CpuPlan:
+    """The topology's CPU sets: ``pinning`` (--pinning) when given, else the file's own ``pinning`` or sets."""
+    names = [c.name for c in topology.clusters]
+    explicit = {c.name: c.cpu_set() for c in topology.clusters}
+    if pinning and (topology.driver_cpus is not None or any(s is not None for s in explicit.values())):
+        raise ConfigError(f"--pinning={pinning}: topology {topology.name} names its CPU sets itself (cpus, "
+                          f"driver_cpus): drop one of them")
+    slots = auto_slots(pinning or topology.pinning, len(names))
+    if slots is not None:
+        return auto_plan(names, usable_cpus(), slots)
+    return explicit_plan(explicit, topology.driver_cpu_set())
+
+
 class LocalTopology(Provisioned):
-    def __init__(self, topology: Topology) -> None:
+    def __init__(self, topology: Topology, pinning: str | None = None) -> None:
         self.topology = topology
         self.planned = [PlannedCluster(c.name, load_car(c.car, c.car_params), c.engine, c.version)
                         for c in topology.clusters]
+        self.cpus = cpu_plan(topology, pinning)
+        for name, cpus in self.cpus.clusters.items():  # a CPU this machine lacks fails before anything starts
+            check_cpus(cpus, f"topology {topology.name}: clusters[{name}].cpus")
+        check_cpus(self.cpus.driver, f"topology {topology.name}: driver_cpus")
+        self.driver_cpus = self.cpus.driver
+        self.pinning_note = self.cpus.note
 
     def provision(self, provisioner: LocalProvisioner, console: Console) -> list[ClusterInfo]:
-        return start_topology(provisioner, self.topology, console)
+        if self.pinning_note:
+            console.print(self.pinning_note, highlight=False, markup=False)
+        return start_topology(provisioner, self.topology, console, cpus=self.cpus.clusters)
 
 
 class CloudTopology(RaceClusters):
@@ -58,4 +82,7 @@ def topology_source(opts: RaceOptions) -> RaceClusters | None:
     update = {k: v for k, v in (("repository", opts.distribution_repository), ("runtime_jdk", opts.runtime_jdk)) if v}
     if update:
         topology = topology.model_copy(update={"clusters": [c.model_copy(update=update) for c in topology.clusters]})
-    return LocalTopology(topology) if topology.provider == "local" else CloudTopology(topology)
+    if topology.provider != "local" and opts.pinning not in (None, "off"):
+        raise ConfigError(f"--pinning={opts.pinning}: for clusters on this machine; in {topology.provider} each cluster "
+                          f"and driver has machines of its own")
+    return LocalTopology(topology, opts.pinning) if topology.provider == "local" else CloudTopology(topology)

@@ -22,8 +22,10 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from bench.provision.cpus import parse_cpu_list
 from bench.provision.model import ClusterSpec, Engine
 from bench.provision.overrides import check_plugin_engines, is_plugin_path, parse_distribution, plugins_for
+from bench.provision.pinning import PINNING_PATTERN
 from bench.provision.plugin_names import PluginRef, parse_plugin_names
 from bench.util.bundled import resolve_example
 from bench.util.errors import ConfigError
@@ -70,6 +72,8 @@ class ClusterTopology(BaseModel):
     remote_clusters: list[str] = Field(default_factory=list)
     http_port: int = Field(default=9200, ge=1, le=65535)
     transport_port: int = Field(default=9300, ge=1, le=65535)
+    # provider local: pin every node of this cluster to these CPUs (a list like 0-1,4); None: not pinned
+    cpus: str | None = None
 
     @field_validator("car", mode="before")
     @classmethod
@@ -87,6 +91,23 @@ class ClusterTopology(BaseModel):
 
     def plugin_names(self) -> list[PluginRef]:
         return parse_plugin_names([p for p in self.plugins if not is_plugin_path(p)], f"clusters[{self.name}].plugins")
+
+    @field_validator("cpus", mode="before")
+    @classmethod
+    def _cpu_list(cls, v: Any) -> Any:
+        return _checked_cpu_list(v)
+
+    def cpu_set(self) -> frozenset[int] | None:
+        return parse_cpu_list(self.cpus) if self.cpus is not None else None
+
+
+def _checked_cpu_list(v: Any) -> Any:
+    """``0-1,4`` (an int is one CPU); a ValueError that pydantic reports with the field's place."""
+    if v is None:
+        return None
+    text = str(v)
+    parse_cpu_list(text)
+    return text
 
 
 class DriverTopology(BaseModel):
@@ -133,6 +154,18 @@ class Topology(BaseModel):
     tags: dict[str, str] = Field(default_factory=dict)
     clusters: list[ClusterTopology] = Field(min_length=1)
     drivers: list[DriverTopology] = Field(default_factory=list)
+    # provider local: auto[:N] gives each cluster and the load driver a disjoint CPU set when the machine has
+    # enough CPUs (bench/provision/pinning.py); off pins only what cpus/driver_cpus name.
+    pinning: str = Field(default="off", pattern=PINNING_PATTERN)
+    driver_cpus: str | None = None  # provider local: pin the load driver's workers to these CPUs
+
+    @field_validator("driver_cpus", mode="before")
+    @classmethod
+    def _driver_cpu_list(cls, v: Any) -> Any:
+        return _checked_cpu_list(v)
+
+    def driver_cpu_set(self) -> frozenset[int] | None:
+        return parse_cpu_list(self.driver_cpus) if self.driver_cpus is not None else None
 
     @model_validator(mode="after")
     def _consistent(self) -> Topology:
@@ -145,6 +178,14 @@ class Topology(BaseModel):
             unknown = [r for r in c.remote_clusters if r not in clusters or r == c.name]
             if unknown:
                 raise ValueError(f"clusters[{c.name}].remote_clusters: {unknown} are not other clusters of this topology")
+        explicit = [f"clusters[{c.name}].cpus" for c in self.clusters if c.cpus is not None]
+        explicit += ["driver_cpus"] if self.driver_cpus is not None else []
+        if self.provider != "local" and (explicit or self.pinning != "off"):
+            raise ValueError(f"{(explicit or ['pinning'])[0]}: CPU pinning is for provider local; in {self.provider} "
+                             f"each cluster and driver has machines of its own (instance_type)")
+        if self.pinning != "off" and explicit:
+            raise ValueError(f"{explicit[0]}: pinning: {self.pinning} chooses every CPU set itself; give either "
+                             f"pinning: auto or explicit sets")
         if self.provider != "local":
             refuse_cloud_plugins(self, ValueError)
             members: list[ClusterTopology | DriverTopology] = [*self.clusters, *self.drivers]
@@ -164,12 +205,14 @@ class Topology(BaseModel):
             return 0
         return sum(c.nodes for c in self.clusters) + sum(d.count for d in self.drivers)
 
-    def cluster_specs(self, **overrides: Any) -> list[ClusterSpec]:
-        """The clusters as LocalProvisioner specs (provider local; also what the cloud nodes run)."""
+    def cluster_specs(self, cpus: dict[str, frozenset[int] | None] | None = None,
+                      **overrides: Any) -> list[ClusterSpec]:
+        """The clusters as LocalProvisioner specs (provider local; also what the cloud nodes run); ``cpus``: each
+        cluster's CPU set (bench/cloud/pinning.py), else none is pinned."""
         return [ClusterSpec(name=c.name, nodes=c.nodes, car=c.car, car_params=c.car_params, engine=c.engine,
                             version=c.version, repository=c.repository, runtime_jdk=c.runtime_jdk,
                             plugins=[Path(p).expanduser() for p in c.plugins if is_plugin_path(p)],
-                            plugin_names=c.plugin_names(), **overrides)
+                            plugin_names=c.plugin_names(), cpus=(cpus or {}).get(c.name), **overrides)
                 for c in self.clusters]
 
 

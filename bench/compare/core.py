@@ -149,9 +149,10 @@ def _describe(side: Side) -> str:
 
 def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: float = 0.0,
             ci_method: CiMethod = "auto", confidence: float = 0.95, seed: int = 0,
-            notes: list[str] | None = None) -> Comparison:
+            notes: list[str] | None = None, planned: frozenset[str] = frozenset()) -> Comparison:
     """Compare every candidate with the baseline, row by row (rows in the baseline's report order, then
-    rows only the candidates have)."""
+    rows only the candidates have). ``planned``: what the sides differ in by design (``PLANNED_ASPECTS``, e.g.
+    an experiment's variants): no warning for it unless the trials of one side differ in it too."""
     if noise_threshold_pct < 0:
         raise ValueError("noise threshold must be ≥ 0")
     sides = [baseline, *candidates]
@@ -160,26 +161,34 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
     # Up front, before anything else: what differs between the trials besides what is being compared.
     mismatches: list[str] = []
     described = [_describe(s) for s in sides]
-    if len(set(described)) > 1 or any("," in d for d in described):
+    mixed = any("," in d for d in described)  # within a side: never by design
+    if mixed or (len(set(described)) > 1 and "tracks" not in planned):
         mismatches.append("Trials of different tracks or challenges are compared: "
                           + "; ".join(f"{s.label}: {d}" for s, d in zip(sides, described)) + ".")
-    mismatches += mismatch_warnings(sides)
+    mismatches += mismatch_warnings(sides, planned)
     warnings: list[str] = list(notes or [])
-    if roles is not None:
+    if roles is not None and "roles" not in planned:
         warnings.append(roles.note([s.label for s in sides if any(t.info.id in roles.trials for t in s.trials)]))
+    bad = {s.label: [t.info.id[:8] for t in s.trials if t.info.status != "complete"] for s in sides}
+    missing = {s.label: [t.info.id[:8] for t in s.trials if t.summary is None] for s in sides}
+    small = {s.label: len(s.trials) for s in sides if 1 < len(s.trials) < MIN_GROUP}
+    # One line per kind, naming every side it concerns (a study of four variants would repeat it four times).
+    if any(bad.values()):
+        warnings.append("; ".join(f"{label}: trial(s) {', '.join(ids)}" for label, ids in bad.items() if ids)
+                        + " did not complete; their numbers are partial.")
+    if any(missing.values()):
+        warnings.append("; ".join(f"{label}: trial(s) {', '.join(ids)}" for label, ids in missing.items() if ids)
+                        + " have no stored samples or summary.")
+    if small:
+        sizes = sorted(set(small.values()))
+        warnings.append(f"{', '.join(small)} {'has' if len(small) == 1 else 'have'} "
+                        + (f"{sizes[0]} trials" if len(sizes) == 1 else
+                           "fewer trials (" + ", ".join(f"{k}: {n}" for k, n in small.items()) + ")")
+                        + f": at least {MIN_GROUP} per side are needed to judge significance.")
     for s in sides:
         errors = _error_warning(s)
         if errors:
             warnings.insert(0, errors)  # first after the mismatches: the next thing a reader sees
-        bad = [t.info.id[:8] for t in s.trials if t.info.status != "complete"]
-        if bad:
-            warnings.append(f"{s.label}: trial(s) {', '.join(bad)} did not complete; their numbers are partial.")
-        missing = [t.info.id[:8] for t in s.trials if t.summary is None]
-        if missing:
-            warnings.append(f"{s.label}: trial(s) {', '.join(missing)} have no stored samples or summary.")
-        if 1 < len(s.trials) < MIN_GROUP:
-            warnings.append(f"{s.label} has {len(s.trials)} trials: at least {MIN_GROUP} per side are needed "
-                            "to judge significance.")
         if any(t.summary is not None for t in s.trials):
             counts = {len(trial_values(t.summary)) for t in s.trials if t.summary is not None}
             if len(counts) > 1:

@@ -60,6 +60,34 @@ def _jdk(c: dict[str, Any]) -> str | None:
     return f"{j.get('source', '?')} JDK {j.get('version') or '?'}" if isinstance(j, dict) else None
 
 
+def _heap(c: dict[str, Any]) -> str | None:
+    """The heap the cluster's JVMs reported (``check_cluster``): one size, or per node."""
+    h = c.get("heap_max_bytes")
+    if isinstance(h, int):
+        return f"{h / 2**20:,.0f} MiB"
+    if isinstance(h, dict) and h:
+        return ", ".join(f"{n} {v / 2**20:,.0f} MiB" for n, v in sorted(h.items()))
+    return None
+
+
+def _pinning(info: TrialInfo) -> str | None:
+    """Which CPUs each cluster's nodes and the load driver were pinned to; None for trials stored before bench
+    recorded it (unknown, not different)."""
+    if not any("host" in c for c in info.clusters) and "machine_id" not in info.machine:
+        return None
+    parts = []
+    for c in info.clusters:
+        sets = c.get("cpus")
+        if isinstance(sets, dict) and sets:
+            values = set(sets.values())
+            parts.append(f"{c.get('name', '?')} CPU {next(iter(values))}" if len(values) == 1 else
+                         f"{c.get('name', '?')} " + ", ".join(f"{n} CPU {v}" for n, v in sorted(sets.items())))
+    if info.machine.get("cpus"):
+        parts.append(f"load driver CPU {info.machine['cpus']}")
+    return ", ".join(parts) or "none"
+
+
+# (aspect name, its value in one trial): one warning line per aspect in which the compared trials differ
 ASPECTS: list[tuple[str, Callable[[TrialInfo], str | None]]] = [
     ("test mode", lambda i: "test mode" if i.test_mode else "full"),
     ("track sources", lambda i: describe_source(i.track_source)),
@@ -67,6 +95,8 @@ ASPECTS: list[tuple[str, Callable[[TrialInfo], str | None]]] = [
     ("distributions", lambda i: _per_cluster(i, _distribution)),
     ("JDKs", lambda i: _per_cluster(i, _jdk)),
     ("cars", _cars),
+    ("heaps", lambda i: _per_cluster(i, _heap)),
+    ("CPU pinning", _pinning),
     ("load-driver machines", _machine),
     ("bench versions", lambda i: i.bench_version),
 ]
@@ -105,15 +135,22 @@ def _params_warning(sides: list[Side]) -> str | None:
     return "Trials differ in track params: " + "; ".join(f"{s.label}: {_side_text(s, value)}" for s in sides) + "."
 
 
-def _aspect_warning(sides: list[Side], name: str, value: Callable[[TrialInfo], str | None]) -> str | None:
+def _aspect_warning(sides: list[Side], name: str, value: Callable[[TrialInfo], str | None],
+                    planned: frozenset[str] = frozenset()) -> str | None:
     if not _differs(sides, value):
         return None
+    if name in planned and not any(_differs([s], value) for s in sides):
+        return None  # the sides differ as the comparison's design says, and each side is uniform
     return f"Trials differ in {name}: " + "; ".join(f"{s.label}: {_side_text(s, value)}" for s in sides) + "."
 
 
-def mismatch_warnings(sides: list[Side]) -> list[str]:
+def mismatch_warnings(sides: list[Side], planned: frozenset[str] = frozenset()) -> list[str]:
     """One warning per aspect in which the trials of ``sides`` (within a side too) differ: test mode, track
-    source, track params, then the environment."""
-    found = [_aspect_warning(sides, *ASPECTS[0]), _aspect_warning(sides, *ASPECTS[1]), _params_warning(sides),
-             *(_aspect_warning(sides, name, value) for name, value in ASPECTS[2:])]
+    source, track params, then the environment. An aspect named in ``planned`` (one the sides differ in by design,
+    e.g. an experiment's variants) warns only when the trials of one side differ in it."""
+    params = _params_warning(sides)
+    if params is not None and "track params" in planned and not any(_params_warning([s]) for s in sides):
+        params = None
+    found = [_aspect_warning(sides, *ASPECTS[0], planned), _aspect_warning(sides, *ASPECTS[1], planned), params,
+             *(_aspect_warning(sides, name, value, planned) for name, value in ASPECTS[2:])]
     return [w for w in found if w is not None]

@@ -24,6 +24,7 @@ from bench.compare.headline import compare_headline, short_metric
 from bench.results.fit_table import fit
 from bench.results.report import format_value
 from bench.util.errors import ConfigError
+from bench.util.numbers import BOOL_UNIT, yes_no
 from bench.util.redact import redact, redact_text
 
 CompareFormat = Literal["table", "markdown", "csv", "json"]
@@ -102,10 +103,25 @@ def table_headers(cmp: Comparison) -> list[str]:
     return h + ["Unit"]
 
 
+def _bool_row(cmp: Comparison, r: CompareRow) -> list[str]:
+    if len(cmp.candidates) == 1:
+        c = r.candidates[0]
+        changed = "" if not c.values or yes_no(c.values) == yes_no(r.baseline_values) else "changed"
+        return [r.metric, r.scope, yes_no(r.baseline_values), yes_no(c.values), "", "", "",
+                *([""] if cmp.judged else []), changed]
+    row = [r.metric, r.scope, yes_no(r.baseline_values)]
+    for c in r.candidates:
+        row += [yes_no(c.values) if c.values else "missing", ""]
+    return row + [""]
+
+
 def table_rows(cmp: Comparison) -> list[list[str]]:
     """The table as strings (also the markdown body)."""
     out = []
     for r in cmp.rows:
+        if r.unit == BOOL_UNIT:  # yes/no per side; a difference of booleans has no Δ or %
+            out.append(_bool_row(cmp, r))
+            continue
         if len(cmp.candidates) == 1:
             c = r.candidates[0]
             row = [r.metric, r.scope, _value(r.baseline), _value(c.value), _signed(c.diff), _pct(c.diff_pct), r.unit]
@@ -250,6 +266,8 @@ def _records(cmp: Comparison) -> list[dict[str, Any]]:
                 "ci_low": c.ci.low if c.ci else None, "ci_high": c.ci.high if c.ci else None,
                 "ci_method": c.ci.method if c.ci else None, "result": c.verdict,
                 "task_failed_requests": r.task_failed,
+                **({"baseline_value": yes_no(r.baseline_values), "candidate_value": yes_no(c.values), "diff": None,
+                    "diff_pct": None, "unit": ""} if r.unit == BOOL_UNIT else {}),
                 # each side whose own scope was compared under another cluster role: label -> its scope
                 "mapped_from": "; ".join(f"{k}: {v}" for k, v in r.mapped_from.items()),
             })

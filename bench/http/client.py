@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
-from bench.http import cluster_plugins, request_scope
+from bench.http import cluster_plugins, cluster_runtime, request_scope
 from bench.util import redact
 from bench.util.errors import ClusterError, ConfigError
 
@@ -423,6 +423,7 @@ async def check_cluster(target: ClusterTarget) -> dict[str, Any]:
         except (aiohttp.ClientError, OSError) as e:
             raise describe_connection_error(url, e) from None
         plugins = await _plugins(http) if status < 400 else {}
+        runtime = await _runtime(http) if status < 400 else {}
     if status == 401:
         raise ClusterError(f"authentication failed at {url} (HTTP 401): check basic_auth_user/basic_auth_password "
                            f"or api_key in --client-options")
@@ -442,7 +443,18 @@ async def check_cluster(target: ClusterTarget) -> dict[str, Any]:
     engine = "opensearch" if flavor == {None} else "elasticsearch"
     return {"name": target.name, "cluster_name": data.get("cluster_name"), "engine": engine,
             "version": versions[0] if len(versions) == 1 else ",".join(versions), "nodes": len(nodes),
-            "hosts": target.urls(), **plugins}
+            "hosts": target.urls(), **plugins, **runtime}
+
+
+async def _runtime(http: RawHttp) -> dict[str, Any]:
+    """Heap and processors per node (bench.http.cluster_runtime); {} when the cluster will not say (a record of what
+    ran, never a reason to fail the race)."""
+    try:
+        status, body = await http.request("GET", cluster_runtime.PATH, params={"filter_path": cluster_runtime.FILTER})
+    except (aiohttp.ClientError, OSError, TimeoutError) as e:
+        log.info("GET _nodes/jvm,os failed: %s", e)
+        return {}
+    return cluster_runtime.runtime_facts(body) if status < 400 else {}
 
 
 async def _plugins(http: RawHttp) -> dict[str, Any]:

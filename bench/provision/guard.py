@@ -93,6 +93,8 @@ def main() -> int:
     spec = json.loads(sys.stdin.readline())
     user = spec.get("user")
     kwargs = {"user": user["uid"], "group": user["gid"], "extra_groups": []} if user else {}
+    if spec.get("cpus"):  # the node's CPU set: its launcher and server JVM inherit it from this (only) thread
+        os.sched_setaffinity(0, spec["cpus"])
     with open(spec["console_log"], "ab") as console:
         proc = subprocess.Popen(spec["argv"], cwd=spec["cwd"], env=spec["env"], stdin=subprocess.DEVNULL,
                                 stdout=console, stderr=subprocess.STDOUT, close_fds=True,

@@ -33,8 +33,10 @@ from pydantic import SecretStr
 
 import bench.provision.ports as portalloc
 from bench.provision.car import CarConfig, load_car
+from bench.provision.cpus import allowed_cpus, check_cpus
 from bench.provision.distribution import obtain
 from bench.provision.guard import kill_survivors
+from bench.provision.host import this_host
 from bench.provision.java import resolve_java
 from bench.provision.model import ENGINES, ClusterInfo, ClusterSpec, EngineLayout, JavaFacts, NodeInfo
 from bench.provision.osuser import NodeUser, chown_tree, make_traversable, node_user, popen_user_kwargs
@@ -148,6 +150,7 @@ class LocalProvisioner:
     def _start(self, spec: ClusterSpec, cluster: _Cluster, timeout: float) -> ClusterInfo:
         layout = ENGINES[spec.engine]
         car = load_car(spec.car, spec.car_params)
+        check_cpus(spec.cpus, f"cluster {spec.name}: cpus")
         if car.security and layout.users_tool is None:
             raise ConfigError(f"car {','.join(spec.car)}: the security mixin is supported for elasticsearch only, "
                               f"not {spec.engine}")
@@ -160,6 +163,7 @@ class LocalProvisioner:
         java = resolve_java(source, layout, spec.runtime_jdk, spec.java_home,
                             what=f"the {distribution.repository} build of {spec.engine} {spec.version}".strip())
         cluster.info.distribution, cluster.info.java, cluster.info.car_params = distribution, java, spec.car_params
+        cluster.info.host, cluster.info.pinned = this_host(), spec.cpus is not None
         named = self._obtain_named_plugins(spec)
         pairs = portalloc.node_ports(spec.nodes, spec.http_port)  # fails before anything is started
         try:
@@ -183,7 +187,7 @@ class LocalProvisioner:
                     self._add_user(node, layout, user, car.security.role, *auth)
             for node in cluster.nodes:
                 say(f"cluster {spec.name}: launching node {node.info.name}")
-                self._launch(node, layout, car, user)
+                self._launch(node, layout, car, user, spec.cpus)
         finally:
             portalloc.release([p for pair in pairs for p in pair])
         cluster.info.username = auth[0] if auth else None
@@ -195,6 +199,9 @@ class LocalProvisioner:
             cluster.info.distribution.version = cluster.info.version
         for node in cluster.nodes:
             node.info.pid = _server_pid(node)
+            if spec.cpus is not None and node.info.pid is not None:
+                applied = allowed_cpus(node.info.pid)
+                node.info.cpus = sorted(applied) if applied is not None else None
         if car.trial_license:
             say(f"cluster {spec.name}: starting the trial license")
             self._start_trial(cluster, auth)
@@ -340,8 +347,10 @@ class LocalProvisioner:
 
         self._install_plugin(node, layout, user, archive, failure)
 
-    def _launch(self, node: _Node, layout: EngineLayout, car: CarConfig, user: NodeUser | None) -> None:
+    def _launch(self, node: _Node, layout: EngineLayout, car: CarConfig, user: NodeUser | None,
+                cpus: frozenset[int] | None = None) -> None:
         spec = {"argv": [str(node.info.home / layout.binary), "-p", str(node.pid_file)],
+                "cpus": sorted(cpus) if cpus is not None else None,  # the guard pins itself, then launches
                 "cwd": str(node.info.home), "env": self._env(node, layout, car),
                 "console_log": str(node.console_log), "grace": STOP_GRACE,
                 "user": {"uid": user.uid, "gid": user.gid} if user else None,

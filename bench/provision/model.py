@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from bench.provision.cpus import cpu_list_text
 from bench.provision.plugin_names import PluginRef
 
 Engine = Literal["elasticsearch", "opensearch"]
@@ -72,6 +73,8 @@ class ClusterSpec(BaseModel):
     # Rally's --runtime-jdk: "bundled", a major version ("17": a system JDK found as Rally finds it), or None:
     # the distribution's bundled JDK when it has one, else the system's.
     runtime_jdk: str | None = Field(default=None, pattern=r"^(bundled|[1-9][0-9]?)$")
+    # The CPUs every node of the cluster is pinned to (sched_setaffinity before launch); None: not pinned.
+    cpus: frozenset[int] | None = None
 
     @field_validator("car")
     @classmethod
@@ -123,6 +126,7 @@ class NodeInfo(BaseModel):
     home: Path  # this node's own install copy
     log_dir: Path
     data_dir: Path | None = None
+    cpus: list[int] | None = None  # what the kernel applies to the server JVM (Cpus_allowed_list), when pinned
 
 
 class ClusterInfo(BaseModel):
@@ -136,12 +140,19 @@ class ClusterInfo(BaseModel):
     car_params: dict[str, Any] = Field(default_factory=dict)
     distribution: DistributionFacts | None = None
     java: JavaFacts | None = None
+    host: dict[str, Any] | None = None  # the machine the nodes run on (bench.provision.host.this_host)
+    pinned: bool = False  # the nodes were pinned to CPU sets (each node's set in NodeInfo.cpus)
 
     def facts(self) -> dict[str, Any]:
         """What the trial stores of this cluster beyond what the cluster itself answers (never credentials)."""
         out: dict[str, Any] = {"car": "+".join(self.car)}
         if self.car_params:
             out["car_params"] = self.car_params
+        if self.host is not None:
+            out["host"] = self.host
+        if self.pinned:
+            # Per node, as the kernel reports it for the running JVM: what was applied, not what was asked.
+            out["cpus"] = {n.name: cpu_list_text(n.cpus) if n.cpus else None for n in self.nodes}
         if self.distribution is not None:
             out["distribution"] = self.distribution.model_dump(mode="json", exclude_none=True)
         if self.java is not None:

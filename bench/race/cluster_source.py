@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from bench.http.client import DEFAULT_CLUSTER, ClientOptions, ClusterTarget, parse_target_hosts
 from bench.provision.car import CarConfig, load_car
+from bench.provision.cpus import usable_cpus
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo, ClusterSpec
 from bench.provision.overrides import (
@@ -28,6 +29,7 @@ from bench.provision.overrides import (
     parse_plugins,
     plugins_for,
 )
+from bench.provision.pinning import auto_plan, auto_slots
 from bench.provision.repositories import resolve_repository
 from bench.race.pipeline import HealthCheck, NodeProcesses, PlannedCluster, RaceResult
 from bench.util.home import trials_dir
@@ -42,6 +44,8 @@ class RaceClusters(ABC):
     """One race's clusters, from resolving the options to stopping what was started."""
 
     planned: list[PlannedCluster]  # what start() will start (empty when it starts nothing)
+    driver_cpus: frozenset[int] | None = None  # the CPUs the load driver's local workers are pinned to
+    pinning_note: str | None = None  # what CPU pinning did, or why it did not pin, in one line (stored)
 
     def take_over(self, opts: RaceOptions, console: Console) -> RaceResult | None:
         """Run the whole race instead of this process (None: the race runs here)."""
@@ -201,6 +205,10 @@ class LocalCluster(Provisioned):
         # The version of a --distribution-path build is only known once it runs.
         self.planned = [PlannedCluster(DEFAULT_CLUSTER, car, self._engine,
                                        None if opts.distribution_path else self._version)]
+        slots = auto_slots(opts.pinning, 1) if opts.pinning else None
+        self._cpus = auto_plan([DEFAULT_CLUSTER], usable_cpus(), slots) if slots else None
+        self.driver_cpus = self._cpus.driver if self._cpus else None
+        self.pinning_note = self._cpus.note if self._cpus else None
 
     def provision(self, provisioner: LocalProvisioner, console: Console) -> list[ClusterInfo]:
         o = self._opts
@@ -208,9 +216,12 @@ class LocalCluster(Provisioned):
                            engine=self._engine, plugins=plugins_for(parse_plugins(o.plugins), DEFAULT_CLUSTER),
                            plugin_names=self._plugin_names,
                            version=self._version, repository=o.distribution_repository,
-                           distribution_path=o.distribution_path, http_port=o.http_port, runtime_jdk=o.runtime_jdk)
+                           distribution_path=o.distribution_path, http_port=o.http_port, runtime_jdk=o.runtime_jdk,
+                           cpus=self._cpus.clusters[DEFAULT_CLUSTER] if self._cpus else None)
         console.print(f"Starting a {o.nodes}-node {self._engine} {self._version} cluster "
                       f"(car {'+'.join(o.car)}) on 127.0.0.1 ...", highlight=False)
+        if self.pinning_note:
+            console.print(self.pinning_note, highlight=False, markup=False)
         return [provisioner.start(spec)]
 
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bench.provision.pinning import PINNING_PATTERN
 from bench.util import redact
 from bench.util.errors import ConfigError
 
@@ -74,6 +75,9 @@ class RaceOptions(BaseModel):
     telemetry: list[str] = Field(default_factory=list)  # --telemetry devices (see bench/telemetry)
     telemetry_params: dict[str, Any] = Field(default_factory=dict)
     telemetry_profile: str | None = None
+    # --pinning=auto[:N]: the clusters bench starts here and the load driver on disjoint CPU sets (N equal slots;
+    # bench/provision/pinning.py); off: none; None: a topology's own pinning, else none.
+    pinning: str | None = Field(default=None, pattern=PINNING_PATTERN)
     # --redline=task:NAME,p99:500ms,...: the highest throughput NAME sustains within the objective (bench/redline)
     redline: str | None = None
 
@@ -103,5 +107,28 @@ class RaceOptions(BaseModel):
         return self
 
     def public(self) -> dict[str, Any]:
-        """The options as stored with a trial: secrets masked."""
-        return redact.redact(self.model_dump(mode="json"))
+        """The options as stored with a trial: secrets masked, and only those that applied to the race
+        (``applying_options``)."""
+        return applying_options(redact.redact(self.model_dump(mode="json")))
+
+
+# What decides the clusters when it is given (in this order): the options it makes moot.
+_MOOT_WHEN: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # Existing clusters: bench starts nothing, so nothing about starting one applies.
+    ("target_hosts", ("distribution_version", "distribution", "car", "car_params", "nodes", "distribution_repository",
+                      "runtime_jdk", "distribution_path", "http_port", "plugins", "elasticsearch_plugins",
+                      "opensearch_plugins", "keep_cluster", "pinning")),
+    # A topology names each cluster's engine, version, car and nodes itself.
+    ("topology", ("distribution_version", "car", "car_params", "nodes", "http_port")),
+    # --distribution=ENGINE:VERSION (or a local build) replaces the default version.
+    ("distribution", ("distribution_version",)),
+    ("distribution_path", ("distribution_version",)),
+)
+
+
+def applying_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Stored race options without those that did not apply: no Elasticsearch default version beside an
+    OpenSearch ``--distribution``, no ``--car`` default on a topology's clusters, nothing about starting clusters
+    on ``--target-hosts``. Pure; also applied when showing trials stored before it existed."""
+    moot = {k for when, keys in _MOOT_WHEN if options.get(when) not in (None, "", [], {}) for k in keys}
+    return {k: v for k, v in options.items() if k not in moot}

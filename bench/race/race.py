@@ -45,6 +45,7 @@ from bench.http.cluster_stats import (
     gc_totals,
     primary_shard_spread,
 )
+from bench.provision.cpus import cpu_list_text, pin_process
 from bench.provision.facts_text import distribution_text
 from bench.race.cluster_source import RaceClusters, resolve_clusters
 from bench.race.options import RaceOptions
@@ -64,7 +65,7 @@ from bench.trials.recording import INTERRUPTIONS, SampleBuffer, recorded_run
 from bench.trials.sqlite import TrialInfo, TrialStore, machine_info, new_trial_id, utcnow
 from bench.trials.summary import enrich
 from bench.util import activity, redact
-from bench.util.errors import ClusterError
+from bench.util.errors import ClusterError, ConfigError
 from bench.util.home import data_dir
 
 __all__ = ["RaceResult", "load_race_track", "run_race"]
@@ -128,6 +129,16 @@ def _stored_options(opts: RaceOptions, track: Track) -> dict[str, Any]:
     return out
 
 
+def _driver_machine(clusters: RaceClusters) -> dict[str, Any]:
+    """The load driver's machine, with the CPUs its workers are pinned to and what pinning did (when asked)."""
+    out = machine_info()
+    if clusters.driver_cpus is not None:
+        out["cpus"] = cpu_list_text(clusters.driver_cpus)
+    if clusters.pinning_note:
+        out["pinning"] = clusters.pinning_note
+    return out
+
+
 def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult:
     console = console or Console()
     resolved = resolve_race_track(opts)
@@ -139,6 +150,9 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
         local.check_intact()
 
     clusters = resolve_clusters(opts)
+    if clusters.driver_cpus is not None and opts.load_driver:
+        raise ConfigError(f"--load-driver={opts.load_driver} runs the workers elsewhere, but the topology pins the "
+                          f"load driver to CPU {cpu_list_text(clusters.driver_cpus)} of this machine: drop one of them")
     result = clusters.take_over(opts, console)
     if result is not None:
         return result
@@ -154,7 +168,7 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
         trial = TrialInfo(id=_trial_id(opts), track=track.name, challenge=challenge.name,
                           car=[] if opts.target_hosts else opts.car, track_params=track.params,
                           user_tags=opts.user_tags, options=_stored_options(opts, track), pipeline=opts.pipeline or "",
-                          test_mode=opts.test_mode, start_time=utcnow(), machine=machine_info(),
+                          test_mode=opts.test_mode, start_time=utcnow(), machine=_driver_machine(clusters),
                           track_source=resolved.source.model_dump())
         store.create_trial(trial)
         console.print(f"[bold]Trial {trial.id}[/bold]: track [cyan]{track.name}[/cyan], challenge "
@@ -268,6 +282,9 @@ async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, tr
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, coord.interrupt, "Ctrl-C" if sig == signal.SIGINT else "SIGTERM")
     coord.start()
+    if clusters.driver_cpus is not None:  # before any step: the workers only import and wait so far
+        for pid in coord.worker_pids():
+            pin_process(pid, clusters.driver_cpus)
     schedule = RaceSchedule(opts, trial_id, store, targets, facts, clusters.node_processes(), coord.worker_pids)
     try:
         async with contextlib.AsyncExitStack() as around:

@@ -82,12 +82,13 @@ def _check_noise(a: argparse.Namespace) -> None:
 
 
 def _build_comparison(store: Any, baseline: str, candidates: list[str], a: argparse.Namespace,
-                      labels: list[str] | None = None) -> Any:
+                      labels: list[str] | None = None, planned: frozenset[str] = frozenset()) -> Any:
     from bench.compare import compare, resolve_sides
 
     _check_noise(a)
     base, cands, notes = resolve_sides(store, baseline, candidates, labels)
-    return compare(base, cands, noise_threshold_pct=a.noise_threshold, ci_method=a.ci_method, notes=notes)
+    return compare(base, cands, noise_threshold_pct=a.noise_threshold, ci_method=a.ci_method, notes=notes,
+                   planned=planned)
 
 
 def _compare(a: argparse.Namespace, console: Console) -> int:
@@ -156,6 +157,7 @@ def _experiment_overrides(a: argparse.Namespace) -> dict[str, Any]:
 
 def _experiment(a: argparse.Namespace, console: Console) -> int:
     from bench.race.experiment import comparison_selectors, load_experiment, run_experiment
+    from bench.reporting.design import planned_aspects
     from bench.reporting.render import compare_report
     from bench.trials.open import open_store
 
@@ -191,7 +193,8 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
                 break
             labels = [exp.baseline or "", *[v for v in exp.variants if v != exp.baseline]]
             try:
-                cmp = _build_comparison(store, baseline, candidates, a, labels)
+                # What the variants differ in by design is the study's design line, not a warning.
+                cmp = _build_comparison(store, baseline, candidates, a, labels, planned_aspects(exp))
             except Exception as e:  # noqa: BLE001 - e.g. a variant whose races all failed
                 say(f"No comparison for {track.label or 'the track'}: {e}")
                 continue

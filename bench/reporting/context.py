@@ -25,11 +25,14 @@ import bench
 from bench.compare.core import Comparison, Side
 from bench.compare.render import side_lines, table_headers, table_rows, to_json
 from bench.provision.facts_text import distribution_text
+from bench.race.options import applying_options
 from bench.reporting.headline_view import compare_headline_view, trial_headline
+from bench.reporting.placement import where_text
 from bench.results.report import format_value
 from bench.results.sections import section_kinds, section_tables, section_title
 from bench.results.summary import Summary, status_label
 from bench.trials.model import TrialInfo
+from bench.util.numbers import value_text
 from bench.util.redact import redact, redact_text
 
 # Options worth showing in a report; client options and anything secret-like never are.
@@ -40,9 +43,11 @@ _SHOWN_OPTIONS = ("distribution_version", "nodes", "target_hosts", "car_params",
 def environment(info: TrialInfo, summary: Summary | None = None) -> dict[str, Any]:
     """Engine and version, car, nodes, machine, track, challenge, params, user tags -- redacted. The status says
     "complete, with errors (...)" when the summary has failed requests."""
-    clusters = [{**{k: c.get(k) for k in ("name", "engine", "version", "nodes", "hosts", "car")},
+    clusters = [{**{k: c.get(k) for k in ("name", "engine", "version", "nodes", "hosts", "car", "heap_max_bytes",
+                                          "processors", "cpus", "instance_type")},
                  "distribution": distribution_text(c)} for c in info.clusters]
-    options = {k: info.options.get(k) for k in _SHOWN_OPTIONS if info.options.get(k) not in (None, [], {}, "")}
+    stored = applying_options(info.options)  # trials stored before options were filtered, too
+    options = {k: stored.get(k) for k in _SHOWN_OPTIONS if stored.get(k) not in (None, [], {}, "")}
     env = {
         "id": info.id, "short_id": info.id[:8], "status": status_label(info.status, summary), "error": info.error,
         "start_time": info.start_time.strftime("%Y-%m-%d %H:%M:%S UTC"),
@@ -50,13 +55,41 @@ def environment(info: TrialInfo, summary: Summary | None = None) -> dict[str, An
         "track": info.track, "challenge": info.challenge, "track_params": info.track_params,
         "car": "+".join(info.car) or "-", "pipeline": info.pipeline, "test_mode": info.test_mode,
         "clusters": clusters, "machine": info.machine, "user_tags": info.user_tags, "options": options,
-        "bench_version": info.bench_version,
+        "bench_version": info.bench_version, "placement": where_text(info) if info.clusters else None,
     }
     return redact(env)
 
 
+def trial_facts(info: TrialInfo, summary: Summary | None = None) -> dict[str, Any]:
+    """A trial's facts as a machine reads them (``bench show --report-format=json``): what the environment table
+    shows, with each cluster's stored facts in full and the placement line -- redacted."""
+    env = environment(info, summary)
+    env.pop("clusters")
+    return redact({**env, "clusters": info.clusters, "placement": where_text(info),
+                   "environment": dict(environment_rows(info, summary))})
+
+
 def _fmt_dict(d: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in d.items()) or "-"
+
+
+def _per_node(v: Any, fmt: Any) -> str:
+    return fmt(v) if not isinstance(v, dict) else ", ".join(f"{n} {fmt(x)}" for n, x in v.items())
+
+
+def _runtime_text(c: dict[str, Any]) -> str:
+    """``, heap 512 MiB, 1 processor, CPU 0``: what the nodes reported and the CPU set they were pinned to."""
+    out = ""
+    if c.get("heap_max_bytes") is not None:
+        out += ", heap " + _per_node(c["heap_max_bytes"], lambda b: f"{b / 2**20:,.0f} MiB")
+    if c.get("processors") is not None:
+        out += ", processors " + _per_node(c["processors"], str)
+    sets = c.get("cpus")
+    if isinstance(sets, dict) and sets:
+        values = set(sets.values())
+        out += f", pinned to CPU {next(iter(values))}" if len(values) == 1 else \
+            ", pinned to " + ", ".join(f"{n} CPU {v}" for n, v in sets.items())
+    return out
 
 
 def environment_rows(info: TrialInfo, summary: Summary | None = None) -> list[tuple[str, str]]:
@@ -66,7 +99,9 @@ def environment_rows(info: TrialInfo, summary: Summary | None = None) -> list[tu
     for c in e["clusters"]:
         rows.append((f"Cluster {c['name']}", (f"{c.get('engine') or '?'} {c.get('version') or '?'}, "
                                              f"{c.get('nodes') or '?'} node(s)"
-                                             + (f", car {c['car']}" if c.get("car") else ""))))
+                                             + (f" ({c['instance_type']})" if c.get("instance_type") else "")
+                                             + (f", car {c['car']}" if c.get("car") else "")
+                                             + _runtime_text(c))))
         if c.get("distribution"):
             rows.append((f"Distribution {c['name']}", c["distribution"]))
     rows += [("Car", e["car"]), ("Pipeline", e["pipeline"] + (" (test mode)" if e["test_mode"] else "")),
@@ -74,6 +109,8 @@ def environment_rows(info: TrialInfo, summary: Summary | None = None) -> list[tu
              ("User tags", _fmt_dict(e["user_tags"]))]
     if e["options"]:
         rows.append(("Options", _fmt_dict(e["options"])))
+    if e["placement"]:
+        rows.append(("Placement", e["placement"]))
     m = e["machine"]
     if m:
         mem = m.get("memory_bytes")
@@ -176,7 +213,7 @@ def trial_context(info: TrialInfo, summary: Summary | None) -> dict[str, Any]:
     if summary is not None:
         tasks = [t.task for t in summary.tasks]
         for r in summary.rows():
-            rows.append((r.metric, r.task, [r.metric, r.task, format_value(r.value), r.unit]))
+            rows.append((r.metric, r.task, [r.metric, r.task, *value_text(r.value, r.unit, format_value(r.value))]))
     side = Side(label=info.id[:8], selector=info.id, trials=[])
     env = dict(environment(info, summary), rows=environment_rows(info, summary))
     sides = [dict(side_context(side), trials=[env])]

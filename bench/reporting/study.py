@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from bench.compare import Side, diff_ci, judge
 from bench.compare.metrics import higher_is_better, trial_values
 from bench.compare.stats import MIN_GROUP, CiMethod, Verdict
+from bench.reporting.placement import PlacedTrial, placement_line, task_window, window_load
 from bench.results.summary import Summary, TaskSummary
 
 if TYPE_CHECKING:
@@ -70,6 +71,9 @@ class StudyTable(BaseModel):
     variants: list[str]  # baseline first
     trials: list[int]  # trials per variant
     rows: list[StudyRow]
+    # What a reader must know before the numbers: where the clusters ran and what they shared, and how many
+    # trials each variant has when that is too few for a verdict.
+    lead: list[str] = []
     notes: list[str] = []
 
     @property
@@ -149,8 +153,11 @@ def _cell(ref: list[float], vals: list[float], higher: bool | None, ci_method: C
 
 
 def study_table(experiment: str, run_id: str, spec: StudySpec, sides: list[Side], *,
-                ci_method: CiMethod = "auto") -> StudyTable:
-    """The table of one run from its sides (baseline first, labelled by variant). Pure."""
+                ci_method: CiMethod = "auto", placement: str | None = None,
+                design: str | None = None) -> StudyTable:
+    """The table of one run from its sides (baseline first, labelled by variant). Pure. ``placement`` (where the
+    clusters ran, ``bench.reporting.placement``) leads the table; ``design`` (what the variants differ in on
+    purpose) is its first note."""
     # A matched pair of clusters shares one row, named after both.
     base_map = {base: f"{base} vs {cand}" for base, cand in spec.clusters.items()}
     cand_map = {cand: f"{base} vs {cand}" for base, cand in spec.clusters.items()}
@@ -176,19 +183,24 @@ def study_table(experiment: str, run_id: str, spec: StudySpec, sides: list[Side]
         cells = [_cell(series[ref_i] if i != ref_i else [], s, higher, ci_method) for i, s in enumerate(series)]
         rows.append(StudyRow(label=label, unit=units[label], higher_is_better=higher, cells=cells,
                              reference=sides[ref_i].label, key="[" not in label))
-    notes = []
+    notes = [design] if design else []
     if spec.note:
         notes.append(spec.note)
     if spec.clusters:
         notes.append("Cluster rows: the baseline's " + ", ".join(f"{b} is compared with the variants' {c}"
                                                                   for b, c in spec.clusters.items())
                      + "; a cluster the baseline lacks (the follower) is compared with the first variant having it.")
-    small = [s.label for s in sides if len(s.trials) < MIN_GROUP]
+    lead = [placement] if placement else []
+    small = {s.label: len(s.trials) for s in sides if len(s.trials) < MIN_GROUP}
     if small:
-        notes.append(f"{', '.join(small)}: fewer than {MIN_GROUP} trials, so no confidence verdict "
-                     "(\"not judged\").")
+        counts = sorted(set(small.values()))
+        n = f"n = {counts[0]}" if len(counts) == 1 else "n = " + ", ".join(f"{k}: {v}" for k, v in small.items())
+        every = len(small) == len(sides)
+        lead.append(f"{n} {'per variant' if every else 'for ' + ', '.join(small)}: fewer than {MIN_GROUP} trials, so "
+                    f"{'nothing is' if every else 'these are not'} judged (\"not judged\"); run ≥ {MIN_GROUP} "
+                    "repetitions for a confidence verdict.")
     return StudyTable(experiment=experiment, run_id=run_id, variants=[s.label for s in sides],
-                      trials=[len(s.trials) for s in sides], rows=rows, notes=notes)
+                      trials=[len(s.trials) for s in sides], rows=rows, lead=lead, notes=notes)
 
 
 def load_study_table(store: TrialReader, exp: ExperimentFile, run_id: str, track_index: int = 0, *,
@@ -198,10 +210,29 @@ def load_study_table(store: TrialReader, exp: ExperimentFile, run_id: str, track
     from bench.race.experiment import comparison_selectors
 
     assert exp.study is not None and exp.baseline is not None
+    from bench.reporting.design import design_line
+
     baseline, candidates = comparison_selectors(exp, run_id, track_index)
     labels = [exp.baseline, *[v for v in exp.variants if v != exp.baseline]]
     base, cands, _notes = resolve_sides(store, baseline, candidates, labels)
-    return study_table(exp.name, run_id, exp.study, [base, *cands], ci_method=ci_method)
+    return study_table(exp.name, run_id, exp.study, [base, *cands], ci_method=ci_method,
+                       placement=placement_line(placed_trials(store, exp.study, [base, *cands])),
+                       design=design_line(exp))
+
+
+def placed_trials(store: TrialReader, spec: StudySpec, sides: list[Side]) -> list[PlacedTrial]:
+    """Each trial of the sides with its load during its variant's indexing task (host telemetry)."""
+    out = []
+    for side in sides:
+        for t in side.trials:
+            load = None
+            task = _task(t.summary, spec.indexing_task.get(side.label), "bulk") if t.summary is not None else None
+            window = task_window(store.samples(t.info.id), task.task) if task is not None else None
+            if window is not None:
+                cpus = t.info.machine.get("cpu_count")
+                load = window_load(store.telemetry(t.info.id), *window, cpus if isinstance(cpus, int) else None)
+            out.append(PlacedTrial(variant=side.label, info=t.info, load=load))
+    return out
 
 
 def _num(v: float | None) -> str:
@@ -225,6 +256,7 @@ class TableView(BaseModel):
     """A titled table of strings with notes: what the report templates show of a study or a history."""
 
     title: str
+    lead: list[str] = []  # lines before the table (a study's placement and trial counts)
     headers: list[str]
     rows: list[list[str]]
     notes: list[str] = []
@@ -247,8 +279,8 @@ def study_view(table: StudyTable) -> TableView:
             cls += ["num", f"num {colour.get(c.verdict, '')}".strip()]
         rows.append(cells)
         classes.append(cls)
-    return TableView(title=f"Study: {table.experiment}, run {table.run_id}", headers=headers, rows=rows,
-                     notes=table.notes, classes=classes)
+    return TableView(title=f"Study: {table.experiment}, run {table.run_id}", lead=table.lead, headers=headers,
+                     rows=rows, notes=table.notes, classes=classes)
 
 
 def markdown_table(view: TableView) -> str:
@@ -256,7 +288,10 @@ def markdown_table(view: TableView) -> str:
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
-    out = [f"## {view.title}", "", line(view.headers), "|" + "---|" * len(view.headers)]
+    out = [f"## {view.title}", ""]
+    for lead in view.lead:  # paragraphs of their own
+        out += [lead, ""]
+    out += [line(view.headers), "|" + "---|" * len(view.headers)]
     out += [line(r) for r in view.rows]
     out.append("")
     out += [f"- {n}" for n in view.notes]

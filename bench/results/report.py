@@ -17,7 +17,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 from rich.console import Console
 from tabulate import tabulate
@@ -27,7 +27,7 @@ from bench.results.headline import Headline, race_headline
 from bench.results.sections import MetricRow, section_tables
 from bench.results.summary import Summary
 from bench.util.errors import ConfigError
-from bench.util.numbers import compact, plain, rescale
+from bench.util.numbers import BOOL_UNIT, compact, plain, rescale, value_text
 from bench.util.redact import redact, redact_text
 
 ReportFormat = Literal["table", "markdown", "csv", "json"]
@@ -70,21 +70,21 @@ def render_summary(summary: Summary, fmt: ReportFormat = "table", *, full: bool 
     notes = [redact_text(n) for n in summary.notes]
     errors = error_records(summary)
     if fmt == "json":
-        return json.dumps(redact({"rows": [r.model_dump() for r in rows], "notes": notes, "errors": errors}),
-                          indent=2) + "\n"
+        return json.dumps(redact(summary_document(summary)), indent=2) + "\n"
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(HEADERS)
         for r in rows:
-            w.writerow([redact_text(r.metric), redact_text(r.task), r.value, r.unit])
+            value, unit = value_text(r.value, r.unit, str(r.value)) if r.unit == BOOL_UNIT else (r.value, r.unit)
+            w.writerow([redact_text(r.metric), redact_text(r.task), value, unit])
         for e in errors:
             w.writerow([f"error: {e['message']}", redact_text(e["task"]), e["count"], "requests"])
         return buf.getvalue()
     shown = shown_rows(summary, collapse=fmt == "table")
     text = render_headline(race_headline(summary), fmt, width=width)
     if full:
-        table = [[r.metric, r.task, format_value(r.value), r.unit] for r in shown]
+        table = [[r.metric, r.task, *value_text(r.value, r.unit)] for r in shown]
         body = tabulate(table, headers=HEADERS, tablefmt="simple" if fmt == "table" else "github",
                         colalign=("left", "left", "right", "left"), disable_numparse=True)
         text += ("\n\n" if text else "") + ("## All metrics\n\n" if fmt == "markdown" and text else "") + body
@@ -99,6 +99,14 @@ def render_summary(summary: Summary, fmt: ReportFormat = "table", *, full: bool 
         bullet = "[WARNING] " if fmt == "table" else "- **Warning:** "
         text += "\n\n" + "\n".join(bullet + n for n in notes)
     return text + "\n"
+
+
+def summary_document(summary: Summary) -> dict[str, Any]:
+    """The summary as JSON (not yet redacted): rows with raw values -- a yes/no row's value true or false --,
+    notes and errors."""
+    rows = [dict(r.model_dump(), value=bool(r.value)) if r.unit == BOOL_UNIT else r.model_dump()
+            for r in summary.rows()]
+    return {"rows": rows, "notes": [redact_text(n) for n in summary.notes], "errors": error_records(summary)}
 
 
 class ErrorRecord(TypedDict):
@@ -165,7 +173,7 @@ def _headline_tables(h: Headline) -> list[tuple[list[str], list[list[str]], list
         rows = []
         for title, r in h.other:
             value, unit = rescale(r.value, r.unit)
-            rows.append([title, r.metric, r.task, f"{compact(value)} {unit}".rstrip()])
+            rows.append([title, r.metric, r.task, " ".join(value_text(value, unit, compact(value))).rstrip()])
         tables.append((["", "Metric", "Where", "Value"], rows, [False, False, False, True]))
     return tables
 

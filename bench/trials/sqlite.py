@@ -26,6 +26,7 @@ import pandas as pd
 import psutil
 
 from bench.driver.samples import RequestSample, TelemetryRow
+from bench.provision.host import machine_id
 from bench.results.stats import SAMPLE_COLUMNS, normalize_frame
 from bench.results.summary import Summary
 
@@ -172,6 +173,7 @@ def machine_info() -> dict[str, Any]:
         "memory_bytes": vm.total,
         "os": platform.platform(),
         "python": sys.version.split()[0],
+        **({"machine_id": mid} if (mid := machine_id()) else {}),
     }
 
 

@@ -24,6 +24,25 @@ def rescale(value: float, unit: str) -> tuple[float, str]:
     return value, unit  # pragma: no cover (the loop always returns)
 
 
+BOOL_UNIT = "bool"  # a yes/no row (stored as 1 or 0): shown as yes/no, never as a number with a unit
+
+
+def yes_no(values: list[float]) -> str:
+    """yes, no, or for trials that disagree ``yes in 1 of 2``."""
+    if not values:
+        return ""
+    yes = sum(1 for v in values if v)
+    return "yes" if yes == len(values) else "no" if yes == 0 else f"yes in {yes} of {len(values)}"
+
+
+def value_text(value: float | int, unit: str, text: str | None = None) -> tuple[str, str]:
+    """(value, unit) as a reader sees them: ``yes``/``no`` and no unit for a yes/no row, else ``text`` (the number
+    as the caller formats it) and the unit."""
+    if unit == BOOL_UNIT:
+        return yes_no([value]), ""
+    return (plain(value) if text is None else text), unit
+
+
 def plain(v: float | int, decimals: int = 2) -> str:
     """Thousands separators, ``decimals`` places; a small non-zero value gets the places to show three
     significant digits (0.000028, not 2.8e-05 or 0.00)."""
