@@ -39,7 +39,7 @@ def test_ccr_race_produces_the_ccr_section(engine: str, track: str, capsys: pyte
     assert rows[("100th percentile CCR catch-up time", "wait-for-followers-to-sync")] > 0
     assert rows[("Max CCR lag", f"follower/{index}")] > 0  # the follower lagged during the race
     assert ("error rate", "wait-for-followers-to-sync") in rows and rows[("error rate", "wait-for-followers-to-sync")] == 0
-    trial_id = out.split("Trial ")[-1].split()[0]
+    trial_id = report["trial"]["id"]  # json: stdout is the document alone
     with TrialStore() as store:
         trial = store.get_trial(trial_id)
         stored = store.summary(trial_id)
@@ -52,7 +52,7 @@ def test_ccr_race_adds_ccr_stats_telemetry(capsys: pytest.CaptureFixture[str]) -
         rc, _ = _race(pair, track="nginx")
         out = capsys.readouterr().out
         assert rc == 0, out
-    trial_id = out.split("Trial ")[-1].split()[0]
+    trial_id = json.loads(out)["trial"]["id"]  # json: stdout is the document alone
     with TrialStore() as store:
         telemetry = store.telemetry(trial_id)
     assert set(telemetry["device"]) >= {"ccr-stats"}  # added for the lag report without --telemetry

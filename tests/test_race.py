@@ -245,12 +245,17 @@ def test_task_whose_requests_all_fail_is_complete_with_errors_and_flagged_in_com
     for fmt in ("table", "markdown", "csv", "json"):
         assert main(["show", broken.id[:8], f"--report-format={fmt}", "--all"]) == 0
         shown = capsys.readouterr().out
-        assert "complete, with errors" in shown.splitlines()[0], fmt
-        if fmt == "json":
-            body = json.loads(shown.split("\n", 1)[1])
+        if fmt == "json":  # the document only (it parses), the trial's status among its facts
+            body = json.loads(shown)
+            assert body["trial"]["status"].startswith("complete, with errors")
             assert body["errors"] == [{"task": "probe", "message": message, "count": 12}]
             assert {r["metric"] for r in body["rows"] if r["task"] == "probe"} == {"error rate", "failed requests"}
             continue
+        if fmt == "csv":  # the rows only, the errors among them
+            rows = list(csv.reader(io.StringIO(shown)))
+            assert rows[0] == ["Metric", "Task", "Value", "Unit"] and [f"error: {message}", "probe", "12", "requests"] in rows
+            continue
+        assert "complete, with errors" in shown.splitlines()[0], fmt
         timing = [x for x in shown.splitlines() if "probe" in x and ("Throughput" in x or "percentile" in x)]
         assert not timing, fmt
         assert any("health" in x and "Throughput" in x for x in shown.splitlines()), fmt  # the healthy task's stay
