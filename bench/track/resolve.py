@@ -49,8 +49,15 @@ def resolve_track(name: str | None, path: str | Path | None, *, repository: str 
         return ResolvedTrack(find_track(name, None), TrackSource(kind="built-in"))
     if not name:
         raise ConfigError("--track-repository/--track-revision need --track=NAME (see 'bench list tracks')")
-    repo = TrackRepository.open(repository or DEFAULT_REPOSITORY, revision=revision,
-                                version=None if revision else version(), offline=offline, progress=progress)
+    try:
+        repo = TrackRepository.open(repository or DEFAULT_REPOSITORY, revision=revision,
+                                    version=None if revision else version(), offline=offline, progress=progress)
+    except BenchError as e:
+        if repository or revision:
+            raise
+        # Only the name pointed here: say it is not built in before why the repository could not help.
+        raise type(e)(f"track '{name}' is not built in ({', '.join(builtin_track_names())}) and the track "
+                      f"repository could not be read: {e}") from None
     return ResolvedTrack(repo.track_dir(name), repo.source())
 
 
