@@ -72,3 +72,25 @@ def test_test_mode_bounds_the_waits_bench_runs(tmp_path: Path) -> None:
     tasks = apply_test_mode(load_track(track, {})).find_challenge(None).tasks()
     assert tasks[0].operation.params["retry-max-duration"] == TEST_MODE_MAX_WAIT
     assert tasks[1].operation.params["retry-max-duration"] == 5  # the track's own bound stays
+
+
+def test_force_merge_polling_waits_for_its_task(tmp_path: Path, es_target: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    track = write(tmp_path / "t", {"track.json": {"indices": [{"name": "merged"}], "schedule": [
+        {"operation": {"operation-type": "delete-index"}},
+        {"operation": {"operation-type": "create-index"}},
+        {"name": "merge", "operation": {"operation-type": "force-merge", "mode": "polling", "poll-period": 0.2,
+                                        "max-num-segments": 1}}]}})
+    rc, err = race(capsys, f"--track-path={track}", f"--target-hosts={es_target}")
+    assert rc == 0, err
+    merge = samples().query("task == 'merge'")
+    assert len(merge) == 1 and merge["success"].all()
+    assert merge["service_time"].iloc[0] >= 0.2  # it polled at least once
+
+
+def test_an_unknown_force_merge_mode_is_one_line(tmp_path: Path, es_target: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    track = write(tmp_path / "t", {"track.json": {"indices": [{"name": "merged"}], "schedule": [
+        {"operation": {"operation-type": "force-merge", "mode": "eventually"}}]}})
+    rc, err = race(capsys, f"--track-path={track}", f"--target-hosts={es_target}")
+    assert rc != 0 and "mode must be 'blocking' or 'polling', got 'eventually'" in err and "Traceback" not in err

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.driver.bulk.bodies import BulkBody
-from bench.driver.param_types import as_float, as_int, param_bool, param_float, param_int
+from bench.driver.param_types import ParamError, as_float, as_int, param_bool, param_float, param_int
 from bench.driver.runners.track_defs import TrackDefinitions
 from bench.http.client import RawHttp
 
@@ -237,10 +237,48 @@ async def force_merge(ctx: Context, p: dict[str, Any]) -> Result:
     params = _req_params(p)
     if "max-num-segments" in p:
         params["max_num_segments"] = p["max-num-segments"]
+    mode = p.get("mode", "blocking")
+    if mode not in ("blocking", "polling"):
+        raise ParamError(f"force-merge: mode must be 'blocking' or 'polling', got {mode!r}")
+    if mode == "polling":
+        return await _force_merge_polling(ctx, p, index, params)
     # A force merge may take far longer than a normal request: it is bounded by request-timeout only.
     timeout = param_float(p, "request-timeout", 7200.0)
     status, body = await ctx.cluster(p).request("POST", f"/{index}/_forcemerge", params=params, timeout=timeout)
     return _fail(status, body) if status >= 400 else Result()
+
+
+async def _force_merge_polling(ctx: Context, p: dict[str, Any], index: str, params: dict[str, Any]) -> Result:
+    """Rally's ``mode: polling``: start the merge as a task (``wait_for_completion=false``), then check every
+    ``poll-period`` (Rally's default 10 s) until it completed; where the engine returns no task, until no
+    force-merge task runs. Bounded by ``retry-max-duration`` like bench's other waits."""
+    period = param_float(p, "poll-period", 10.0)
+    deadline = time.monotonic() + param_float(p, "retry-max-duration", 600.0)
+    http = ctx.cluster(p)
+    status, body = await http.request("POST", f"/{index}/_forcemerge",
+                                      params={**params, "wait_for_completion": "false"})
+    if status >= 400:
+        return _fail(status, body)
+    task = body.get("task") if isinstance(body, dict) else None
+    while True:
+        if time.monotonic() > deadline:
+            return Result(success=False, error_type="force-merge",
+                          detail=f"force-merge of {index} not complete in time (retry-max-duration)")
+        await asyncio.sleep(period)
+        if task:
+            status, body = await http.request("GET", f"/_tasks/{task}")
+            if status >= 400:
+                return _fail(status, body)
+            if isinstance(body, dict) and body.get("completed"):
+                err = body.get("error")
+                return Result(success=False, error_type="force-merge", detail=f"force-merge failed: {err}") \
+                    if err else Result()
+        else:
+            status, body = await http.request("GET", "/_tasks", params={"actions": "indices:admin/forcemerge"})
+            if status >= 400:
+                return _fail(status, body)
+            if not (body or {}).get("nodes"):
+                return Result()
 
 
 async def put_settings(ctx: Context, p: dict[str, Any]) -> Result:
