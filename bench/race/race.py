@@ -54,6 +54,7 @@ from bench.results.report import check_report_file, render_summary, write_report
 from bench.results.summary import Summary, summarize
 from bench.track import notices
 from bench.track import plugins as track_plugins
+from bench.track import processors as track_processors
 from bench.track.corpus import CorpusRecipe, bulk_documents, prepare_corpora
 from bench.track.loader import load_track
 from bench.track.model import Challenge, DocumentsSpec, Parallel, Task, Track
@@ -185,7 +186,8 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
             try:
                 # Rally's prepare phase of a track's processors (track.py), then bench's own corpus preparation.
                 code = track_plugins.plugins_of(track)
-                track_plugins.run_prepare(track, code, data_dir(), challenge.name)
+                track_processors.run_prepare(track, code, data_dir(), challenge.name, offline=opts.offline,
+                                             test_mode=opts.test_mode)
                 code_corpora = track_plugins.param_source_corpora(track, code, challenge.name)
                 with activity.step("Preparing corpora", enabled=opts.progress):
                     prepare_corpora(track, challenge, test_mode=opts.test_mode, offline=opts.offline,

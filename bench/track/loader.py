@@ -29,6 +29,7 @@ from bench.driver.schedule import OPS, has_scheduler, scheduler_names
 from bench.track import dependencies as track_dependencies
 from bench.track import legacy, notices, rally_helpers
 from bench.track import plugins as track_plugins
+from bench.track import processors as track_processors
 from bench.track.generators import GENERATORS, generator_names
 from bench.track.model import Challenge, Operation, Parallel, Task, Track
 from bench.track.operations import check_operation
@@ -405,6 +406,28 @@ def _schedule(steps: Any, ops: dict[str, Operation], file: Path, where: str, cha
     return out
 
 
+def merge_parameters(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Rally's ``collections.merge_dicts``: nested objects merge, two lists become their union (as a set, so
+    without duplicates), any other value of ``over`` wins."""
+    out = dict(base)
+    for k, v in over.items():
+        old = out.get(k)
+        if isinstance(old, dict) and isinstance(v, dict):
+            out[k] = merge_parameters(old, v)
+        elif isinstance(old, list) and isinstance(v, list):
+            out[k] = list({json.dumps(x, sort_keys=True): x for x in old + v}.values())
+        else:
+            out[k] = v
+    return out
+
+
+def _challenge_parameters(track_params: Any, challenge_params: Any, file: Path, where: str) -> dict[str, Any]:
+    for value, at in ((track_params, "parameters"), (challenge_params, f"{where}.parameters")):
+        if value is not None and not isinstance(value, dict):
+            raise TrackError(f"{file}: {at} must be an object, got {type(value).__name__}")
+    return merge_parameters(track_params or {}, challenge_params or {})
+
+
 def _challenges(raw: dict[str, Any], ops: dict[str, Operation], file: Path) -> list[Challenge]:
     if "challenges" in raw:
         specs, key = raw["challenges"], "challenges"
@@ -428,6 +451,7 @@ def _challenges(raw: dict[str, Any], ops: dict[str, Operation], file: Path) -> l
         schedule = _schedule(spec["schedule"], ops, file, sched_where, str(spec.get("name", "?")))
         data = {k: v for k, v in spec.items() if k != "schedule"}
         data["schedule"] = schedule
+        data["parameters"] = _challenge_parameters(raw.get("parameters"), spec.get("parameters"), file, where)
         ch = _validate(Challenge, data, file, where)
         names = [t.name for t in ch.tasks()]
         dupes = sorted({n for n in names if names.count(n) > 1})
@@ -566,9 +590,10 @@ def load_track(
             raise TrackError(f"{e}{_undefined_note(undefined)}") from None
         raise
     _default_target_index(track, file)
+    # Processors first: what they change in operation params, and the corpora they add, is what the checks and the
+    # race see.
+    track_processors.run_after_load(track, plugins, challenge)
     _check_corpora_refs(track, file)
-    # Processors first: what they change in operation params is what the checks and the race see.
-    track_plugins.run_after_load(track, plugins, challenge)
     track_plugins.check_constructs(track, plugins, file)
     if undefined:
         _blame_undefined(track, undefined)

@@ -215,6 +215,9 @@ class Challenge(_RallyModel):
     # Rally's challenge-level settings: merged into created indices / applied to the cluster.
     index_settings: dict[str, Any] = Field(default_factory=dict)
     cluster_settings: dict[str, Any] = Field(default_factory=dict)
+    # Rally's challenge "parameters", merged over the track's "parameters" (track code reads them, e.g.
+    # ``track.selected_challenge_or_default.parameters``; track processors may change them).
+    parameters: dict[str, Any] = Field(default_factory=dict)
     schedule: list[Step]
     # Why bench cannot run the challenge as a whole (a challenge-level construct it would not apply), set by the
     # loader; the tasks' own problems come after it.

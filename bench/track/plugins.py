@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.track import esrally_names
-from bench.track.model import Track
+from bench.track.model import DocumentsSpec, Track
 from bench.util.errors import TrackError
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,9 @@ class TrackPlugins:
     runners: dict[str, RunnerRegistration] = field(default_factory=dict)
     schedulers: dict[str, Any] = field(default_factory=dict)
     processors: list[Any] = field(default_factory=list)
+    # Document sets processors added in on_after_load_track: (bench's spec, the processor's own object), so what
+    # the object only knows after on_prepare_track (a generated file's document count) reaches the spec then.
+    added_documents: list[tuple[DocumentsSpec, Any]] = field(default_factory=list)
 
     @property
     def file(self) -> Path:
@@ -110,6 +113,14 @@ class TrackRegistry:
         if not hasattr(processor, "on_after_load_track") and not hasattr(processor, "on_prepare_track"):
             raise self._fail(f"register_track_processor({processor!r}): a track processor needs "
                              f"on_after_load_track(track) or on_prepare_track(track, data_root_dir)")
+        if hasattr(processor, "downloader") or hasattr(processor, "decompressor"):
+            # Rally injects these at registration; bench's download and decompress (--offline set before prepare)
+            from bench.track.esrally_compat.track.loader import Decompressor, Downloader
+
+            if hasattr(processor, "downloader"):
+                processor.downloader = Downloader()
+            if hasattr(processor, "decompressor"):
+                processor.decompressor = Decompressor()
         self._p.processors.append(processor)
 
     @property
@@ -197,11 +208,21 @@ def load_plugins(track_root: Path) -> TrackPlugins | None:
         except Exception as e:  # noqa: BLE001 - see above
             raise TrackError(f"{_where(e, root, file)}: register(registry) of track.py failed: "
                              f"{_describe(e)}") from None
+        _LOADED.pop(str(root), None)  # re-inserted: the last loaded track is last
         _LOADED[str(root)] = plugins
     log.info("%s registered param sources %s, runners %s, schedulers %s, %d track processor(s)", file,
              sorted(plugins.param_sources), sorted(plugins.runners), sorted(plugins.schedulers),
              len(plugins.processors))
     return plugins
+
+
+def registered_runner(operation_type: str) -> Any:
+    """The runner the track loaded last in this process registered for ``operation_type`` (Rally's ``runner_for``
+    from track code: a worker process loads one track), or None."""
+    with _lock:
+        last = next(reversed(_LOADED.values()), None)
+    reg = last.runners.get(operation_type) if last is not None else None
+    return reg.runner if reg is not None else None
 
 
 def plugins_of(track: Track) -> TrackPlugins | None:
@@ -284,87 +305,6 @@ def _mark(task: Any, reason: str) -> None:
         task.problem = reason
 
 
-def _state(view: Any) -> str:
-    """A comparable dump of the Rally view (what a processor could have changed)."""
-    import json
-
-    def enc(o: Any) -> Any:
-        return {k: v for k, v in vars(o).items() if not k.startswith("__")} if hasattr(o, "__dict__") else repr(o)
-
-    return json.dumps(view, default=enc, sort_keys=True)
-
-
-def _view_tasks(view: Any) -> list[Any]:
-    return [t for ch in view.challenges for step in ch.schedule for t in step]
-
-
-def _params_of(view_task: Any) -> dict[str, Any]:
-    params = dict(view_task.operation.params)
-    params.pop("name", None)
-    params.pop("operation-type", None)
-    return params
-
-
-def _without_operation_params(view: Any) -> str:
-    """The view's dump with every task's operation params left out: what a processor may not change."""
-    saved = []
-    for t in _view_tasks(view):
-        saved.append((t, t.operation))
-        t.operation = (t.operation.name, t.operation.type)
-    try:
-        return _state(view)
-    finally:
-        for t, op in saved:
-            t.operation = op
-
-
-def _apply_operation_params(track: Track, view: Any) -> int:
-    """Write back operation params a processor changed (Rally's ``task.operation.params``) into bench's tasks;
-    returns how many tasks changed. Each changed task gets its own copy of the operation, as Rally's processors
-    copy it themselves before changing it (an operation is shared by the tasks that name it)."""
-    changed = 0
-    bench_tasks = [t for ch in track.challenges for t in ch.tasks()]
-    for task, vt in zip(bench_tasks, _view_tasks(view), strict=True):
-        params = _params_of(vt)
-        if params != task.operation.params:
-            task.operation = task.operation.model_copy(update={"params": params})
-            changed += 1
-    return changed
-
-
-def run_after_load(track: Track, plugins: TrackPlugins | None, selected_challenge: str | None = None) -> None:
-    """Call every registered processor's ``on_after_load_track(track)``.
-
-    bench hands the processor Rally's view of the track. What Rally's processors change in practice, a task's
-    ``operation.params`` (e.g. rewriting field names in queries), is applied to the tasks bench runs; a processor that
-    changes anything else is refused in one line (the change would otherwise be silently lost)."""
-    if plugins is None or not plugins.processors:
-        return
-    from bench.track.rally_view import RallyTrack
-
-    for proc in plugins.processors:
-        hook = getattr(proc, "on_after_load_track", None)
-        if hook is None:
-            continue
-        view = RallyTrack(track, selected_challenge)
-        before = _without_operation_params(view)
-        try:
-            hook(view)
-        except TrackError:
-            raise
-        except Exception as e:  # noqa: BLE001 - one line naming the processor and the error
-            raise TrackError(f"{_where(e, plugins.root, plugins.file)}: track processor "
-                             f"{type(proc).__name__}.on_after_load_track failed: {_describe(e)}") from None
-        if _without_operation_params(view) != before:
-            raise TrackError(f"{plugins.file}: track processor {type(proc).__name__} changed the track in "
-                             f"on_after_load_track beyond tasks' operation params; bench applies changes to "
-                             f"operation params only (write other changes into track.json instead)")
-        n = _apply_operation_params(track, view)
-        if n:
-            log.info("%s: track processor %s changed the operation params of %d task(s)", plugins.file,
-                     type(proc).__name__, n)
-
-
 def param_source_corpora(track: Track, plugins: TrackPlugins | None, challenge_name: str) -> list[str]:
     """The corpora the challenge's parameter sources say they read (their ``corpora`` attribute), as Rally finds
     the corpora to prepare: it makes each task's parameter source once and asks it. bench prepares these too, so
@@ -386,28 +326,3 @@ def param_source_corpora(track: Track, plugins: TrackPlugins | None, challenge_n
             if isinstance(name, str) and name not in names:
                 names.append(name)
     return names
-
-
-def run_prepare(track: Track, plugins: TrackPlugins | None, data_root_dir: Path,
-                selected_challenge: str | None = None) -> int:
-    """Rally's prepare phase: each processor's ``on_prepare_track(track, data_root_dir)`` yields (function, kwargs)
-    pairs; bench calls them one after another in this process. Returns how many it called."""
-    if plugins is None:
-        return 0
-    from bench.track.rally_view import RallyTrack
-
-    calls = 0
-    for proc in plugins.processors:
-        hook = getattr(proc, "on_prepare_track", None)
-        if hook is None:
-            continue
-        try:
-            for fn, kwargs in hook(RallyTrack(track, selected_challenge), str(data_root_dir)) or ():
-                fn(**(kwargs or {}))
-                calls += 1
-        except TrackError:
-            raise
-        except Exception as e:  # noqa: BLE001 - one line naming the processor and the error
-            raise TrackError(f"{_where(e, plugins.root, plugins.file)}: track processor "
-                             f"{type(proc).__name__}.on_prepare_track failed: {_describe(e)}") from None
-    return calls

@@ -51,9 +51,7 @@ class RallyTemplate(_Named, rally_track.IndexTemplate):
         self.delete_matching_indices = spec.delete_matching_indices
 
 
-class RallyDocuments:
-    SOURCE_FORMAT_BULK = "bulk"
-
+class RallyDocuments(rally_track.Documents):
     def __init__(self, spec: DocumentsSpec) -> None:
         self.source_format = spec.source_format
         archive = spec.source_file
@@ -72,9 +70,6 @@ class RallyDocuments:
     def has_compressed_corpus(self) -> bool:
         return self.document_archive is not None and self.document_archive != self.document_file
 
-    def has_uncompressed_corpus(self) -> bool:
-        return self.document_file is not None
-
 
 def _uncompressed_name(name: str) -> str:
     for ext in (".bz2", ".gz", ".zst", ".zip", ".tar"):
@@ -83,14 +78,11 @@ def _uncompressed_name(name: str) -> str:
     return name
 
 
-class RallyCorpus(_Named):
+class RallyCorpus(_Named, rally_track.DocumentCorpus):
     def __init__(self, spec: CorpusSpec) -> None:
         self.name = spec.name
         self.documents = [RallyDocuments(d) for d in spec.documents]
         self.meta_data = dict(spec.meta)
-
-    def number_of_documents(self, source_format: str) -> int:
-        return sum(d.number_of_documents for d in self.documents if d.source_format == source_format)
 
 
 class RallyOperation(_Named):
@@ -145,7 +137,7 @@ class RallyChallenge(_Named):
         self.description = challenge.description
         self.default = challenge.default
         self.meta_data: dict[str, Any] = {}
-        self.parameters: dict[str, Any] = {}
+        self.parameters: dict[str, Any] = copy.deepcopy(challenge.parameters)
         self.schedule = [RallyParallel(s) if isinstance(s, Parallel) else RallyTask(s) for s in challenge.schedule]
 
 

@@ -1,7 +1,9 @@
 """Test mode (Rally's --test-mode): shrink a track so it runs in seconds and shows that it works.
 
 1000 documents per document set, no warmup (and so no ramp-up), time periods of at most 10 s, at most one iteration per
-client, and no throttling.
+client, and no throttling. Waits (retry-until-success, cluster health, recovery, snapshots, async searches) end after
+30 s instead of bench's 600 s unless the track sets ``retry-max-duration``: a test run that cannot get there says so
+quickly.
 """
 
 from __future__ import annotations
@@ -10,10 +12,14 @@ from bench.track.model import Track
 
 TEST_MODE_DOCS = 1000
 TEST_MODE_MAX_TIME_PERIOD = 10.0
+TEST_MODE_MAX_WAIT = 30.0
 
 
 def apply_test_mode(track: Track) -> Track:
     """Shrink ``track`` in place (and return it) following Rally's test-mode rules."""
+    from bench.track.plugins import plugins_of
+
+    code = plugins_of(track)
     for corpus in track.corpora:
         for docs in corpus.documents:
             docs.document_count = min(docs.document_count, TEST_MODE_DOCS)
@@ -34,4 +40,8 @@ def apply_test_mode(track: Track) -> Track:
                 task.iterations = 1
             task.target_throughput = None
             task.target_interval = None
+            own = code is not None and code.runs(task.operation.operation_type)  # track code: its params as given
+            if not own and "retry-max-duration" not in task.operation.params:
+                params = {**task.operation.params, "retry-max-duration": TEST_MODE_MAX_WAIT}
+                task.operation = task.operation.model_copy(update={"params": params})
     return track

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.driver.bulk.bodies import BulkBody
-from bench.driver.param_types import as_float, as_int, param_bool, param_float, param_int
+from bench.driver.param_types import ParamError, as_float, as_int, param_bool, param_float, param_int
 from bench.driver.runners.track_defs import TrackDefinitions
 from bench.http.client import RawHttp
 
@@ -194,6 +194,8 @@ async def cluster_health(ctx: Context, p: dict[str, Any]) -> Result:
     expected = params.get("wait_for_status")
     got = body.get("status") if isinstance(body, dict) else None
     if expected is not None and _HEALTH_ORDER.get(str(got), -1) < _HEALTH_ORDER.get(str(expected).lower(), 3):
+        if index and not await _index_exists(ctx, p, str(index)):
+            return missing_index(str(index), status)
         return Result(success=False, error_type="cluster-health", status=status,
                       detail=f"cluster health is {got}, expected {expected}")
     relocating = body.get("relocating_shards", 0) if isinstance(body, dict) else 0
@@ -201,6 +203,27 @@ async def cluster_health(ctx: Context, p: dict[str, Any]) -> Result:
         return Result(success=False, error_type="cluster-health", status=status,
                       detail=f"{relocating} shards are still relocating")
     return Result(status=status)
+
+
+# A wait on an index that does not exist cannot succeed by waiting: retrying it would only hold the race until its
+# bound (a create-index that failed before a cluster-health with retry-until-success waited 231 s).
+INDEX_MISSING = "index-missing"
+
+
+def missing_index(index: str, status: int = 404) -> Result:
+    return Result(success=False, error_type=INDEX_MISSING, status=status,
+                  detail=f"index {index} does not exist, so waiting for it cannot succeed: the step that creates it "
+                         f"failed or did not run (not retried)")
+
+
+async def _index_exists(ctx: Context, p: dict[str, Any], index: str) -> bool:
+    # allow_no_indices=false: a pattern matching nothing is missing too
+    status, _ = await ctx.cluster(p).request("HEAD", f"/{index}", params={"allow_no_indices": "false"})
+    return status != 404
+
+
+def _not_found_index(res: Result) -> bool:
+    return res.error_type == INDEX_MISSING or (res.status == 404 and "index_not_found_exception" in (res.detail or ""))
 
 
 async def refresh(ctx: Context, p: dict[str, Any]) -> Result:
@@ -214,10 +237,48 @@ async def force_merge(ctx: Context, p: dict[str, Any]) -> Result:
     params = _req_params(p)
     if "max-num-segments" in p:
         params["max_num_segments"] = p["max-num-segments"]
+    mode = p.get("mode", "blocking")
+    if mode not in ("blocking", "polling"):
+        raise ParamError(f"force-merge: mode must be 'blocking' or 'polling', got {mode!r}")
+    if mode == "polling":
+        return await _force_merge_polling(ctx, p, index, params)
     # A force merge may take far longer than a normal request: it is bounded by request-timeout only.
     timeout = param_float(p, "request-timeout", 7200.0)
     status, body = await ctx.cluster(p).request("POST", f"/{index}/_forcemerge", params=params, timeout=timeout)
     return _fail(status, body) if status >= 400 else Result()
+
+
+async def _force_merge_polling(ctx: Context, p: dict[str, Any], index: str, params: dict[str, Any]) -> Result:
+    """Rally's ``mode: polling``: start the merge as a task (``wait_for_completion=false``), then check every
+    ``poll-period`` (Rally's default 10 s) until it completed; where the engine returns no task, until no
+    force-merge task runs. Bounded by ``retry-max-duration`` like bench's other waits."""
+    period = param_float(p, "poll-period", 10.0)
+    deadline = time.monotonic() + param_float(p, "retry-max-duration", 600.0)
+    http = ctx.cluster(p)
+    status, body = await http.request("POST", f"/{index}/_forcemerge",
+                                      params={**params, "wait_for_completion": "false"})
+    if status >= 400:
+        return _fail(status, body)
+    task = body.get("task") if isinstance(body, dict) else None
+    while True:
+        if time.monotonic() > deadline:
+            return Result(success=False, error_type="force-merge",
+                          detail=f"force-merge of {index} not complete in time (retry-max-duration)")
+        await asyncio.sleep(period)
+        if task:
+            status, body = await http.request("GET", f"/_tasks/{task}")
+            if status >= 400:
+                return _fail(status, body)
+            if isinstance(body, dict) and body.get("completed"):
+                err = body.get("error")
+                return Result(success=False, error_type="force-merge", detail=f"force-merge failed: {err}") \
+                    if err else Result()
+        else:
+            status, body = await http.request("GET", "/_tasks", params={"actions": "indices:admin/forcemerge"})
+            if status >= 400:
+                return _fail(status, body)
+            if not (body or {}).get("nodes"):
+                return Result()
 
 
 async def put_settings(ctx: Context, p: dict[str, Any]) -> Result:
@@ -282,7 +343,8 @@ CORE_RUNNERS: dict[str, tuple[Runner, tuple[str, ...]]] = {
 
 def with_retries(runner: Runner, p: dict[str, Any]) -> Runner:
     """Rally's retry parameters: retries, retry-wait-period, retry-on-error, retry-on-timeout,
-    retry-until-success. The whole retried sequence is one request: its service time includes the waits."""
+    retry-until-success. The whole retried sequence is one request: its service time includes the waits. A missing
+    index ends it at once (waiting cannot create it); ``retry-max-duration`` bounds the rest (test mode: 30 s)."""
     until_success = param_bool(p, "retry-until-success", False)
     retries = param_int(p, "retries", 0)
     on_error = param_bool(p, "retry-on-error", False) or until_success
@@ -303,7 +365,7 @@ def with_retries(runner: Runner, p: dict[str, Any]) -> Runner:
                 if not on_timeout or time.monotonic() > deadline:
                     raise
                 res = None
-            if res is not None and (res.success or not on_error):
+            if res is not None and (res.success or not on_error or _not_found_index(res)):
                 return res
             attempt += 1
             if (not until_success and attempt > retries) or time.monotonic() > deadline:

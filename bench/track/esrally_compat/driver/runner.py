@@ -228,3 +228,30 @@ def _error_description(errors: set[tuple[int, str | None]]) -> str:
         counts = Counter(st for st, _ in ordered)
         text += " | TRUNCATED " + ", ".join(f"{counts[st]}x{st}" for st in sorted(counts))
     return text
+
+
+# Rally's built-in runners that track code can call here with an elasticsearch-py client (bench runs its own
+# runners for these types; these classes are Rally's, for code that looks them up or wraps them).
+_RALLY_RUNNERS: dict[str, type[Runner]] = {"bulk": BulkIndex, "put-settings": PutSettings}
+
+
+def runner_for(operation_type: str) -> Any:
+    """Rally's ``runner_for``: the runner of an operation type, called as ``await runner(es, params)``. The track's
+    own registrations come first (as in Rally, where they replace the defaults); a Rally type bench runs only through
+    its own runners (which track code cannot call with a client) is Rally's RallyError, naming it."""
+    from bench.track.plugins import registered_runner
+
+    own = registered_runner(operation_type)
+    if own is not None:
+        return own
+    if operation_type in _RALLY_RUNNERS:
+        return _RALLY_RUNNERS[operation_type]()
+    raise exceptions.RallyError(f"No runner available for operation-type: [{operation_type}] (bench runs this "
+                                f"operation type only with its own runner, which track code cannot call; track code "
+                                f"can call {', '.join(sorted(_RALLY_RUNNERS))} and the runners the track registers)")
+
+
+def unwrap(runner: Any) -> Any:
+    """Rally's ``unwrap``: the innermost runner of a chain of delegators (objects with a ``delegate``)."""
+    delegate = getattr(runner, "delegate", None)
+    return unwrap(delegate) if delegate else runner
