@@ -16,6 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, assert_never
 
+from bench.driver import loop_load
 from bench.driver.bulk.shard_lookup import with_shard_tables
 from bench.driver.bulk.step_corpora import StepCorpora, step_corpora
 from bench.driver.messages import (
@@ -43,6 +44,7 @@ from bench.driver.worker_extensions import extension_paths
 from bench.http.client import ClusterTarget
 from bench.track.corpus import CorpusRecipe
 from bench.track.model import DocumentsSpec, Parallel, Task, Track
+from bench.trials.model import TelemetryRow
 from bench.util.errors import RaceError, RaceInterrupted
 
 log = logging.getLogger(__name__)
@@ -90,6 +92,8 @@ class Coordinator:
         self.cancelled = 0  # in-flight requests cancelled by an interruption (neither successes nor failures)
         self._wake: asyncio.Event | None = None
         self._definitions = TrackDefinitions()
+        # How busy each worker's event loop was, per step (bench.driver.loop_load): stored with the trial.
+        self.driver_rows: list[TelemetryRow] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -238,8 +242,10 @@ class Coordinator:
                     stop_all()
                 case Cancelled(count=count):
                     self.cancelled += count
-                case StepDone(wid=wid):
+                case StepDone(wid=wid, load=load):
                     done.add(wid)
+                    if load is not None:
+                        self.driver_rows.extend(loop_load.rows(wid, no, load))
                     self.pool.send(wid, EndStep())
                 case _:
                     assert_never(msg)

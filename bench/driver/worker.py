@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from bench.driver.bulk.step_corpora import CorporaPrepared, prepare_step_documents
 from bench.driver.client_loop import run_client
+from bench.driver.loop_load import LoopLoad, LoopProbe
 from bench.driver.messages import (
     Cancel,
     Cancelled,
@@ -115,10 +116,11 @@ def run_worker(wid: int, commands: Commands, results: Results, extensions: dict[
         # once it has this worker's StepDone, so the two readers never compete.
         listener = threading.Thread(target=_listen, args=(commands, loop, stop, cancel, go), daemon=True)
         listener.start()
+        load: LoopLoad | None = None
         try:
             # Every step (cheap after the first): a failure to load is reported where the coordinator listens.
             load_extensions(extensions or {})
-            loop.run_until_complete(_run_step(wid, cmd.plan, results, stop, cancel, go, prepare_corpora))
+            load = loop.run_until_complete(_run_step(wid, cmd.plan, results, stop, cancel, go, prepare_corpora))
         except BenchError as e:
             results.put(WorkerError(wid, str(e)))
         except Exception as e:
@@ -126,7 +128,7 @@ def run_worker(wid: int, commands: Commands, results: Results, extensions: dict[
             results.put(WorkerError(wid, f"worker {wid}: {type(e).__name__}: {e}"))
         finally:
             loop.run_until_complete(loop.shutdown_asyncgens())
-            results.put(StepDone(wid))
+            results.put(StepDone(wid, load))
             listener.join()
             loop.close()
 
@@ -222,13 +224,14 @@ async def _prepare_documents(plan: StepPlan, stop: asyncio.Event) -> CorporaPrep
 
 
 async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Event, cancel: asyncio.Event,
-                    go: asyncio.Future[float], prepare_corpora: bool = False) -> None:
+                    go: asyncio.Future[float], prepare_corpora: bool = False) -> LoopLoad | None:
+    """Run the worker's share of the step; returns how busy its loop was once the step started."""
     prepared = None
     if prepare_corpora and plan.corpora is not None:
         try:
             prepared = await _prepare_documents(plan, stop)
         except StepStopped:
-            return
+            return None
     per_cluster = max(1, len(plan.clients))
     https = {t.name: RawHttp(t, connections=per_cluster) for t in plan.targets}
     gzip_for = {t.name: t.options.http_compress for t in plan.targets}
@@ -263,6 +266,8 @@ async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Ev
     try:
         results.put(Ready(wid, prepared))
         start_at = await go
+        probe = LoopProbe(len(plan.clients), tuple(dict.fromkeys(plan.tasks[ti].name for ti, _ in plan.clients)))
+        probe.start()
 
         async def flusher() -> None:
             while True:
@@ -320,6 +325,7 @@ async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Ev
             if buffer:
                 results.put(Samples(wid, buffer[:]))
                 buffer.clear()
+        return probe.result()
     finally:
         for h in https.values():
             await h.__aexit__(None, None, None)

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from bench.driver.loop_load import DEVICE as LOOP_DEVICE
 from bench.results.summary import MetricRow, Summary
 from bench.telemetry.runner import ERROR_METRIC, SAMPLE_METRIC
 
@@ -248,7 +249,9 @@ def summarize_telemetry(df: pd.DataFrame) -> TelemetrySummary:
 
 def with_telemetry(summary: Summary | None, telemetry: pd.DataFrame) -> Summary | None:
     """Put the telemetry section (and its warnings) into a race summary; a race that measured nothing but
-    has telemetry still gets a summary holding it."""
+    has telemetry still gets a summary holding it. The load driver's own loop rows are the core's section."""
+    if not telemetry.empty:
+        telemetry = telemetry[telemetry["device"] != LOOP_DEVICE]
     if telemetry.empty:
         return summary
     ts = summarize_telemetry(telemetry)

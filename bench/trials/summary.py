@@ -26,6 +26,18 @@ def register_enricher(section: str, enrich: Enricher) -> None:
     _ENRICHERS[section] = enrich
 
 
+def _register_core_sections() -> None:
+    """The core's own stored sections: the load driver's event loop (bench.driver.loop_load)."""
+    from bench.driver import loop_load
+    from bench.results.sections import register_section
+
+    register_enricher(loop_load.SECTION, loop_load.enrich_summary)
+    register_section(loop_load.SECTION, rows=loop_load.section_rows, title="Load driver", order=14)
+
+
+_register_core_sections()
+
+
 def enrich(summary: Summary | None, trials: TrialReader, trial_id: str, *,
            missing_only: bool = False) -> Summary | None:
     """``summary`` with every registered enricher's section; ``missing_only``: keep sections it already has."""
