@@ -79,6 +79,8 @@ class CcrSection(BaseModel):
     followers: list[FollowerSection] = []
     catch_up: list[CatchUp] = []
     notes: list[str] = []
+    # What replication did not do, one reason each: the race measured no replication (Summary.unmeasured).
+    unmeasured: list[str] = []
 
 
 def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], int | None]) -> CcrSection:
@@ -126,15 +128,23 @@ def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], in
                                             requests=t.requests, failed=t.failed_requests))
     for c in section.catch_up:
         if c.failed:
+            section.unmeasured.append(f"CCR: {c.task} failed {c.failed} of {c.requests} time(s): the followers did "
+                                      "not catch up")
             section.notes.append(f"CCR: {c.task} failed {c.failed} of {c.requests} time(s): the followers did not "
                                  f"catch up (see the trial's error); no catch-up time is reported.")
     for fs in section.followers:
         if fs.docs_match is False:
             synced = section.catch_up and not any(c.failed for c in section.catch_up)
+            if synced:  # without a sync wait a follower ends behind by its lag, as it should
+                section.unmeasured.append(f"CCR: follower {fs.cluster}/{fs.index} has {fs.follower_docs:,} documents "
+                                          f"after a successful sync wait, its leader {fs.leader_docs:,}")
             section.notes.append(
                 f"CCR: follower {fs.cluster}/{fs.index} has {fs.follower_docs:,} documents, leader "
                 f"{fs.leader_cluster}/{fs.leader_index} has {fs.leader_docs:,}"
                 + (" after wait-for-followers-to-sync: MISMATCH." if synced else " (no successful sync wait)."))
+        if fs.lag_ops_max is None and fs.samples_without_checkpoints:
+            section.unmeasured.append(f"CCR: the lag of follower {fs.cluster}/{fs.index} is unknown in all of its "
+                                      f"{fs.samples_without_checkpoints} samples (paused, absent or not replicating)")
         if fs.lag_ops_max is None and fs.leader_cluster is not None:
             section.notes.append(
                 f"CCR: no lag samples for {fs.cluster}/{fs.index} (ccr-stats telemetry off or failing).")
