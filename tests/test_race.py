@@ -261,7 +261,7 @@ def test_task_whose_requests_all_fail_is_complete_with_errors_and_flagged_in_com
         assert any("health" in x and "Throughput" in x for x in shown.splitlines()), fmt  # the healthy task's stay
         if fmt == "csv":
             rows = list(csv.reader(io.StringIO(shown.split("\n", 1)[1])))
-            assert [f"error: {message}", "probe", "12", "requests"] in rows
+            assert [f"error: {message}", "probe", "12", "requests", ""] in rows
         else:
             assert f"12× {message}" in shown
 

@@ -65,6 +65,7 @@ class FollowerSection(BaseModel):
     failed_read_requests: float | None = None
     failed_write_requests: float | None = None
     samples_without_checkpoints: int = 0
+    lag_samples: int = 0  # samples with a known lag
     leader_docs: int | None = None
     follower_docs: int | None = None
 
@@ -103,6 +104,7 @@ def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], in
             read_exceptions=lag.get("read_exceptions"), failed_read_requests=lag.get("failed_read_requests"),
             failed_write_requests=lag.get("failed_write_requests"),
             samples_without_checkpoints=int(lag.get("missing_samples", 0) or 0),
+            lag_samples=int(lag.get("lag_samples", 0) or 0),
             leader_docs=counts.get((f.leader_cluster, f.leader_index)) if f.leader_cluster else None,
             follower_docs=counts.get(key)))
     # followers ccr-stats saw that no ccr-follow task named (auto-follow)
@@ -115,7 +117,8 @@ def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], in
                 lag_s_max=lag.get("lag_s_max"), read_exceptions=lag.get("read_exceptions"),
                 failed_read_requests=lag.get("failed_read_requests"),
                 failed_write_requests=lag.get("failed_write_requests"),
-                samples_without_checkpoints=int(lag.get("missing_samples", 0) or 0)))
+                samples_without_checkpoints=int(lag.get("missing_samples", 0) or 0),
+                lag_samples=int(lag.get("lag_samples", 0) or 0)))
     sync_tasks = {t.name: t for t in plan.tasks if t.operation.operation_type == SYNC_OPERATION}
     for t in summary.tasks:
         if t.operation_type == SYNC_OPERATION:
@@ -158,9 +161,9 @@ def ccr_rows(data: dict[str, Any]) -> list[MetricRow]:
     s = CcrSection.model_validate(data)
     rows: list[MetricRow] = []
 
-    def add(metric: str, scope: str, value: float | None, unit: str) -> None:
+    def add(metric: str, scope: str, value: float | None, unit: str, partial: str | None = None) -> None:
         if value is not None:
-            rows.append(MetricRow(metric=metric, task=scope, value=value, unit=unit))
+            rows.append(MetricRow(metric=metric, task=scope, value=value, unit=unit, partial=partial))
 
     for f in s.followers:
         scope = f"{f.cluster}/{f.index}"

@@ -27,7 +27,7 @@ from bench.compare.render import side_lines, table_headers, table_rows, to_json
 from bench.provision.facts_text import distribution_text
 from bench.reporting.headline_view import compare_headline_view, trial_headline
 from bench.results.report import format_value
-from bench.results.sections import section_kinds, section_tables, section_title
+from bench.results.sections import section_kinds, section_tables, section_title, value_text
 from bench.results.summary import Summary, status_label
 from bench.trials.model import TrialInfo
 from bench.util.redact import redact, redact_text
@@ -176,7 +176,7 @@ def trial_context(info: TrialInfo, summary: Summary | None) -> dict[str, Any]:
     if summary is not None:
         tasks = [t.task for t in summary.tasks]
         for r in summary.rows():
-            rows.append((r.metric, r.task, [r.metric, r.task, format_value(r.value), r.unit]))
+            rows.append((r.metric, r.task, [r.metric, r.task, value_text(r, format_value), r.unit]))
     side = Side(label=info.id[:8], selector=info.id, trials=[])
     env = dict(environment(info, summary), rows=environment_rows(info, summary))
     sides = [dict(side_context(side), trials=[env])]

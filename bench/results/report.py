@@ -24,7 +24,7 @@ from tabulate import tabulate
 
 from bench.results.fit_table import fit
 from bench.results.headline import Headline, race_headline
-from bench.results.sections import MetricRow, section_tables
+from bench.results.sections import MetricRow, section_tables, value_text
 from bench.results.summary import Summary
 from bench.util.errors import ConfigError
 from bench.util.numbers import compact, plain, rescale
@@ -70,21 +70,22 @@ def render_summary(summary: Summary, fmt: ReportFormat = "table", *, full: bool 
     notes = [redact_text(n) for n in summary.notes]
     errors = error_records(summary)
     if fmt == "json":
-        return json.dumps(redact({"rows": [r.model_dump() for r in rows], "notes": notes, "errors": errors}),
-                          indent=2) + "\n"
+        # exclude_none: "partial" only where a row is partial
+        return json.dumps(redact({"rows": [r.model_dump(exclude_none=True) for r in rows], "notes": notes,
+                                  "errors": errors}), indent=2) + "\n"
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(HEADERS)
+        w.writerow([*HEADERS, "Partial"])
         for r in rows:
-            w.writerow([redact_text(r.metric), redact_text(r.task), r.value, r.unit])
+            w.writerow([redact_text(r.metric), redact_text(r.task), r.value, r.unit, r.partial or ""])
         for e in errors:
-            w.writerow([f"error: {e['message']}", redact_text(e["task"]), e["count"], "requests"])
+            w.writerow([f"error: {e['message']}", redact_text(e["task"]), e["count"], "requests", ""])
         return buf.getvalue()
     shown = shown_rows(summary, collapse=fmt == "table")
     text = render_headline(race_headline(summary), fmt, width=width)
     if full:
-        table = [[r.metric, r.task, format_value(r.value), r.unit] for r in shown]
+        table = [[r.metric, r.task, value_text(r, format_value), r.unit] for r in shown]
         body = tabulate(table, headers=HEADERS, tablefmt="simple" if fmt == "table" else "github",
                         colalign=("left", "left", "right", "left"), disable_numparse=True)
         text += ("\n\n" if text else "") + ("## All metrics\n\n" if fmt == "markdown" and text else "") + body
@@ -165,7 +166,8 @@ def _headline_tables(h: Headline) -> list[tuple[list[str], list[list[str]], list
         rows = []
         for title, r in h.other:
             value, unit = rescale(r.value, r.unit)
-            rows.append([title, r.metric, r.task, f"{compact(value)} {unit}".rstrip()])
+            shown = value_text(r.model_copy(update={"value": value}), compact)
+            rows.append([title, r.metric, r.task, f"{shown} {unit}".rstrip()])
         tables.append((["", "Metric", "Where", "Value"], rows, [False, False, False, True]))
     return tables
 

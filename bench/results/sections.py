@@ -21,6 +21,18 @@ class MetricRow(BaseModel):
     task: str
     value: float | int
     unit: str
+    # Why the value comes from incomplete telemetry (e.g. a follower paused for part of the run): every format
+    # shows it as partial, a maximum as a lower bound, and compare does not judge it.
+    partial: str | None = None
+
+
+def value_text(row: MetricRow, number: Callable[[float | int], str]) -> str:
+    """The value cell of a human-readable report: ``number(value)``, marked when partial ("≥" for a maximum,
+    which can only be higher)."""
+    text = number(row.value)
+    if row.partial is None:
+        return text
+    return f"{'≥ ' if row.metric.startswith('Max ') else ''}{text} (partial: {row.partial})"
 
 
 # What an extension's section of a summary turns into: its report rows, from the section as stored (JSON).
