@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-from bench.errors import ConfigError
 
 from bench.cli import main
 from bench.exit_status import (

@@ -16,6 +16,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, assert_never
 
+import psutil
+
 from bench.driver import loop_load
 from bench.driver.bulk.shard_lookup import with_shard_tables
 from bench.driver.bulk.step_corpora import StepCorpora, step_corpora
@@ -51,6 +53,9 @@ log = logging.getLogger(__name__)
 
 START_DELAY = 0.1  # seconds between Go and the common start, so every worker starts on time
 WORKER_TIMEOUT = 30.0  # how long a worker may take to stop once told to
+# How long a worker may stay stopped (SIGSTOP, a debugger) before the race fails: it sends nothing, answers
+# nothing and would hold the step forever; what it timed meanwhile would be the pause, not the cluster.
+STOPPED_GRACE = 5.0
 
 
 class StepListener:
@@ -208,6 +213,13 @@ class Coordinator:
                     errors.append(f"load driver worker bench-worker-{dead[0][0]} died (exit code {dead[0][1]})")
                     stop_all()
                     break
+                stopped = self._stopped_worker(now)
+                if stopped is not None:
+                    errors.append(f"load driver worker (pid {stopped}) was stopped (SIGSTOP?) for more than "
+                                  f"{STOPPED_GRACE:.0f} s: its clients sent nothing meanwhile; resume it with "
+                                  f"SIGCONT within {STOPPED_GRACE:.0f} s or do not stop it")
+                    stop_all()
+                    break
             msg = await self._next_message()
             if msg is None:
                 # An empty batch lets the sink write what it holds on time even when no batch comes for
@@ -263,6 +275,21 @@ class Coordinator:
     _stop_requested_at: float | None = None
     _track_code: TrackCodePlan | None = None
     _corpora: Callable[[dict[str, list[DocumentsSpec]]], StepCorpora] | None = None
+
+    _stopped_since: dict[int, float] = {}
+
+    def _stopped_worker(self, now: float) -> int | None:
+        """A local worker that has been stopped (process state T) for longer than STOPPED_GRACE, or None."""
+        since = {}
+        for pid in self.pool.pids():
+            try:
+                state = psutil.Process(pid).status()
+            except psutil.Error:
+                continue  # gone: exit_codes() reports it
+            if state in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+                since[pid] = self._stopped_since.get(pid, now)
+        self._stopped_since = since
+        return next((pid for pid, t in since.items() if now - t > STOPPED_GRACE), None)
 
     def _stop_overdue(self) -> bool:
         now = time.monotonic()

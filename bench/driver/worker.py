@@ -79,6 +79,25 @@ def raise_nofile_limit() -> None:
         log.warning("could not raise the open-files limit: %s", e)
 
 
+FD_RESERVE = 32  # descriptors a worker needs besides its clients' sockets (queues, logs, corpus files, pipes)
+
+
+def check_nofile_limit(wid: int, clients: int, targets: int) -> None:
+    """A worker whose clients cannot all have a socket would report "Too many open files" as failed requests, as
+    if the cluster had refused them: it fails the step before any request instead."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, ValueError, OSError):
+        return
+    need = clients * targets + FD_RESERVE
+    if soft != resource.RLIM_INFINITY and soft < need:
+        raise BenchError(f"load driver worker bench-worker-{wid} runs {clients} client(s) against {targets} "
+                         f"cluster(s) and needs about {need} open files, but may open {soft} (ulimit -n): raise "
+                         "the limit (ulimit -Hn, LimitNOFILE=) or use fewer clients per --worker-processes")
+
+
 def _die_with_parent() -> None:
     """A worker outlives a ``kill -9`` of bench otherwise (and keeps sending load): the kernel kills it instead."""
     pdeathsig_preexec(signal.SIGKILL)()
@@ -233,6 +252,7 @@ async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Ev
         except StepStopped:
             return None
     per_cluster = max(1, len(plan.clients))
+    check_nofile_limit(wid, len(plan.clients), len(plan.targets))
     https = {t.name: RawHttp(t, connections=per_cluster) for t in plan.targets}
     gzip_for = {t.name: t.options.http_compress for t in plan.targets}
     ctx = Context(http=https, default_cluster=plan.default_cluster, indices=plan.indices,
