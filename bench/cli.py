@@ -319,7 +319,7 @@ def _race(a: argparse.Namespace, console: Console) -> int:
                   soft_wrap=True)
     console.print(f"\nTrial [bold]{result.trial_id}[/bold] stored ({status_label(result.status, result.summary)}).",
                   highlight=False)
-    from bench.exit_status import EXIT_FAILED, run_exit_code
+    from bench.results.exit_status import EXIT_FAILED, run_exit_code
 
     if result.store_refused:
         return EXIT_FAILED  # its line was printed when the store was closed

@@ -19,10 +19,10 @@ from bench.ccr.sync import leader_targets, wait_for_sync
 from bench.cli import main
 from bench.driver.runners.core import Context
 from bench.driver.runners.registry import runner_for
-from bench.exit_status import EXIT_UNMEASURED
 from bench.http.client import ClusterTarget, RawHttp, check_cluster
 from bench.provision.model import ClusterInfo
 from bench.provision.soft_deletes import soft_deletes_off_supported
+from bench.results.exit_status import EXIT_UNMEASURED
 from bench.results.summary import status_label
 from bench.telemetry.ccr_stats import CcrStats
 from bench.telemetry.device import TelemetryContext

@@ -9,16 +9,14 @@ import json
 import pandas as pd
 import pytest
 
-from bench.driver.loop_load import (
+from bench.driver.loop_load import DEVICE, LoopLoad, rows
+from bench.results.driver_loop import (
     BUSY_CPU_SHARE,
-    DEVICE,
     LATE_MS,
     SECTION,
     STALL_P99_MS,
-    LoopLoad,
     busy_notes,
     driver_loop_section,
-    rows,
 )
 from bench.trials.sqlite import TrialStore
 from bench.trials.summary import stored_summary

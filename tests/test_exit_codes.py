@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.exit_status import (
+from bench.results.exit_status import (
     EXIT_ERROR_RATE,
     EXIT_OK,
     EXIT_UNMEASURED,

@@ -28,7 +28,7 @@ import psutil
 import pytest
 import zstandard
 
-from bench.exit_status import EXIT_BAD_INPUT, EXIT_ERROR_RATE, EXIT_FAILED, EXIT_OK
+from bench.results.exit_status import EXIT_BAD_INPUT, EXIT_ERROR_RATE, EXIT_FAILED, EXIT_OK
 from benchmarks.nullsink import free_port, start_in_background
 from tests.checkout import ROOT
 

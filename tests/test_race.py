@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from bench.cli import main
-from bench.exit_status import EXIT_UNMEASURED
+from bench.results.exit_status import EXIT_UNMEASURED
 from bench.trials.sqlite import TrialStore
 
 

@@ -40,13 +40,12 @@ from bench.driver.messages import (
 from bench.driver.mp_pool import MpWorkerPool
 from bench.driver.pool import WorkerPool
 from bench.driver.runners.track_defs import TrackDefinitions, track_definitions
-from bench.driver.samples import RequestSample
+from bench.driver.samples import RequestSample, TelemetryRow
 from bench.driver.track_code import TrackCodePlan, plan_for
 from bench.driver.worker_extensions import extension_paths
 from bench.http.client import ClusterTarget
 from bench.track.corpus import CorpusRecipe
 from bench.track.model import DocumentsSpec, Parallel, Task, Track
-from bench.trials.model import TelemetryRow
 from bench.util.errors import RaceError, RaceInterrupted
 
 log = logging.getLogger(__name__)

@@ -409,9 +409,9 @@ def run_experiment(exp: ExperimentFile, *, store: TrialReader, resume: bool = Fa
 
 
 def run_verdicts(store: TrialReader, name: str, run_id: str) -> list[tuple[int, str]]:
-    """Every complete race of the run that is no measurement (``bench.exit_status``): (its exit code, one line
+    """Every complete race of the run that is no measurement (``bench.results.exit_status``): (its exit code, one line
     naming the variant, repetition and trial). Races run before a resume count too: they are tonight's numbers."""
-    from bench.exit_status import EXIT_OK, run_exit_code
+    from bench.results.exit_status import EXIT_OK, run_exit_code
     from bench.trials.summary import stored_summary
 
     out = []

@@ -57,7 +57,7 @@ class RaceOptions(BaseModel):
     corpus_dir: Path | None = None
     on_error: OnError = "continue"
     # --max-error-rate: a task whose share of failed measured requests is over this exits EXIT_ERROR_RATE
-    # (bench.exit_status), as a k6 threshold does; None: failed requests are reported, never an exit code.
+    # (bench.results.exit_status), as a k6 threshold does; None: failed requests are reported, never an exit code.
     max_error_rate: float | None = None
     user_tags: dict[str, str] = Field(default_factory=dict)
     report_format: ReportFormat = "table"
@@ -108,7 +108,7 @@ class RaceOptions(BaseModel):
     @field_validator("max_error_rate", mode="before")
     @classmethod
     def _rate(cls, v: Any) -> Any:
-        from bench.exit_status import parse_error_rate
+        from bench.results.exit_status import parse_error_rate
 
         return parse_error_rate(v) if isinstance(v, str | int | float) and not isinstance(v, bool) else v
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from bench.exit_status import EXIT_FAILED, EXIT_REGRESSION
+from bench.results.exit_status import EXIT_FAILED, EXIT_REGRESSION
 from bench.util.errors import ConfigError
 
 
