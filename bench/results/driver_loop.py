@@ -77,12 +77,24 @@ def _ms(v: float) -> str:
 
 
 def busy_notes(section: DriverLoopSection) -> list[str]:
-    """One note per busy worker step: what the driver did, and what to do."""
-    return [f"Load driver saturated: {b.worker} ran {b.clients} client(s) of {', '.join(repr(t) for t in b.tasks)} "
-            f"with its event loop using {b.cpu_share * 100:.0f} % of a core and running {_ms(b.lag_p50_ms)} ms "
-            f"late at the median, {_ms(b.lag_p99_ms)} ms at p99: latency and throughput of that step are partly "
-            "the load driver's, not the cluster's; use more --worker-processes or fewer clients per worker."
-            for b in section.busy]
+    """One note per busy worker step: what the driver did, and what to do. A loop that was late while using
+    little CPU waited for the CPU itself: the machine, not the loop, was short of it."""
+    out = []
+    for b in section.busy:
+        tasks = ", ".join(repr(t) for t in b.tasks)
+        late = f"{_ms(b.lag_p50_ms)} ms late at the median, {_ms(b.lag_p99_ms)} ms at p99"
+        if b.cpu_share > BUSY_CPU_SHARE:
+            head = (f"Load driver saturated: {b.worker} ran {b.clients} client(s) of {tasks} with its event loop "
+                    f"using {b.cpu_share * 100:.0f} % of a core and running {late}")
+            todo = "use more --worker-processes or fewer clients per worker"
+        else:
+            head = (f"Load driver late: {b.worker} ran {b.clients} client(s) of {tasks} and its event loop ran {late} "
+                    f"while using only {b.cpu_share * 100:.0f} % of a core: this machine was short of CPU for it "
+                    "(other processes, a cluster on the same machine)")
+            todo = "give the driver cores of its own, or fewer clients per worker"
+        out.append(f"{head}: latency and throughput of that step are partly the load driver's, not the "
+                   f"cluster's; {todo}.")
+    return out
 
 
 def section_rows(data: dict[str, Any]) -> list[MetricRow]:
