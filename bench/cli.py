@@ -107,6 +107,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--on-error", choices=["continue", "continue-on-network", "abort"], default="continue",
                    help="after a failed request: continue (also after connection errors; a dead node stops the "
                         "race), continue-on-network (Rally's name for the same here), abort")
+    r.add_argument("--max-error-rate", metavar="RATE",
+                   help="exit 5 when a task's failed measured requests are more than RATE of its requests "
+                        "(0.01 or 1%%; 0: any failed request), as a k6 threshold; the trial is stored either way")
     r.add_argument("--user-tag", "--user-tags", action="append", help="k:v (repeatable or comma-separated)")
     r.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
     r.add_argument("--report-file", help="also write the summary to this file")
@@ -298,7 +301,8 @@ def _race(a: argparse.Namespace, console: Console) -> int:
             distribution_path=a.distribution_path, nodes=a.nodes, http_port=a.http_port, runtime_jdk=a.runtime_jdk,
             target_hosts=a.target_hosts, client_options=raw_client_options, test_mode=a.test_mode,
             offline=a.offline, corpus_dir=a.corpus_dir,
-            on_error=a.on_error, user_tags=_kv_list(a.user_tag, "--user-tag"), report_format=a.report_format,
+            on_error=a.on_error, max_error_rate=a.max_error_rate,
+            user_tags=_kv_list(a.user_tag, "--user-tag"), report_format=a.report_format,
             report_file=a.report_file, keep_cluster=a.keep_cluster or a.preserve_install,
             worker_processes=a.worker_processes,
             load_driver=load_driver, load_driver_hosts=driver_hosts, progress=not a.quiet,
@@ -327,7 +331,16 @@ def _race(a: argparse.Namespace, console: Console) -> int:
                   soft_wrap=True)
     console.print(f"\nTrial [bold]{result.trial_id}[/bold] stored ({status_label(result.status, result.summary)}).",
                   highlight=False)
-    return 1 if result.store_refused else 0  # its line was printed when the store was closed
+    from bench.results.exit_status import EXIT_FAILED, run_exit_code
+
+    if result.store_refused:
+        return EXIT_FAILED  # its line was printed when the store was closed
+    code, line = run_exit_code(result.summary, opts.max_error_rate)
+    if line is not None:
+        stderr = Console(stderr=True, soft_wrap=True, emoji=False)
+        stderr.print(f"error: trial {result.trial_id}: {redact.redact_text(line)} (exit {code})",
+                     highlight=False, markup=False, style="red")
+    return code
 
 
 def _check_provisioning_flags(opts: RaceOptions, plugin_params: str | None) -> None:

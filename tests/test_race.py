@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from bench.cli import main
+from bench.results.exit_status import EXIT_UNMEASURED
 from bench.trials.sqlite import TrialStore
 
 
@@ -220,7 +221,11 @@ def test_task_whose_requests_all_fail_is_complete_with_errors_and_flagged_in_com
             {"operation": {"name": "probe", "operation-type": "raw-request", "path": path}, "iterations": 12}])
 
     # The broken race first: bench.cli adds a log handler per main() call, and this file must get one here.
-    assert race(f"--track-path={probe_track('broken', '/_no_such_endpoint')}", f"--target-hosts={es_target}") == 0
+    # Stored complete, but a task none of whose requests succeeded is no measurement: exit 4, one line.
+    assert race(f"--track-path={probe_track('broken', '/_no_such_endpoint')}",
+                f"--target-hosts={es_target}") == EXIT_UNMEASURED
+    err = capsys.readouterr().err
+    assert "not measured: every request of task 'probe' failed (12 of 12)" in err and "exit 4" in err
     log_text = (Path(os.environ["BENCH_HOME"]) / "logs" / "bench.log").read_text()
     warned = [line for line in log_text.splitlines() if "a request failed" in line]
     assert len(warned) == 1 and "_no_such_endpoint" in warned[0]  # one warning per distinct message
@@ -261,7 +266,7 @@ def test_task_whose_requests_all_fail_is_complete_with_errors_and_flagged_in_com
         assert any("health" in x and "Throughput" in x for x in shown.splitlines()), fmt  # the healthy task's stay
         if fmt == "csv":
             rows = list(csv.reader(io.StringIO(shown.split("\n", 1)[1])))
-            assert [f"error: {message}", "probe", "12", "requests"] in rows
+            assert [f"error: {message}", "probe", "12", "requests", ""] in rows
         else:
             assert f"12× {message}" in shown
 

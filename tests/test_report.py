@@ -73,9 +73,9 @@ def test_markdown_is_a_github_pipe_table_with_notes():
 def test_csv_and_json_carry_raw_values():
     s = make_summary(notes=["a note"])
     rows = list(csv.reader(io.StringIO(render_summary(s, "csv"))))
-    assert rows[0] == ["Metric", "Task", "Value", "Unit"]
+    assert rows[0] == ["Metric", "Task", "Value", "Unit", "Partial"]  # Partial: why a value is incomplete
     mean = next(r for r in rows if r[0] == "Mean Throughput")
-    assert mean[1:] == ["index-append", "45678.123", "docs/s"]
+    assert mean[1:] == ["index-append", "45678.123", "docs/s", ""]
     assert len(rows) == len(s.rows()) + 1
     data = json.loads(render_summary(s, "json"))
     assert data["notes"] == ["a note"]

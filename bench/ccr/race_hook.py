@@ -35,4 +35,5 @@ class CcrHook(RaceHook):
         if summary is None:
             return None
         section = build_section(self.ccr.plan, summary, counts)
-        return summary.with_section(SECTION, section.model_dump(mode="json"), section.notes)
+        out = summary.with_section(SECTION, section.model_dump(mode="json"), section.notes)
+        return out.model_copy(update={"unmeasured": [*out.unmeasured, *section.unmeasured]})

@@ -65,6 +65,7 @@ class FollowerSection(BaseModel):
     failed_read_requests: float | None = None
     failed_write_requests: float | None = None
     samples_without_checkpoints: int = 0
+    lag_samples: int = 0  # samples with a known lag
     leader_docs: int | None = None
     follower_docs: int | None = None
 
@@ -79,6 +80,8 @@ class CcrSection(BaseModel):
     followers: list[FollowerSection] = []
     catch_up: list[CatchUp] = []
     notes: list[str] = []
+    # What replication did not do, one reason each: the race measured no replication (Summary.unmeasured).
+    unmeasured: list[str] = []
 
 
 def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], int | None]) -> CcrSection:
@@ -101,6 +104,7 @@ def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], in
             read_exceptions=lag.get("read_exceptions"), failed_read_requests=lag.get("failed_read_requests"),
             failed_write_requests=lag.get("failed_write_requests"),
             samples_without_checkpoints=int(lag.get("missing_samples", 0) or 0),
+            lag_samples=int(lag.get("lag_samples", 0) or 0),
             leader_docs=counts.get((f.leader_cluster, f.leader_index)) if f.leader_cluster else None,
             follower_docs=counts.get(key)))
     # followers ccr-stats saw that no ccr-follow task named (auto-follow)
@@ -113,7 +117,8 @@ def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], in
                 lag_s_max=lag.get("lag_s_max"), read_exceptions=lag.get("read_exceptions"),
                 failed_read_requests=lag.get("failed_read_requests"),
                 failed_write_requests=lag.get("failed_write_requests"),
-                samples_without_checkpoints=int(lag.get("missing_samples", 0) or 0)))
+                samples_without_checkpoints=int(lag.get("missing_samples", 0) or 0),
+                lag_samples=int(lag.get("lag_samples", 0) or 0)))
     sync_tasks = {t.name: t for t in plan.tasks if t.operation.operation_type == SYNC_OPERATION}
     for t in summary.tasks:
         if t.operation_type == SYNC_OPERATION:
@@ -126,15 +131,23 @@ def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], in
                                             requests=t.requests, failed=t.failed_requests))
     for c in section.catch_up:
         if c.failed:
+            section.unmeasured.append(f"CCR: {c.task} failed {c.failed} of {c.requests} time(s): the followers did "
+                                      "not catch up")
             section.notes.append(f"CCR: {c.task} failed {c.failed} of {c.requests} time(s): the followers did not "
                                  f"catch up (see the trial's error); no catch-up time is reported.")
     for fs in section.followers:
         if fs.docs_match is False:
             synced = section.catch_up and not any(c.failed for c in section.catch_up)
+            if synced:  # without a sync wait a follower ends behind by its lag, as it should
+                section.unmeasured.append(f"CCR: follower {fs.cluster}/{fs.index} has {fs.follower_docs:,} documents "
+                                          f"after a successful sync wait, its leader {fs.leader_docs:,}")
             section.notes.append(
                 f"CCR: follower {fs.cluster}/{fs.index} has {fs.follower_docs:,} documents, leader "
                 f"{fs.leader_cluster}/{fs.leader_index} has {fs.leader_docs:,}"
                 + (" after wait-for-followers-to-sync: MISMATCH." if synced else " (no successful sync wait)."))
+        if fs.lag_ops_max is None and fs.samples_without_checkpoints:
+            section.unmeasured.append(f"CCR: the lag of follower {fs.cluster}/{fs.index} is unknown in all of its "
+                                      f"{fs.samples_without_checkpoints} samples (paused, absent or not replicating)")
         if fs.lag_ops_max is None and fs.leader_cluster is not None:
             section.notes.append(
                 f"CCR: no lag samples for {fs.cluster}/{fs.index} (ccr-stats telemetry off or failing).")
@@ -148,9 +161,9 @@ def ccr_rows(data: dict[str, Any]) -> list[MetricRow]:
     s = CcrSection.model_validate(data)
     rows: list[MetricRow] = []
 
-    def add(metric: str, scope: str, value: float | None, unit: str) -> None:
+    def add(metric: str, scope: str, value: float | None, unit: str, partial: str | None = None) -> None:
         if value is not None:
-            rows.append(MetricRow(metric=metric, task=scope, value=value, unit=unit))
+            rows.append(MetricRow(metric=metric, task=scope, value=value, unit=unit, partial=partial))
 
     for f in s.followers:
         scope = f"{f.cluster}/{f.index}"

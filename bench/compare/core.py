@@ -43,11 +43,15 @@ class CompareRow(BaseModel):
     # Side label -> that side's own scope of this row, for sides whose cluster was compared under another
     # role (``bench.compare.roles``): the baseline's ``default/default-0`` shown as ``leader/leader-0``.
     mapped_from: dict[str, str] = {}
+    # Side label -> why that side's value is partial (incomplete telemetry, ``MetricRow.partial``): not judged.
+    partial: dict[str, str] = {}
 
     @property
     def scope(self) -> str:
-        """The Task column as shown: the row's scope, and where a side's scope was mapped, that side's own."""
-        return scope_text(self.task, self.mapped_from)
+        """The Task column as shown: the row's scope, where a side's scope was mapped that side's own, and the
+        sides whose value is partial."""
+        text = scope_text(self.task, self.mapped_from)
+        return f"{text} [partial: {', '.join(self.partial)}]" if self.partial else text
 
 
 def scope_text(task: str, mapped_from: dict[str, str]) -> str:
@@ -96,6 +100,19 @@ def _side_values(side: Side, roles: RoleMapping | None = None
             if math.isfinite(v):
                 values[key].append(v)
     return order, values, units, own
+
+
+def _partial_rows(side: Side, roles: RoleMapping | None) -> dict[RowKey, str]:
+    """The side's rows that some trial reported as partial, with the first reason."""
+    out: dict[RowKey, str] = {}
+    for t in side.trials:
+        if t.summary is None:
+            continue
+        scope = roles.scope if roles is not None and t.info.id in roles.trials else None
+        for _section, r in t.summary.labelled_rows():
+            if r.partial is not None:
+                out.setdefault((r.metric, scope(r.task) if scope is not None else r.task), r.partial)
+    return out
 
 
 def _cell(base: list[float], cand: list[float], higher: bool | None, *, threshold: float, method: CiMethod,
@@ -205,6 +222,13 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
                         "groups, e.g. --baseline tag:variant=a --candidate tag:variant=b).")
 
     failed_by_task = _failed_by_task(sides)
+    partial_by_side = [_partial_rows(s, roles) for s in sides]
+    partial_keys = {k for p in partial_by_side for k in p}
+    if partial_keys:
+        warnings.append("Partial rows (computed from incomplete telemetry; a maximum is a lower bound) are shown, "
+                        "not judged: " + "; ".join(
+                            f"{s.label}: {k[0]} of {k[1]} ({p[k]})" for s, p in zip(sides, partial_by_side)
+                            for k in p) + ".")
     keys: list[RowKey] = list(dict.fromkeys(k for order, _, _, _ in per_side for k in order))
     rows: list[CompareRow] = []
     only_in: list[dict[str, Any]] = []
@@ -227,13 +251,17 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
         unit = per_side[0][2][key]
         higher = higher_is_better(key[0])
         cells = []
+        partial = {s.label: p[key] for s, p in zip(sides, partial_by_side) if key in p}
         for (_, vals, _units, _own) in per_side[1:]:
-            cells.append(_cell(base, vals.get(key, []), higher, threshold=noise_threshold_pct,
-                               method=ci_method, confidence=confidence, seed=seed))
+            cell = _cell(base, vals.get(key, []), higher, threshold=noise_threshold_pct,
+                         method=ci_method, confidence=confidence, seed=seed)
+            if partial:
+                cell.verdict = "not judged"  # a lower bound against a value (or another bound) says nothing
+            cells.append(cell)
         rows.append(CompareRow(metric=key[0], task=key[1], unit=unit, higher_is_better=higher,
                                baseline=_mean(base), baseline_values=base, candidates=cells,
                                task_failed=failed_by_task.get(key[1], 0) if key[1] else 0,
-                               mapped_from=mapped_from))
+                               mapped_from=mapped_from, partial=partial))
     return Comparison(baseline=baseline, candidates=candidates, rows=rows, only_in=only_in,
                       warnings=mismatches + warnings,
                       noise_threshold_pct=noise_threshold_pct, ci_method=ci_method, confidence=confidence)

@@ -37,7 +37,8 @@ def register_metric(pattern: str | re.Pattern[str], *, higher_is_better: bool | 
     _METRICS.append(MetricKind(pattern=compiled, higher_is_better=higher_is_better, unit=unit))
 
 
-# bench's own rows: cluster totals and tasks.
+# bench's own rows: how the load driver drove (never judged), cluster totals and tasks.
+register_metric(r"^driver ", higher_is_better=None)
 register_metric(r"throughput", higher_is_better=True)
 register_metric(r"latency|service time", higher_is_better=False)
 register_metric(r"error rate|failed", higher_is_better=False)

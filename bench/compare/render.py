@@ -270,6 +270,8 @@ def _records(cmp: Comparison) -> list[dict[str, Any]]:
                     "diff_pct": None, "unit": ""} if r.unit == BOOL_UNIT else {}),
                 # each side whose own scope was compared under another cluster role: label -> its scope
                 "mapped_from": "; ".join(f"{k}: {v}" for k, v in r.mapped_from.items()),
+                # each side whose value is partial (incomplete telemetry): label -> why
+                "partial": "; ".join(f"{k}: {v}" for k, v in r.partial.items()),
             })
     return recs
 

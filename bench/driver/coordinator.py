@@ -16,6 +16,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, assert_never
 
+import psutil
+
+from bench.driver import loop_load
 from bench.driver.bulk.shard_lookup import with_shard_tables
 from bench.driver.bulk.step_corpora import StepCorpora, step_corpora
 from bench.driver.messages import (
@@ -37,7 +40,7 @@ from bench.driver.messages import (
 from bench.driver.mp_pool import MpWorkerPool
 from bench.driver.pool import WorkerPool
 from bench.driver.runners.track_defs import TrackDefinitions, track_definitions
-from bench.driver.samples import RequestSample
+from bench.driver.samples import RequestSample, TelemetryRow
 from bench.driver.track_code import TrackCodePlan, plan_for
 from bench.driver.worker_extensions import extension_paths
 from bench.http.client import ClusterTarget
@@ -49,6 +52,9 @@ log = logging.getLogger(__name__)
 
 START_DELAY = 0.1  # seconds between Go and the common start, so every worker starts on time
 WORKER_TIMEOUT = 30.0  # how long a worker may take to stop once told to
+# How long a worker may stay stopped (SIGSTOP, a debugger) before the race fails: it sends nothing, answers
+# nothing and would hold the step forever; what it timed meanwhile would be the pause, not the cluster.
+STOPPED_GRACE = 5.0
 
 
 class StepListener:
@@ -90,6 +96,8 @@ class Coordinator:
         self.cancelled = 0  # in-flight requests cancelled by an interruption (neither successes nor failures)
         self._wake: asyncio.Event | None = None
         self._definitions = TrackDefinitions()
+        # How busy each worker's event loop was, per step (bench.driver.loop_load): stored with the trial.
+        self.driver_rows: list[TelemetryRow] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -204,6 +212,13 @@ class Coordinator:
                     errors.append(f"load driver worker bench-worker-{dead[0][0]} died (exit code {dead[0][1]})")
                     stop_all()
                     break
+                stopped = self._stopped_worker(now)
+                if stopped is not None:
+                    errors.append(f"load driver worker (pid {stopped}) was stopped (SIGSTOP?) for more than "
+                                  f"{STOPPED_GRACE:.0f} s: its clients sent nothing meanwhile; resume it with "
+                                  f"SIGCONT within {STOPPED_GRACE:.0f} s or do not stop it")
+                    stop_all()
+                    break
             msg = await self._next_message()
             if msg is None:
                 # An empty batch lets the sink write what it holds on time even when no batch comes for
@@ -238,8 +253,10 @@ class Coordinator:
                     stop_all()
                 case Cancelled(count=count):
                     self.cancelled += count
-                case StepDone(wid=wid):
+                case StepDone(wid=wid, load=load):
                     done.add(wid)
+                    if load is not None:
+                        self.driver_rows.extend(loop_load.rows(wid, no, load))
                     self.pool.send(wid, EndStep())
                 case _:
                     assert_never(msg)
@@ -257,6 +274,21 @@ class Coordinator:
     _stop_requested_at: float | None = None
     _track_code: TrackCodePlan | None = None
     _corpora: Callable[[dict[str, list[DocumentsSpec]]], StepCorpora] | None = None
+
+    _stopped_since: dict[int, float] = {}
+
+    def _stopped_worker(self, now: float) -> int | None:
+        """A local worker that has been stopped (process state T) for longer than STOPPED_GRACE, or None."""
+        since = {}
+        for pid in self.pool.pids():
+            try:
+                state = psutil.Process(pid).status()
+            except psutil.Error:
+                continue  # gone: exit_codes() reports it
+            if state in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+                since[pid] = self._stopped_since.get(pid, now)
+        self._stopped_since = since
+        return next((pid for pid, t in since.items() if now - t > STOPPED_GRACE), None)
 
     def _stop_overdue(self) -> bool:
         now = time.monotonic()

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.driver.bulk.step_corpora import CorporaPrepared, StepCorpora
+from bench.driver.loop_load import LoopLoad
 from bench.driver.runners.track_defs import TrackDefinitions
 from bench.driver.samples import RequestSample
 from bench.driver.track_code import TrackCodePlan
@@ -142,9 +143,11 @@ class Cancelled:
 
 @dataclass(frozen=True, slots=True)
 class StepDone:
-    """The worker finished the step (whatever happened): last message of a step."""
+    """The worker finished the step (whatever happened): last message of a step. ``load``: how busy its event
+    loop was from the step's start to its end (None when the step never started)."""
 
     wid: int
+    load: LoopLoad | None = None
 
 
 Message = Ready | Samples | TaskDone | Failure | WorkerError | Cancelled | StepDone

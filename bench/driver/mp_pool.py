@@ -106,6 +106,9 @@ class MpWorkerPool:
             if p.is_alive():
                 p.terminate()
                 p.join(2)
+            if p.is_alive():  # a stopped process keeps SIGTERM pending: only SIGKILL ends it
+                p.kill()
+                p.join(2)
         if self._results is not None:
             # Wake the reader thread and wait for it, so it never reads from a queue being torn down.
             self._results.put(_CloseReader())

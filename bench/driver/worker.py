@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from bench.driver.bulk.step_corpora import CorporaPrepared, prepare_step_documents
 from bench.driver.client_loop import run_client
+from bench.driver.loop_load import LoopLoad, LoopProbe
 from bench.driver.messages import (
     Cancel,
     Cancelled,
@@ -78,6 +79,25 @@ def raise_nofile_limit() -> None:
         log.warning("could not raise the open-files limit: %s", e)
 
 
+FD_RESERVE = 32  # descriptors a worker needs besides its clients' sockets (queues, logs, corpus files, pipes)
+
+
+def check_nofile_limit(wid: int, clients: int, targets: int) -> None:
+    """A worker whose clients cannot all have a socket would report "Too many open files" as failed requests, as
+    if the cluster had refused them: it fails the step before any request instead."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, ValueError, OSError):
+        return
+    need = clients * targets + FD_RESERVE
+    if soft != resource.RLIM_INFINITY and soft < need:
+        raise BenchError(f"load driver worker bench-worker-{wid} runs {clients} client(s) against {targets} "
+                         f"cluster(s) and needs about {need} open files, but may open {soft} (ulimit -n): raise "
+                         "the limit (ulimit -Hn, LimitNOFILE=) or use fewer clients per --worker-processes")
+
+
 def _die_with_parent() -> None:
     """A worker outlives a ``kill -9`` of bench otherwise (and keeps sending load): the kernel kills it instead."""
     pdeathsig_preexec(signal.SIGKILL)()
@@ -115,10 +135,11 @@ def run_worker(wid: int, commands: Commands, results: Results, extensions: dict[
         # once it has this worker's StepDone, so the two readers never compete.
         listener = threading.Thread(target=_listen, args=(commands, loop, stop, cancel, go), daemon=True)
         listener.start()
+        load: LoopLoad | None = None
         try:
             # Every step (cheap after the first): a failure to load is reported where the coordinator listens.
             load_extensions(extensions or {})
-            loop.run_until_complete(_run_step(wid, cmd.plan, results, stop, cancel, go, prepare_corpora))
+            load = loop.run_until_complete(_run_step(wid, cmd.plan, results, stop, cancel, go, prepare_corpora))
         except BenchError as e:
             results.put(WorkerError(wid, str(e)))
         except Exception as e:
@@ -126,7 +147,7 @@ def run_worker(wid: int, commands: Commands, results: Results, extensions: dict[
             results.put(WorkerError(wid, f"worker {wid}: {type(e).__name__}: {e}"))
         finally:
             loop.run_until_complete(loop.shutdown_asyncgens())
-            results.put(StepDone(wid))
+            results.put(StepDone(wid, load))
             listener.join()
             loop.close()
 
@@ -222,14 +243,16 @@ async def _prepare_documents(plan: StepPlan, stop: asyncio.Event) -> CorporaPrep
 
 
 async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Event, cancel: asyncio.Event,
-                    go: asyncio.Future[float], prepare_corpora: bool = False) -> None:
+                    go: asyncio.Future[float], prepare_corpora: bool = False) -> LoopLoad | None:
+    """Run the worker's share of the step; returns how busy its loop was once the step started."""
     prepared = None
     if prepare_corpora and plan.corpora is not None:
         try:
             prepared = await _prepare_documents(plan, stop)
         except StepStopped:
-            return
+            return None
     per_cluster = max(1, len(plan.clients))
+    check_nofile_limit(wid, len(plan.clients), len(plan.targets))
     https = {t.name: RawHttp(t, connections=per_cluster) for t in plan.targets}
     gzip_for = {t.name: t.options.http_compress for t in plan.targets}
     ctx = Context(http=https, default_cluster=plan.default_cluster, indices=plan.indices,
@@ -263,6 +286,8 @@ async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Ev
     try:
         results.put(Ready(wid, prepared))
         start_at = await go
+        probe = LoopProbe(len(plan.clients), tuple(dict.fromkeys(plan.tasks[ti].name for ti, _ in plan.clients)))
+        probe.start()
 
         async def flusher() -> None:
             while True:
@@ -320,6 +345,7 @@ async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Ev
             if buffer:
                 results.put(Samples(wid, buffer[:]))
                 buffer.clear()
+        return probe.result()
     finally:
         for h in https.values():
             await h.__aexit__(None, None, None)

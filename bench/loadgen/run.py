@@ -222,7 +222,7 @@ async def _drive(plan: LoadgenPlan, opts: LoadgenOptions, targets: list[ClusterT
         await coord.run_challenge(track, [task], {})
     finally:
         coord.close()
-        store.add_telemetry(trial_id, pool.pool.telemetry())
+        store.add_telemetry(trial_id, [*pool.pool.telemetry(), *coord.driver_rows])
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         sink.flush()

@@ -408,6 +408,23 @@ def run_experiment(exp: ExperimentFile, *, store: TrialReader, resume: bool = Fa
     return result
 
 
+def run_verdicts(store: TrialReader, name: str, run_id: str) -> list[tuple[int, str]]:
+    """Every complete race of the run that is no measurement (``bench.results.exit_status``): (its exit code, one line
+    naming the variant, repetition and trial). Races run before a resume count too: they are tonight's numbers."""
+    from bench.results.exit_status import EXIT_OK, run_exit_code
+    from bench.trials.summary import stored_summary
+
+    out = []
+    for t in runs_of(store, name).get(run_id, []):
+        if t.status != "complete":
+            continue  # counted as failed by the run
+        code, line = run_exit_code(stored_summary(store, t.id), t.options.get("max_error_rate"))
+        if code != EXIT_OK and line is not None:
+            out.append((code, f"{t.user_tags.get(TAG_VARIANT, '?')}#{t.user_tags.get(TAG_REPETITION, '?')} "
+                              f"(trial {t.id[:12]}): {line}"))
+    return out
+
+
 def comparison_selectors(exp: ExperimentFile, run_id: str, track_index: int = 0) -> tuple[str, list[str]]:
     """tag selectors of the baseline and candidates of one run (and track)."""
     def sel(variant: str) -> str:

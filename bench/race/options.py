@@ -57,6 +57,9 @@ class RaceOptions(BaseModel):
     offline: bool = False
     corpus_dir: Path | None = None
     on_error: OnError = "continue"
+    # --max-error-rate: a task whose share of failed measured requests is over this exits EXIT_ERROR_RATE
+    # (bench.results.exit_status), as a k6 threshold does; None: failed requests are reported, never an exit code.
+    max_error_rate: float | None = None
     user_tags: dict[str, str] = Field(default_factory=dict)
     report_format: ReportFormat = "table"
     report_file: Path | None = None
@@ -105,6 +108,13 @@ class RaceOptions(BaseModel):
                 raise ConfigError("--pipeline=benchmark-only benchmarks existing hosts; --topology starts clusters")
             self.target_hosts = "127.0.0.1:9200"  # Rally's default for benchmark-only
         return self
+
+    @field_validator("max_error_rate", mode="before")
+    @classmethod
+    def _rate(cls, v: Any) -> Any:
+        from bench.results.exit_status import parse_error_rate
+
+        return parse_error_rate(v) if isinstance(v, str | int | float) and not isinstance(v, bool) else v
 
     def public(self) -> dict[str, Any]:
         """The options as stored with a trial: secrets masked, and only those that applied to the race

@@ -302,7 +302,7 @@ async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, tr
                                       code_corpora=code_corpora)
     finally:
         coord.close()
-        store.add_telemetry(trial_id, pool.pool.telemetry())
+        store.add_telemetry(trial_id, [*pool.pool.telemetry(), *coord.driver_rows])
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         sink.flush()

@@ -9,9 +9,8 @@ from typing import Any
 
 from rich.console import Console
 
+from bench.results.exit_status import EXIT_FAILED, EXIT_REGRESSION
 from bench.util.errors import ConfigError
-
-EXIT_REGRESSION = 3  # bench experiment --history --fail-on-regression: a key row regressed tonight
 
 
 def _noise_options(p: argparse.ArgumentParser) -> None:
@@ -156,7 +155,7 @@ def _experiment_overrides(a: argparse.Namespace) -> dict[str, Any]:
 
 
 def _experiment(a: argparse.Namespace, console: Console) -> int:
-    from bench.race.experiment import comparison_selectors, load_experiment, run_experiment
+    from bench.race.experiment import comparison_selectors, load_experiment, run_experiment, run_verdicts
     from bench.reporting.design import planned_aspects
     from bench.reporting.render import compare_report
     from bench.trials.open import open_store
@@ -220,8 +219,14 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
                 p = Path(out)
                 out = str(p.with_name(f"{p.stem}{suffix}{p.suffix}"))
             _emit(report, out, f"{exp.name}-{result.run_id}{suffix}.html", console)
+    with open_store() as store:
+        verdicts = run_verdicts(store, exp.name, result.run_id)
+    for _code, line in verdicts:
+        say(f"error: {line}")
     if result.failed:
-        return 1
+        return EXIT_FAILED
+    if verdicts:
+        return min(code for code, _ in verdicts)  # EXIT_UNMEASURED before EXIT_ERROR_RATE
     return EXIT_REGRESSION if regressed and a.fail_on_regression else 0
 
 

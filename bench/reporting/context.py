@@ -29,10 +29,9 @@ from bench.race.options import applying_options
 from bench.reporting.headline_view import compare_headline_view, trial_headline
 from bench.reporting.placement import where_text
 from bench.results.report import format_value
-from bench.results.sections import section_kinds, section_tables, section_title
+from bench.results.sections import row_cells, section_kinds, section_tables, section_title
 from bench.results.summary import Summary, status_label
 from bench.trials.model import TrialInfo
-from bench.util.numbers import value_text
 from bench.util.redact import redact, redact_text
 
 # Options worth showing in a report; client options and anything secret-like never are.
@@ -213,7 +212,7 @@ def trial_context(info: TrialInfo, summary: Summary | None) -> dict[str, Any]:
     if summary is not None:
         tasks = [t.task for t in summary.tasks]
         for r in summary.rows():
-            rows.append((r.metric, r.task, [r.metric, r.task, *value_text(r.value, r.unit, format_value(r.value))]))
+            rows.append((r.metric, r.task, [r.metric, r.task, *row_cells(r, format_value)]))
     side = Side(label=info.id[:8], selector=info.id, trials=[])
     env = dict(environment(info, summary), rows=environment_rows(info, summary))
     sides = [dict(side_context(side), trials=[env])]

@@ -24,7 +24,7 @@ from tabulate import tabulate
 
 from bench.results.fit_table import fit
 from bench.results.headline import Headline, race_headline
-from bench.results.sections import MetricRow, section_tables
+from bench.results.sections import MetricRow, row_cells, section_tables
 from bench.results.summary import Summary
 from bench.util.errors import ConfigError
 from bench.util.numbers import BOOL_UNIT, compact, plain, rescale, value_text
@@ -74,17 +74,17 @@ def render_summary(summary: Summary, fmt: ReportFormat = "table", *, full: bool 
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(HEADERS)
+        w.writerow([*HEADERS, "Partial"])
         for r in rows:
             value, unit = value_text(r.value, r.unit, str(r.value)) if r.unit == BOOL_UNIT else (r.value, r.unit)
-            w.writerow([redact_text(r.metric), redact_text(r.task), value, unit])
+            w.writerow([redact_text(r.metric), redact_text(r.task), value, unit, r.partial or ""])
         for e in errors:
-            w.writerow([f"error: {e['message']}", redact_text(e["task"]), e["count"], "requests"])
+            w.writerow([f"error: {e['message']}", redact_text(e["task"]), e["count"], "requests", ""])
         return buf.getvalue()
     shown = shown_rows(summary, collapse=fmt == "table")
     text = render_headline(race_headline(summary), fmt, width=width)
     if full:
-        table = [[r.metric, r.task, *value_text(r.value, r.unit)] for r in shown]
+        table = [[r.metric, r.task, *row_cells(r, format_value)] for r in shown]
         body = tabulate(table, headers=HEADERS, tablefmt="simple" if fmt == "table" else "github",
                         colalign=("left", "left", "right", "left"), disable_numparse=True)
         text += ("\n\n" if text else "") + ("## All metrics\n\n" if fmt == "markdown" and text else "") + body
@@ -104,8 +104,9 @@ def render_summary(summary: Summary, fmt: ReportFormat = "table", *, full: bool 
 def summary_document(summary: Summary) -> dict[str, Any]:
     """The summary as JSON (not yet redacted): rows with raw values -- a yes/no row's value true or false --,
     notes and errors."""
-    rows = [dict(r.model_dump(), value=bool(r.value)) if r.unit == BOOL_UNIT else r.model_dump()
-            for r in summary.rows()]
+    # exclude_none: "partial" only where a row is partial
+    rows = [dict(r.model_dump(exclude_none=True), value=bool(r.value)) if r.unit == BOOL_UNIT
+            else r.model_dump(exclude_none=True) for r in summary.rows()]
     return {"rows": rows, "notes": [redact_text(n) for n in summary.notes], "errors": error_records(summary)}
 
 
@@ -173,7 +174,8 @@ def _headline_tables(h: Headline) -> list[tuple[list[str], list[list[str]], list
         rows = []
         for title, r in h.other:
             value, unit = rescale(r.value, r.unit)
-            rows.append([title, r.metric, r.task, " ".join(value_text(value, unit, compact(value))).rstrip()])
+            cells = row_cells(r.model_copy(update={"value": value, "unit": unit}), compact)
+            rows.append([title, r.metric, r.task, " ".join(cells).rstrip()])
         tables.append((["", "Metric", "Where", "Value"], rows, [False, False, False, True]))
     return tables
 

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from bench import extensions
+from bench.util.numbers import value_text
 
 
 class MetricRow(BaseModel):
@@ -21,6 +22,18 @@ class MetricRow(BaseModel):
     task: str
     value: float | int
     unit: str
+    # Why the value comes from incomplete telemetry (e.g. a follower paused for part of the run): every format
+    # shows it as partial, a maximum as a lower bound, and compare does not judge it.
+    partial: str | None = None
+
+
+def row_cells(row: MetricRow, number: Callable[[float | int], str]) -> tuple[str, str]:
+    """The value and unit cells of a human-readable report: ``number(value)`` (``yes``/``no`` for a yes/no row), marked
+    when partial ("≥" for a maximum, which can only be higher)."""
+    text, unit = value_text(row.value, row.unit, number(row.value))
+    if row.partial is None:
+        return text, unit
+    return f"{'≥ ' if row.metric.startswith('Max ') else ''}{text} (partial: {row.partial})", unit
 
 
 # What an extension's section of a summary turns into: its report rows, from the section as stored (JSON).

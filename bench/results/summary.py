@@ -84,6 +84,9 @@ class Summary(BaseModel):
     notes: list[str] = []
     # Extensions' sections by name (JSON-ready dicts), shown through what each registered (register_section).
     sections: dict[str, dict[str, Any]] = {}
+    # Key measurements the run could not take, one reason each, recorded by extensions (e.g. CCR followers that
+    # never synced): such a run exits non-zero (bench.results.exit_status) whatever its other rows say.
+    unmeasured: list[str] = []
 
     @model_validator(mode="before")
     @classmethod

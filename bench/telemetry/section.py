@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from bench.driver.loop_load import DEVICE as LOOP_DEVICE
 from bench.results.summary import MetricRow, Summary
 from bench.telemetry.runner import ERROR_METRIC, SAMPLE_METRIC
 
@@ -89,6 +90,7 @@ class FollowerLag(BaseModel):
     failed_read_requests: float = 0.0  # during the race
     failed_write_requests: float = 0.0
     missing_samples: int = 0  # samples in which the follower was absent / paused / not replicating
+    lag_samples: int = 0  # samples with a known lag (the lag rows are over these only)
 
 
 class DriverCpu(BaseModel):
@@ -192,7 +194,7 @@ def _followers(df: pd.DataFrame) -> list[FollowerLag]:
             else 0.0,
             failed_read_requests=_delta(g, "failed_read_requests") or 0.0,
             failed_write_requests=_delta(g, "failed_write_requests") or 0.0,
-            missing_samples=int(_series(g, "missing").sum() + (paused > 0).sum())))
+            missing_samples=int(_series(g, "missing").sum() + (paused > 0).sum()), lag_samples=len(ops)))
     return out
 
 
@@ -248,7 +250,9 @@ def summarize_telemetry(df: pd.DataFrame) -> TelemetrySummary:
 
 def with_telemetry(summary: Summary | None, telemetry: pd.DataFrame) -> Summary | None:
     """Put the telemetry section (and its warnings) into a race summary; a race that measured nothing but
-    has telemetry still gets a summary holding it."""
+    has telemetry still gets a summary holding it. The load driver's own loop rows are the core's section."""
+    if not telemetry.empty:
+        telemetry = telemetry[telemetry["device"] != LOOP_DEVICE]
     if telemetry.empty:
         return summary
     ts = summarize_telemetry(telemetry)
@@ -268,10 +272,11 @@ def telemetry_rows(data: dict[str, Any]) -> list[MetricRow]:
     s = TelemetrySummary.model_validate(data)
     rows: list[MetricRow] = []
 
-    def add(metric: str, scope: str, value: float | None, unit: str, scale: float = 1.0) -> None:
+    def add(metric: str, scope: str, value: float | None, unit: str, scale: float = 1.0,
+            partial: str | None = None) -> None:
         if value is not None:
             rows.append(MetricRow(metric=metric, task=scope, value=value / scale if scale != 1.0 else value,
-                                  unit=unit))
+                                  unit=unit, partial=partial))
 
     for n in s.nodes:
         scope = f"{n.cluster}/{n.node}"
@@ -326,15 +331,26 @@ def is_headline_metric(metric: str) -> bool:
     return metric in HEADLINE_METRICS
 
 
+def lag_partial(missing: int, known: int) -> str | None:
+    """Why a follower's lag rows are partial: the samples in which its lag was unknown (None: none)."""
+    if not missing:
+        return None
+    of = f" of {missing + known}" if known else ""
+    return f"lag unknown in {missing}{of} samples: follower paused, absent or not replicating"
+
+
 def add_follower_lag_rows(add: Any, scope: str, f: Any, missing: int) -> None:
     """The CCR lag rows of one follower index; shared by the telemetry section and the CCR section
-    (bench/ccr/section.py) so both name and order them alike. ``f`` has the lag_* and exception fields."""
-    add("Median CCR lag", scope, f.lag_ops_median, "ops")
-    add("99th percentile CCR lag", scope, f.lag_ops_p99, "ops")
-    add("Max CCR lag", scope, f.lag_ops_max, "ops")
-    add("Median CCR lag time", scope, f.lag_s_median, "s")
-    add("99th percentile CCR lag time", scope, f.lag_s_p99, "s")
-    add("Max CCR lag time", scope, f.lag_s_max, "s")
+    (bench/ccr/section.py) so both name and order them alike. ``f`` has the lag_* and exception fields. A
+    follower whose lag was unknown in some samples (paused, unreadable) gets lag rows over the others only:
+    they are marked partial, a maximum being a lower bound."""
+    partial = lag_partial(missing, int(getattr(f, "lag_samples", 0) or 0))
+    add("Median CCR lag", scope, f.lag_ops_median, "ops", partial=partial)
+    add("99th percentile CCR lag", scope, f.lag_ops_p99, "ops", partial=partial)
+    add("Max CCR lag", scope, f.lag_ops_max, "ops", partial=partial)
+    add("Median CCR lag time", scope, f.lag_s_median, "s", partial=partial)
+    add("99th percentile CCR lag time", scope, f.lag_s_p99, "s", partial=partial)
+    add("Max CCR lag time", scope, f.lag_s_max, "s", partial=partial)
     add("CCR read exceptions", scope, f.read_exceptions, "")
     add("CCR failed read requests", scope, f.failed_read_requests, "")
     add("CCR failed write requests", scope, f.failed_write_requests, "")

@@ -31,8 +31,7 @@ from typing import Any, BinaryIO
 import zstandard
 
 from bench.track.generators import generate_file
-from bench.track.model import Challenge, DocumentsSpec, Track
-from bench.track.testmode import TEST_MODE_DOCS
+from bench.track.model import TEST_MODE_DOCS, Challenge, DocumentsSpec, Track
 from bench.util.activity import say
 from bench.util.download import fetch
 from bench.util.errors import TrackError
@@ -124,7 +123,27 @@ def _write_atomically(target: Path, chunks: Iterator[bytes]) -> None:
         raise
 
 
+def _zstd_stream(src: Path) -> Iterator[bytes]:
+    """A .zst file decompressed frame after frame; one that ends inside a frame raises EOFError (zstandard's
+    stream reader returns what it has and says nothing)."""
+    with open(src, "rb") as f:
+        d = zstandard.ZstdDecompressor().decompressobj()
+        fed = False  # whether the current frame has had any input
+        while chunk := f.read(_BUF):
+            while chunk:
+                fed = True
+                yield d.decompress(chunk)
+                chunk = b""
+                if d.eof:  # the next frame (pzstd and concatenated files have several) starts in unused_data
+                    chunk, d, fed = d.unused_data, zstandard.ZstdDecompressor().decompressobj(), False
+        if fed and not d.eof:
+            raise EOFError("compressed file ended before the end-of-stream marker was reached")
+
+
 def _stream(src: Path) -> Iterator[bytes]:
+    if src.name.endswith(".zst"):
+        yield from _zstd_stream(src)
+        return
     with _open_decompressed(src) as f:
         while chunk := f.read(_BUF):
             yield chunk

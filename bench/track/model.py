@@ -79,6 +79,9 @@ class DocumentsSpec(_RallyModel):
 
 
 # The document properties a corpus may set for all its document sets (Rally's loader, _create_corpora).
+# Documents per document set in test mode (Rally's --test-mode): bench.track.testmode and corpus preparation.
+TEST_MODE_DOCS = 1000
+
 CORPUS_DOCUMENT_DEFAULTS = ("base-url", "source-format", "includes-action-and-meta-data", "target-index",
                             "target-data-stream", "target-type")
 

@@ -8,9 +8,8 @@ quickly.
 
 from __future__ import annotations
 
-from bench.track.model import Track
+from bench.track.model import TEST_MODE_DOCS, Track
 
-TEST_MODE_DOCS = 1000
 TEST_MODE_MAX_TIME_PERIOD = 10.0
 TEST_MODE_MAX_WAIT = 30.0
 

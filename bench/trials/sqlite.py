@@ -228,7 +228,20 @@ def _write_error(path: Path, what: str, e: sqlite3.Error) -> StoreError:
     if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
         return StoreError(f"no space left on device writing {path} ({what} failed): free space or set BENCH_HOME "
                           "to a folder with free space")
+    limit = _file_size_limit()
+    if limit is not None and (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF == sqlite3.SQLITE_IOERR:
+        # RLIMIT_FSIZE makes writes past it fail with EFBIG, which sqlite reports only as "disk I/O error".
+        return StoreError(f"trial store {path}: {what} failed: {e}; this process may write files of at most "
+                          f"{limit:,} bytes (ulimit -f): raise the limit")
     return StoreError(f"trial store {path}: {what} failed: {e}")
+
+
+def _file_size_limit() -> int | None:
+    """The process's file-size limit in bytes (RLIMIT_FSIZE), None when unlimited."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 _DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)

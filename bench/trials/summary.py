@@ -26,6 +26,29 @@ def register_enricher(section: str, enrich: Enricher) -> None:
     _ENRICHERS[section] = enrich
 
 
+def driver_loop_enricher(summary: Summary | None, trials: TrialReader, trial_id: str) -> Summary | None:
+    """The core's own enricher: the load driver's event loop per worker step (``bench.results.driver_loop``), the
+    section whenever rows exist and a note per saturated worker step."""
+    from bench.results.driver_loop import SECTION, busy_notes, driver_loop_section
+
+    section = driver_loop_section(trials.telemetry(trial_id))
+    if section is None or summary is None:
+        return summary
+    return summary.with_section(SECTION, section.model_dump(mode="json"), busy_notes(section))
+
+
+def _register_core_sections() -> None:
+    """The core's own stored sections: the load driver's event loop."""
+    from bench.results.driver_loop import SECTION, section_rows
+    from bench.results.sections import register_section
+
+    register_enricher(SECTION, driver_loop_enricher)
+    register_section(SECTION, rows=section_rows, title="Load driver", order=14)
+
+
+_register_core_sections()
+
+
 def enrich(summary: Summary | None, trials: TrialReader, trial_id: str, *,
            missing_only: bool = False) -> Summary | None:
     """``summary`` with every registered enricher's section; ``missing_only``: keep sections it already has."""
