@@ -112,6 +112,12 @@ def real_track_trees() -> Path:
 
 
 @pytest.fixture(scope="session")
+def fault_injection() -> None:
+    """Marks a test ``faults``: it kills or stops processes, damages files or exhausts resources and waits for bench
+    to notice (seconds each, minutes in all), though it starts no engine."""
+
+
+@pytest.fixture(scope="session")
 def es_cluster(tmp_path_factory: pytest.TempPathFactory, local_engines: LocalEngines) -> Iterator[ClusterInfo]:
     """One real single-node Elasticsearch for the whole session (benchmark-only races use it)."""
     provisioner, info = local_engines.start_cluster(tmp_path_factory.mktemp("session-cluster"),

@@ -32,7 +32,7 @@ from bench.results.exit_status import EXIT_BAD_INPUT, EXIT_ERROR_RATE, EXIT_FAIL
 from benchmarks.nullsink import free_port, start_in_background
 from tests.checkout import ROOT
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("fault_injection")]
 
 
 @dataclass

@@ -7,7 +7,8 @@ A test's markers follow from the fixtures it requests, directly or through other
 - ``ray_nodes`` (Ray nodes on this machine) gives ``ray``;
 - ``netns_hosts`` (network namespaces as hosts) gives ``netns``;
 - ``real_track_trees`` (sweeps over the real rally-tracks/OSB trees: minutes, though nothing starts) gives
-  ``tracks``;
+  ``tracks``; ``fault_injection`` (the fault matrix: processes killed, files damaged, limits reached) gives
+  ``faults``;
 - a test with none of these is ``unit``: ``pytest -m unit`` (``nox -s unit``) needs no Java, no Ray, no root.
 
 The tier guard (tests/tier_guard.py) is on in every run: a test that starts an engine node, a Ray node or a
@@ -25,7 +26,7 @@ from tests import tier_guard
 
 LIVE_MARKERS = tuple(tier_guard.FIXTURES)  # cluster, ray, netns
 # Tiers that start nothing the guard watches but are too slow for the unit tier.
-SLOW_FIXTURES = {"tracks": "real_track_trees"}
+SLOW_FIXTURES = {"tracks": "real_track_trees", "faults": "fault_injection"}
 MARKER_OF_FIXTURE = {fixture: marker for marker, fixture in {**tier_guard.FIXTURES, **SLOW_FIXTURES}.items()}
 NOT_UNIT = (*LIVE_MARKERS, *SLOW_FIXTURES)
 
