@@ -16,8 +16,8 @@ import pytest
 
 from bench.track.loader import load_track
 from bench.track.testmode import TEST_MODE_MAX_WAIT, apply_test_mode
-from tests.test_rally_tracks_real import REAL
 from tests.test_track_code import race, samples, write
+from tests.track_repo import REAL_TREE as REAL
 
 
 def tiny_corpus(corpus_dir: Path, docs: int = 1000) -> Path:
