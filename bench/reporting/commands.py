@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from bench.results.exit_status import EXIT_FAILED, EXIT_REGRESSION
-from bench.util.errors import ConfigError
+from bench.util.errors import BenchError, ConfigError
 
 FAIL_RULES = ("band", "change-point", "any")
 
@@ -168,6 +168,27 @@ def _experiment_overrides(a: argparse.Namespace) -> dict[str, Any]:
     return overrides
 
 
+def _history_of(store: Any, exp: Any, run_id: str, a: argparse.Namespace, say: Any) -> Any:
+    """Tonight against the previous runs: says each regression and confirmed step; ``judged_regressed`` is what
+    --fail-on-regression's rule makes of them."""
+    from bench.reporting.history import confirmed_steps, history_report
+
+    history = history_report(store, exp, run_id, a.history, ci_method=a.ci_method)
+    for r in history.regressions:
+        say(f"REGRESSION {r.variant}: {r.label} {r.nights[-1].value:,.2f} {r.unit} is outside the "
+            f"noise band {r.band[0]:,.2f} … {r.band[1]:,.2f} ({r.delta_pct:+.1f} % against the "
+            f"previous runs)" if r.band and r.delta_pct is not None else f"REGRESSION {r.label}")
+    steps = confirmed_steps(history)
+    for row, cp in steps:
+        say(f"STEP {row.variant}: {row.label} {cp.shift_pct:+.1f} % from run {row.nights[cp.index].run_id} on "
+            f"({cp.direction}; median {cp.before:,.2f} → {cp.after:,.2f} {row.unit}), confirmed tonight"
+            if cp.shift_pct is not None else f"STEP {row.variant}: {row.label} ({cp.direction})")
+    rule = a.fail_on_regression or "band"
+    history.judged_regressed = (bool(history.regressions) and rule in ("band", "any")) or \
+        (any(cp.direction == "regression" for _r, cp in steps) and rule in ("change-point", "any"))
+    return history
+
+
 def _experiment(a: argparse.Namespace, console: Console) -> int:
     from bench.race.experiment import comparison_selectors, load_experiment, run_experiment, run_verdicts
     from bench.reporting.design import planned_aspects
@@ -203,6 +224,11 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
             baseline, candidates = comparison_selectors(exp, result.run_id, ti)
             if not candidates:
                 say("One variant only: nothing to compare.")
+                if exp.study is not None and a.history is not None and ti == 0:  # the nightly trend still holds
+                    try:
+                        regressed = _history_of(store, exp, result.run_id, a, say).judged_regressed
+                    except BenchError as e:  # e.g. tonight's races all failed: no value to judge
+                        say(f"No history for {track.label or 'the track'}: {e}")
                 break
             labels = [exp.baseline or "", *[v for v in exp.variants if v != exp.baseline]]
             try:
@@ -217,21 +243,8 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
 
                 study = load_study_table(store, exp, result.run_id, ti, ci_method=a.ci_method)
                 if a.history is not None:
-                    from bench.reporting.history import confirmed_steps, history_report
-
-                    history = history_report(store, exp, result.run_id, a.history, ci_method=a.ci_method)
-                    for r in history.regressions:
-                        say(f"REGRESSION {r.variant}: {r.label} {r.nights[-1].value:,.2f} {r.unit} is outside the "
-                            f"noise band {r.band[0]:,.2f} … {r.band[1]:,.2f} ({r.delta_pct:+.1f} % against the "
-                            f"previous runs)" if r.band and r.delta_pct is not None else f"REGRESSION {r.label}")
-                    steps = confirmed_steps(history)
-                    for row, cp in steps:
-                        say(f"STEP {row.variant}: {row.label} {cp.shift_pct:+.1f} % from run {row.nights[cp.index].run_id}"
-                            f" on ({cp.direction}; median {cp.before:,.2f} → {cp.after:,.2f} {row.unit}), confirmed "
-                            "tonight" if cp.shift_pct is not None else f"STEP {row.variant}: {row.label} ({cp.direction})")
-                    rule = a.fail_on_regression or "band"
-                    regressed = (bool(history.regressions) and rule in ("band", "any")) or \
-                        (any(cp.direction == "regression" for _r, cp in steps) and rule in ("change-point", "any"))
+                    history = _history_of(store, exp, result.run_id, a, say)
+                    regressed = history.judged_regressed
             report = compare_report(store, cmp, fmt=a.report_format, plots_dir=a.plots_dir, study=study,
                                     history=history)
             suffix = f"-{ti}" if len(exp.track_entries()) > 1 else ""

@@ -29,7 +29,7 @@ from bench.race.experiment import ExperimentFile, runs_of
 from bench.reporting.changepoints import ChangePoint, change_points
 from bench.reporting.study import StudyTable, TableView, load_study_table
 from bench.trials.model import TrialReader
-from bench.util.errors import ConfigError
+from bench.util.errors import ConfigError, StoreError
 
 Trend = Literal["regression", "improvement", "within noise", "not judged", "no history", "n/a"]
 CONFIDENCE = 0.95
@@ -60,6 +60,7 @@ class HistoryReport(BaseModel):
     previous: list[str]  # run ids, oldest first
     rows: list[HistoryRow]
     notes: list[str] = []
+    judged_regressed: bool = False  # what --fail-on-regression's rule made of it (bench experiment sets it)
 
     @property
     def regressions(self) -> list[HistoryRow]:
@@ -177,7 +178,7 @@ def history_report(store: TrialReader, exp: ExperimentFile, tonight: str, previo
     for rid, d in [*earlier, (tonight, tonight_date)]:
         try:
             tables.append((rid, d, load_study_table(store, exp, rid, ci_method=ci_method)))
-        except ConfigError as e:  # e.g. a night whose races of one variant all failed
+        except (ConfigError, StoreError) as e:  # e.g. a night whose races of one variant all failed
             if rid == tonight:
                 raise
             notes.append(f"Run {rid} is left out: {e}")
