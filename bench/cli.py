@@ -214,7 +214,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from bench.reporting.commands import add_report_parsers
 
-    add_report_parsers(sub)  # compare, report, experiment, history
+    nested = add_report_parsers(sub)  # compare, report, experiment, history (site)
 
     from bench.reporting.annotate import add_annotation_parsers
 
@@ -224,9 +224,10 @@ def _parser() -> argparse.ArgumentParser:
     sto_sub = sto.add_subparsers(dest="store_command", required=True, metavar="ACTION")
     push = sto_sub.add_parser("push", help="push trials (default: every local trial not yet wholly in the store)")
     push.add_argument("trials", nargs="*", help="trial ids or unique prefixes")
-    _store_flags(push, argparse.SUPPRESS)
-    for name in ("race", "loadgen", "list", "show", "compare", "report", "experiment", "history", "store", "delete",
-                 "add"):
+    for p_nested in [push, *nested]:
+        _store_flags(p_nested, argparse.SUPPRESS)
+    for name in ("race", "loadgen", "list", "show", "compare", "report", "experiment", "history", "store", "add",
+                 "delete"):
         _store_flags(sub.choices[name], argparse.SUPPRESS)
     return p
 

@@ -120,7 +120,7 @@ def _in_chromium(tmp_path: Path, site: Path, page: str, width: int) -> dict[str,
     text = (site / page).read_text().replace("</body>", (
         "<script>parent.postMessage([document.documentElement.scrollWidth, window.innerWidth,"
         "document.querySelectorAll('svg.chart-svg').length, document.querySelectorAll('svg .point circle').length,"
-        "Array.from(document.querySelectorAll('a')).map(function (a) { return a.href; }).join(' ')].join('|'), '*')"
+        "Array.from(document.querySelectorAll('a')).map(function (a) { return new URL(a.getAttribute('href'), location.href).href; }).join(' ')].join('|'), '*')"
         "</script></body>"))
     probe = (site / page).parent / probe.name
     probe.write_text(text)
@@ -170,7 +170,7 @@ def test_ten_real_nights_make_a_site_with_the_step_annotations_and_failed_night(
             shift = timedelta(days=10 - runs.index(t.user_tags["experiment-run"]), hours=1)
             store.update_trial(t.id, start_time=t.start_time - shift,
                                end_time=t.end_time - shift if t.end_time else None)
-        day6 = min(t.start_time for t in trials if t.user_tags["experiment-run"] == runs[5]) - timedelta(days=4, hours=1)
+        day6 = min(store.get_trial(t.id).start_time for t in trials if t.user_tags["experiment-run"] == runs[5])
     store_flags = [f"--metrics-store=http://{es_target_session.split(',')[0]}",
                    "--metrics-store-options=index_prefix:histsite"]
     assert main(["add", "annotation", f"--race-timestamp={day6:%Y%m%dT%H%M%SZ}",

@@ -23,7 +23,8 @@ def _noise_options(p: argparse.ArgumentParser) -> None:
                         "Welch's t below 10 trials per side, bootstrap from 10)")
 
 
-def add_report_parsers(sub: Any) -> None:
+def add_report_parsers(sub: Any) -> list[argparse.ArgumentParser]:
+    """Adds compare, report, experiment and history; returns the nested parsers that take the store flags too."""
     c = sub.add_parser("compare", help="compare a baseline with candidates (trials or groups of trials)")
     c.add_argument("trials", nargs="*", metavar="TRIAL",
                    help="baseline then candidates: trial id/prefix, id1,id2,... (a group) or tag:KEY=VALUE[,...]")
@@ -79,6 +80,7 @@ def add_report_parsers(sub: Any) -> None:
     site.add_argument("--output", required=True, metavar="DIR", help="the site's folder (updated in place)")
     site.add_argument("--window", type=int, default=14, metavar="N",
                       help="the noise band of a night is taken over the N nights before it (default 14)")
+    return [site]
 
 
 def _selectors(a: argparse.Namespace) -> tuple[str, list[str]]:
