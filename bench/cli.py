@@ -173,9 +173,11 @@ def _parser() -> argparse.ArgumentParser:
     inf.add_argument("--offline", action="store_true",
                      help="never install the track's dependencies (a missing one is an error naming the pip command)")
 
-    ls = sub.add_parser("list", help="list trials (races), tracks, cars or telemetry devices")
-    ls.add_argument("what", nargs="?", default="trials", choices=["trials", "races", "tracks", "cars", "telemetry"],
-                    help="what to list (default: trials; races is the same, Rally's name)")
+    ls = sub.add_parser("list", help="list trials (races), tracks, cars, telemetry devices or annotations")
+    ls.add_argument("what", nargs="?", default="trials",
+                    choices=["trials", "races", "tracks", "cars", "telemetry", "annotations"],
+                    help="what to list (default: trials; races is the same, Rally's name; annotations take --track, "
+                         "--from-date, --to-date)")
     ls.add_argument("--limit", type=int, default=30)
     _track_repository_flags(ls)
     ls.add_argument("--distribution-version", help="tracks: the version whose branch of the track repository to list")
@@ -191,9 +193,10 @@ def _parser() -> argparse.ArgumentParser:
     rt.add_argument("--offline", action="store_true", help="do not update the track repository")
     rt.add_argument("--output-path", help="write the JSON to this file instead of stdout")
 
-    de = sub.add_parser("delete", help="delete stored races (Rally's 'delete race'), also from a metrics store")
-    de.add_argument("what", choices=["race"], help="race")
-    de.add_argument("--id", required=True, help="trial (race) ids or unique prefixes, comma-separated")
+    de = sub.add_parser("delete", help="delete stored races or annotations (Rally's 'delete race/annotation'), also "
+                                       "from a metrics store")
+    de.add_argument("what", choices=["race", "annotation"], help="race or annotation")
+    de.add_argument("--id", required=True, help="trial (race) ids or unique prefixes, or annotation ids, comma-separated")
     de.add_argument("--dry-run", action="store_true", help="say what would be deleted, delete nothing")
 
     sh = sub.add_parser("show", help="print the summary of a stored trial")
@@ -211,14 +214,20 @@ def _parser() -> argparse.ArgumentParser:
 
     from bench.reporting.commands import add_report_parsers
 
-    add_report_parsers(sub)  # compare, report, experiment
+    nested = add_report_parsers(sub)  # compare, report, experiment, history (site)
+
+    from bench.reporting.annotate import add_annotation_parsers
+
+    add_annotation_parsers(sub)  # add annotation ('delete annotation' is the delete parser's)
 
     sto = sub.add_parser("store", help="the shared metrics store: push trials from the local store into it")
     sto_sub = sto.add_subparsers(dest="store_command", required=True, metavar="ACTION")
     push = sto_sub.add_parser("push", help="push trials (default: every local trial not yet wholly in the store)")
     push.add_argument("trials", nargs="*", help="trial ids or unique prefixes")
-    _store_flags(push, argparse.SUPPRESS)
-    for name in ("race", "loadgen", "list", "show", "compare", "report", "experiment", "store", "delete"):
+    for p_nested in [push, *nested]:
+        _store_flags(p_nested, argparse.SUPPRESS)
+    for name in ("race", "loadgen", "list", "show", "compare", "report", "experiment", "history", "store", "add",
+                 "delete"):
         _store_flags(sub.choices[name], argparse.SUPPRESS)
     return p
 
@@ -416,6 +425,10 @@ def _list(a: argparse.Namespace, console: Console) -> int:
         profiles = [(n, ",".join(load_profile(n).devices), load_profile(n).description) for n in available_profiles()]
         if profiles:
             console.print("\n" + tabulate(profiles, headers=["Profile", "Devices", "Description"]), markup=False)
+    elif a.what == "annotations":
+        from bench.reporting.annotate import list_annotations
+
+        return list_annotations(a, lambda line: console.print(line, markup=False, highlight=False))
     elif a.what == "cars":
         from bench.provision.car import list_cars
 
@@ -508,6 +521,10 @@ def _render_track(a: argparse.Namespace, console: Console) -> int:
 
 
 def _delete(a: argparse.Namespace, console: Console) -> int:
+    if a.what == "annotation":
+        from bench.reporting.annotate import delete_annotations
+
+        return delete_annotations(a, lambda line: console.print(line, markup=False, highlight=False))
     from bench.trials.delete import delete_races
 
     for line in delete_races(a.id, dry_run=a.dry_run):
@@ -660,7 +677,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         _setup_logging()
         _configure_store(args)
-        if args.command in ("race", "experiment", "show", "compare", "report"):
+        if args.command in ("race", "experiment", "show", "compare", "report", "history"):
             _ensure_redline()
         if args.command == "race":
             return _race(args, console)
@@ -684,7 +701,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _stop(args, console)
         if args.command == "store":
             return _store(args, console)
-        if args.command in ("compare", "report", "experiment"):
+        if args.command == "add":
+            from bench.reporting.annotate import add_annotation
+
+            return add_annotation(args, lambda line: console.print(line, markup=False, highlight=False))
+        if args.command in ("compare", "report", "experiment", "history"):
             from bench.reporting.commands import run_report_command
 
             return run_report_command(args, console)

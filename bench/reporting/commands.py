@@ -10,7 +10,9 @@ from typing import Any
 from rich.console import Console
 
 from bench.results.exit_status import EXIT_FAILED, EXIT_REGRESSION
-from bench.util.errors import ConfigError
+from bench.util.errors import BenchError, ConfigError
+
+FAIL_RULES = ("band", "change-point", "any")
 
 
 def _noise_options(p: argparse.ArgumentParser) -> None:
@@ -21,7 +23,8 @@ def _noise_options(p: argparse.ArgumentParser) -> None:
                         "Welch's t below 10 trials per side, bootstrap from 10)")
 
 
-def add_report_parsers(sub: Any) -> None:
+def add_report_parsers(sub: Any) -> list[argparse.ArgumentParser]:
+    """Adds compare, report, experiment and history; returns the nested parsers that take the store flags too."""
     c = sub.add_parser("compare", help="compare a baseline with candidates (trials or groups of trials)")
     c.add_argument("trials", nargs="*", metavar="TRIAL",
                    help="baseline then candidates: trial id/prefix, id1,id2,... (a group) or tag:KEY=VALUE[,...]")
@@ -62,9 +65,22 @@ def add_report_parsers(sub: Any) -> None:
     e.add_argument("--repetitions", type=int, help="override the file's repetitions (e.g. 1 for a quick check)")
     e.add_argument("--history", type=int, metavar="N",
                    help="also report this run against the previous N runs of the experiment (its study's key rows)")
-    e.add_argument("--fail-on-regression", action="store_true",
-                   help=f"with --history: exit {EXIT_REGRESSION} when a key row regressed beyond the noise band")
+    e.add_argument("--fail-on-regression", nargs="?", const="band", choices=FAIL_RULES, metavar="RULE",
+                   help=f"with --history: exit {EXIT_REGRESSION} when a key row regressed: 'band' (the default) when "
+                        "tonight is outside the noise band on the worse side, 'change-point' when the runs of "
+                        "--history end in a step to the worse that tonight confirms (it persisted), 'any' either")
     _noise_options(e)
+
+    h = sub.add_parser("history", help="the nightly history of experiments: a static site of every run")
+    h_sub = h.add_subparsers(dest="history_command", required=True, metavar="ACTION")
+    site = h_sub.add_parser("site", help="build or update a static site (works from file://) of every run of the "
+                                         "experiments: charts per study row and variant over the nights")
+    site.add_argument("experiments", nargs="+", metavar="EXPERIMENT",
+                      help="experiment files (or bundled examples' names) with a 'study:' block")
+    site.add_argument("--output", required=True, metavar="DIR", help="the site's folder (updated in place)")
+    site.add_argument("--window", type=int, default=14, metavar="N",
+                      help="the noise band of a night is taken over the N nights before it (default 14)")
+    return [site]
 
 
 def _selectors(a: argparse.Namespace) -> tuple[str, list[str]]:
@@ -154,6 +170,27 @@ def _experiment_overrides(a: argparse.Namespace) -> dict[str, Any]:
     return overrides
 
 
+def _history_of(store: Any, exp: Any, run_id: str, a: argparse.Namespace, say: Any) -> Any:
+    """Tonight against the previous runs: says each regression and confirmed step; ``judged_regressed`` is what
+    --fail-on-regression's rule makes of them."""
+    from bench.reporting.history import confirmed_steps, history_report
+
+    history = history_report(store, exp, run_id, a.history, ci_method=a.ci_method)
+    for r in history.regressions:
+        say(f"REGRESSION {r.variant}: {r.label} {r.nights[-1].value:,.2f} {r.unit} is outside the "
+            f"noise band {r.band[0]:,.2f} … {r.band[1]:,.2f} ({r.delta_pct:+.1f} % against the "
+            f"previous runs)" if r.band and r.delta_pct is not None else f"REGRESSION {r.label}")
+    steps = confirmed_steps(history)
+    for row, cp in steps:
+        say(f"STEP {row.variant}: {row.label} {cp.shift_pct:+.1f} % from run {row.nights[cp.index].run_id} on "
+            f"({cp.direction}; median {cp.before:,.2f} → {cp.after:,.2f} {row.unit}), confirmed tonight"
+            if cp.shift_pct is not None else f"STEP {row.variant}: {row.label} ({cp.direction})")
+    rule = a.fail_on_regression or "band"
+    history.judged_regressed = (bool(history.regressions) and rule in ("band", "any")) or \
+        (any(cp.direction == "regression" for _r, cp in steps) and rule in ("change-point", "any"))
+    return history
+
+
 def _experiment(a: argparse.Namespace, console: Console) -> int:
     from bench.race.experiment import comparison_selectors, load_experiment, run_experiment, run_verdicts
     from bench.reporting.design import planned_aspects
@@ -189,6 +226,11 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
             baseline, candidates = comparison_selectors(exp, result.run_id, ti)
             if not candidates:
                 say("One variant only: nothing to compare.")
+                if exp.study is not None and a.history is not None and ti == 0:  # the nightly trend still holds
+                    try:
+                        regressed = _history_of(store, exp, result.run_id, a, say).judged_regressed
+                    except BenchError as e:  # e.g. tonight's races all failed: no value to judge
+                        say(f"No history for {track.label or 'the track'}: {e}")
                 break
             labels = [exp.baseline or "", *[v for v in exp.variants if v != exp.baseline]]
             try:
@@ -203,14 +245,8 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
 
                 study = load_study_table(store, exp, result.run_id, ti, ci_method=a.ci_method)
                 if a.history is not None:
-                    from bench.reporting.history import history_report
-
-                    history = history_report(store, exp, result.run_id, a.history, ci_method=a.ci_method)
-                    for r in history.regressions:
-                        say(f"REGRESSION {r.variant}: {r.label} {r.nights[-1].value:,.2f} {r.unit} is outside the "
-                            f"noise band {r.band[0]:,.2f} … {r.band[1]:,.2f} ({r.delta_pct:+.1f} % against the "
-                            f"previous runs)" if r.band and r.delta_pct is not None else f"REGRESSION {r.label}")
-                    regressed = bool(history.regressions)
+                    history = _history_of(store, exp, result.run_id, a, say)
+                    regressed = history.judged_regressed
             report = compare_report(store, cmp, fmt=a.report_format, plots_dir=a.plots_dir, study=study,
                                     history=history)
             suffix = f"-{ti}" if len(exp.track_entries()) > 1 else ""
@@ -230,7 +266,31 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
     return EXIT_REGRESSION if regressed and a.fail_on_regression else 0
 
 
+def _history(a: argparse.Namespace, console: Console) -> int:
+    from bench.race.experiment import load_experiment
+    from bench.reporting.annotate import all_annotations
+    from bench.reporting.site.build import build_site
+    from bench.trials.open import open_store
+
+    if a.window < 1:
+        raise ConfigError(f"--window {a.window}: use 1 or more nights")
+    exps = [load_experiment(f) for f in a.experiments]
+    names = [e.name for e in exps]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"experiment {next(n for n in names if names.count(n) > 1)} is given twice")
+    annotations = all_annotations()
+    with open_store() as store:
+        result = build_site(store, exps, Path(a.output).expanduser(), window=a.window, annotations=annotations)
+    console.print(f"History site {result.output}: {result.nights} night(s), {result.charts} chart(s); "
+                  f"{len(result.written)} file(s) written, {result.unchanged} unchanged, {len(result.removed)} removed; "
+                  f"{result.summaries_read} trial summaries read; {result.seconds:.1f} s. Open "
+                  f"{Path(result.output).resolve() / 'index.html'}", highlight=False, markup=False)
+    return 0
+
+
 def run_report_command(a: argparse.Namespace, console: Console) -> int:
+    if a.command == "history":
+        return _history(a, console)
     if a.command == "compare":
         return _compare(a, console)
     if a.command == "report":

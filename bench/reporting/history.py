@@ -26,9 +26,10 @@ from pydantic import BaseModel
 
 from bench.compare.stats import CiMethod
 from bench.race.experiment import ExperimentFile, runs_of
+from bench.reporting.changepoints import ChangePoint, change_points
 from bench.reporting.study import StudyTable, TableView, load_study_table
 from bench.trials.model import TrialReader
-from bench.util.errors import ConfigError
+from bench.util.errors import ConfigError, StoreError
 
 Trend = Literal["regression", "improvement", "within noise", "not judged", "no history", "n/a"]
 CONFIDENCE = 0.95
@@ -59,6 +60,7 @@ class HistoryReport(BaseModel):
     previous: list[str]  # run ids, oldest first
     rows: list[HistoryRow]
     notes: list[str] = []
+    judged_regressed: bool = False  # what --fail-on-regression's rule made of it (bench experiment sets it)
 
     @property
     def regressions(self) -> list[HistoryRow]:
@@ -84,7 +86,7 @@ def _num(v: float | None) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.2f}"
 
 
-def _t(df: int) -> float:
+def t_quantile(df: int) -> float:
     from scipy.stats import t as student_t
 
     return float(student_t.ppf(0.5 + CONFIDENCE / 2.0, df))
@@ -101,10 +103,10 @@ def noise_band(previous: list[float], tonight: list[float]) -> tuple[float, floa
     widths: list[tuple[float, str]] = []
     if len(previous) >= 2:
         k = len(previous)
-        widths.append((_t(k - 1) * statistics.stdev(previous) * math.sqrt(1 + 1 / k), "previous nights"))
+        widths.append((t_quantile(k - 1) * statistics.stdev(previous) * math.sqrt(1 + 1 / k), "previous nights"))
     if len(tonight) >= 2:
         n = len(tonight)
-        widths.append((_t(n - 1) * statistics.stdev(tonight) / math.sqrt(n), "tonight's repetitions"))
+        widths.append((t_quantile(n - 1) * statistics.stdev(tonight) / math.sqrt(n), "tonight's repetitions"))
     if not widths:
         return None
     half, source = max(widths)
@@ -176,7 +178,7 @@ def history_report(store: TrialReader, exp: ExperimentFile, tonight: str, previo
     for rid, d in [*earlier, (tonight, tonight_date)]:
         try:
             tables.append((rid, d, load_study_table(store, exp, rid, ci_method=ci_method)))
-        except ConfigError as e:  # e.g. a night whose races of one variant all failed
+        except (ConfigError, StoreError) as e:  # e.g. a night whose races of one variant all failed
             if rid == tonight:
                 raise
             notes.append(f"Run {rid} is left out: {e}")
@@ -188,3 +190,19 @@ def history_report(store: TrialReader, exp: ExperimentFile, tonight: str, previo
                  "(t · s / √n, n ≥ 2); outside it on the worse side is a regression.")
     return HistoryReport(experiment=exp.name, tonight=tonight, previous=used_prev, rows=history_rows(tables),
                          notes=notes)
+
+
+def confirmed_steps(report: HistoryReport) -> list[tuple[HistoryRow, ChangePoint]]:
+    """Steps (bench/reporting/changepoints.py) over the runs of the report that tonight's value confirms: found
+    with tonight, not without it. ``index`` is the row's night where the step starts."""
+    out = []
+    for row in report.rows:
+        measured = [i for i, n in enumerate(row.nights) if n.value is not None]
+        if not measured or measured[-1] != len(row.nights) - 1:
+            continue  # no value tonight: nothing new to confirm
+        values = [row.nights[i].value for i in measured]
+        before = {cp.index for cp in change_points(values[:-1], row.higher_is_better)}  # type: ignore[arg-type]
+        for cp in change_points(values, row.higher_is_better):  # type: ignore[arg-type]
+            if cp.index not in before:
+                out.append((row, cp.model_copy(update={"index": measured[cp.index]})))
+    return out

@@ -206,7 +206,7 @@ def study_table(experiment: str, run_id: str, spec: StudySpec, sides: list[Side]
 def load_study_table(store: TrialReader, exp: ExperimentFile, run_id: str, track_index: int = 0, *,
                      ci_method: CiMethod = "auto") -> StudyTable:
     """The study table of a stored run of ``exp`` (its complete trials, by their experiment tags)."""
-    from bench.compare.select import resolve_sides
+    from bench.compare.select import resolve_side, resolve_sides
     from bench.race.experiment import comparison_selectors
 
     assert exp.study is not None and exp.baseline is not None
@@ -214,7 +214,10 @@ def load_study_table(store: TrialReader, exp: ExperimentFile, run_id: str, track
 
     baseline, candidates = comparison_selectors(exp, run_id, track_index)
     labels = [exp.baseline, *[v for v in exp.variants if v != exp.baseline]]
-    base, cands, _notes = resolve_sides(store, baseline, candidates, labels)
+    if candidates:
+        base, cands, _notes = resolve_sides(store, baseline, candidates, labels)
+    else:  # one variant: its table (and nightly history) without a comparison
+        (base, _n), cands = resolve_side(store, baseline, labels[0]), []
     return study_table(exp.name, run_id, exp.study, [base, *cands], ci_method=ci_method,
                        placement=placement_line(placed_trials(store, exp.study, [base, *cands])),
                        design=design_line(exp))

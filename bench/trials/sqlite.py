@@ -29,6 +29,7 @@ from bench.driver.samples import RequestSample, TelemetryRow
 from bench.provision.host import machine_id
 from bench.results.stats import SAMPLE_COLUMNS, normalize_frame
 from bench.results.summary import Summary
+from bench.trials.annotations import Annotation
 
 # The row types live with the store protocol (bench.trials.model); re-exported for code written against this module.
 from bench.trials.model import STATUSES, TrialInfo, TrialStatus
@@ -132,6 +133,18 @@ MIGRATIONS: list[str] = [
     # 7: where each trial's track came from (a track repository and its commit, a folder, or built-in).
     """
     ALTER TABLE trials ADD COLUMN track_source TEXT NOT NULL DEFAULT '{}';
+    """,
+    # 8: annotations (bench add annotation), Rally's fields; also mirrored to a metrics store when one is used.
+    """
+    CREATE TABLE annotations (
+        id TEXT PRIMARY KEY,
+        environment TEXT NOT NULL,
+        race_timestamp TEXT NOT NULL,
+        track TEXT,
+        chart TEXT,
+        chart_name TEXT,
+        message TEXT NOT NULL
+    );
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -561,6 +574,24 @@ class TrialStore:
             row = self.conn.execute("SELECT summary FROM summaries WHERE trial_id = ?",
                                     (trial_id,)).fetchone()
         return Summary.model_validate_json(row[0]) if row else None
+
+    # -- annotations ----------------------------------------------------------------------------------
+    def add_annotation(self, a: Annotation) -> None:
+        self._write("INSERT OR REPLACE INTO annotations (id, environment, race_timestamp, track, chart, chart_name, "
+                    "message) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (a.id, a.environment, a.race_timestamp, a.track, a.chart, a.chart_name, redact_text(a.message)))
+
+    @_reading("reading annotations")
+    def annotations(self) -> list[Annotation]:
+        with self._lock:
+            rows = self.conn.execute("SELECT id, environment, race_timestamp, track, chart, chart_name, message "
+                                     "FROM annotations").fetchall()
+        return [Annotation(id=r[0], environment=r[1], race_timestamp=r[2], track=r[3], chart=r[4], chart_name=r[5],
+                           message=r[6]) for r in rows]
+
+    def delete_annotation(self, annotation_id: str) -> bool:
+        """False when there was none with this id."""
+        return self._write("DELETE FROM annotations WHERE id = ?", (annotation_id,)) > 0
 
     # -- pushing to a metrics store ------------------------------------------------------------------
     @_reading("reading samples")
