@@ -17,8 +17,8 @@ from bench.driver.runners.core import Runner
 from bench.driver.runners.custom import EsClients, adapt_runner
 from bench.http.client import ClusterTarget
 from bench.track.dependencies import activate as activate_dependencies
-from bench.track.model import Task, Track
 from bench.track.formats import format_at
+from bench.track.model import Task, Track
 from bench.track.plugins import TrackPlugins, load_plugins, plugins_of
 from bench.track.rally_view import RallyTrack
 from bench.util.errors import TrackError

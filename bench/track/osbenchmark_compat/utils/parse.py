@@ -23,17 +23,17 @@ def _read(key: str, params: dict[str, Any], default: Any, kind: type | tuple[typ
 
 def parse_string_parameter(key: str, params: dict[str, Any], default: str | None = None) -> str:
     # OSB treats an empty string as absent
-    return _read(key, params, default, str, "string", empty_is_absent=True)  # type: ignore[no-any-return]
+    return _read(key, params, default, str, "string", empty_is_absent=True)
 
 
 def parse_int_parameter(key: str, params: dict[str, Any], default: int | None = None) -> int:
-    return _read(key, params, default, int, "int")  # type: ignore[no-any-return]
+    return _read(key, params, default, int, "int")
 
 
 def parse_float_parameter(key: str, params: dict[str, Any], default: float | None = None) -> float:
     # OSB returns a default only when it is truthy (``if default:``)
-    return _read(key, params, default, float, "float", falsy_default_absent=True)  # type: ignore[no-any-return]
+    return _read(key, params, default, float, "float", falsy_default_absent=True)
 
 
 def parse_bool_parameter(key: str, params: dict[str, Any], default: bool | None = None) -> bool:
-    return _read(key, params, default, bool, "bool")  # type: ignore[no-any-return]
+    return _read(key, params, default, bool, "bool")
