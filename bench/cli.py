@@ -12,7 +12,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 from rich.console import Console
@@ -63,16 +63,20 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress display")
     r.add_argument("--track", help="a track name: bench's built-in ones, else one in the track repository "
                                     "(see 'bench list tracks')")
-    r.add_argument("--track-path", help="a folder containing track.json (e.g. an unchanged Rally track)")
+    r.add_argument("--track-path", "--workload-path", dest="track_path",
+                   help="a folder containing track.json (e.g. an unchanged Rally track) or an OpenSearch Benchmark "
+                        "workload.json (--workload-path, OSB's flag)")
     _track_repository_flags(r)
     r.add_argument("--pipeline", help="benchmark-only (existing hosts: --target-hosts, default 127.0.0.1:9200) or "
                                       "from-distribution (bench starts the cluster); default: from --target-hosts")
     r.add_argument("--include-tasks", help="only these tasks: names, type:OPERATION-TYPE, tag:TAG, comma-separated")
     r.add_argument("--exclude-tasks", help="all tasks but these: names, type:OPERATION-TYPE, tag:TAG")
-    r.add_argument("--race-id", help="the trial's id (Rally's race id: a UUID or hex; default: a new one)")
-    r.add_argument("--track-params", help="k:v,k2:v2 or a JSON file")
+    r.add_argument("--race-id", "--test-run-id", dest="race_id",
+                   help="the trial's id (Rally's race id, OSB's test run id: a UUID or hex; default: a new one)")
+    r.add_argument("--track-params", "--workload-params", dest="track_params", help="k:v,k2:v2 or a JSON file")
     r.add_argument("--ignore-unused-track-params", action="store_true")
-    r.add_argument("--challenge")
+    r.add_argument("--challenge", "--test-procedure", dest="challenge",
+                   help="the challenge (an OSB workload's test procedure) to run; default: the track's default")
     r.add_argument("--car", default="defaults", help="car and mixins, e.g. defaults,4gheap,security")
     r.add_argument("--car-params", help="k:v,... or a JSON file: values for car config variables")
     r.add_argument("--distribution-version", default="8.19.21")
@@ -164,20 +168,22 @@ def _parser() -> argparse.ArgumentParser:
 
     inf = sub.add_parser("info", help="what a track holds: corpora, challenges, schedules, and what bench cannot run")
     inf.add_argument("--track", help="a track name: bench's built-in ones, else one in the track repository")
-    inf.add_argument("--track-path", help="a folder containing track.json")
+    inf.add_argument("--track-path", "--workload-path", dest="track_path",
+                     help="a folder containing track.json (or an OSB workload.json)")
     _track_repository_flags(inf)
     inf.add_argument("--distribution-version", help="the version whose branch of the track repository to use "
                                                     "(default: the repository's default branch)")
-    inf.add_argument("--track-params", help="k:v,k2:v2 or a JSON file")
-    inf.add_argument("--challenge", help="show only this challenge's schedule")
+    inf.add_argument("--track-params", "--workload-params", dest="track_params", help="k:v,k2:v2 or a JSON file")
+    inf.add_argument("--challenge", "--test-procedure", dest="challenge",
+                     help="show only this challenge's (test procedure's) schedule")
     inf.add_argument("--offline", action="store_true",
                      help="never install the track's dependencies (a missing one is an error naming the pip command)")
 
-    ls = sub.add_parser("list", help="list trials (races), tracks, cars, telemetry devices or annotations")
+    ls = sub.add_parser("list", help="list trials (races), tracks, workloads, cars, telemetry devices or annotations")
     ls.add_argument("what", nargs="?", default="trials",
-                    choices=["trials", "races", "tracks", "cars", "telemetry", "annotations"],
-                    help="what to list (default: trials; races is the same, Rally's name; annotations take --track, "
-                         "--from-date, --to-date)")
+                    choices=["trials", "races", "test-runs", "tracks", "workloads", "cars", "telemetry", "annotations"],
+                    help="what to list (default: trials; races and test-runs are the same, Rally's and OSB's names; "
+                         "workloads: OSB's workload repository; annotations take --track, --from-date, --to-date)")
     ls.add_argument("--limit", type=int, default=30)
     _track_repository_flags(ls)
     ls.add_argument("--distribution-version", help="tracks: the version whose branch of the track repository to list")
@@ -186,9 +192,10 @@ def _parser() -> argparse.ArgumentParser:
 
     rt = sub.add_parser("render-track", help="print a track's rendered JSON (Rally's render-track)")
     rt.add_argument("--track", help="a track name: bench's built-in ones, else one in the track repository")
-    rt.add_argument("--track-path", help="a folder containing track.json")
+    rt.add_argument("--track-path", "--workload-path", dest="track_path",
+                    help="a folder containing track.json (or an OSB workload.json)")
     _track_repository_flags(rt)
-    rt.add_argument("--track-params", help="k:v,k2:v2 or a JSON file")
+    rt.add_argument("--track-params", "--workload-params", dest="track_params", help="k:v,k2:v2 or a JSON file")
     rt.add_argument("--distribution-version", help="the version whose branch of the track repository to use")
     rt.add_argument("--offline", action="store_true", help="do not update the track repository")
     rt.add_argument("--output-path", help="write the JSON to this file instead of stdout")
@@ -239,6 +246,35 @@ def _track_repository_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--track-revision", metavar="REV",
                    help="a branch, tag or commit of the track repository (default: the branch fitting the "
                         "cluster's version, as Rally chooses it)")
+    p.add_argument("--workload", metavar="NAME",
+                   help="an OpenSearch Benchmark workload of the workload repository (OSB's flag)")
+    p.add_argument("--workload-repository", metavar="NAME",
+                   help="the workload repository --workload names a workload of: default "
+                        "(opensearch-project/opensearch-benchmark-workloads) or a name with [workloads] NAME.url in "
+                        "$BENCH_HOME/bench.ini")
+    p.add_argument("--workload-revision", metavar="REV",
+                   help="a branch, tag or commit of the workload repository (default: the branch fitting the "
+                        "cluster's version, as OSB chooses it)")
+
+
+def _osb_flags(a: argparse.Namespace) -> Literal["tracks", "workloads"]:
+    """OSB's --workload/--workload-repository/--workload-revision as the track flags they stand for; returns the
+    repository kind ("workloads" when they were used). Mixing the two families is one line."""
+    workload, repo, rev = (getattr(a, k, None) for k in ("workload", "workload_repository", "workload_revision"))
+    if not (workload or repo or rev):
+        return "tracks"
+    rally = [f for f, v in (("--track", getattr(a, "track", None)), ("--track-repository", a.track_repository),
+                            ("--track-revision", a.track_revision)) if v]
+    if rally:
+        raise ConfigError(f"{rally[0]} (Rally's) and --workload/--workload-repository/--workload-revision (OSB's) "
+                          f"exclude each other: use one family")
+    if getattr(a, "track_path", None):
+        raise ConfigError("--workload-path and --workload/--workload-repository/--workload-revision exclude each "
+                          "other: --workload-path is a folder, the others name a workload repository (as in OSB)")
+    if hasattr(a, "track"):
+        a.track = workload
+    a.track_repository, a.track_revision = repo, rev
+    return "workloads"
 
 
 def _params(spec: str | None, what: str) -> dict[str, Any]:
@@ -275,6 +311,7 @@ def _race(a: argparse.Namespace, console: Console) -> int:
     from bench.race.race import run_race
 
     refuse_rally_flags(a)
+    kind = _osb_flags(a)
     if a.pipeline in ("from-sources", "docker"):
         raise ConfigError(f"--pipeline={a.pipeline} is not supported: bench starts official release archives "
                           f"(--pipeline=from-distribution) or benchmarks existing hosts (--pipeline=benchmark-only); "
@@ -284,7 +321,8 @@ def _race(a: argparse.Namespace, console: Console) -> int:
     if a.topology and a.target_hosts:
         raise ConfigError("--topology and --target-hosts exclude each other: the topology's clusters are the targets")
     if not a.track and not a.track_path:
-        raise ConfigError("bench race needs --track=NAME (see 'bench list tracks') or --track-path=DIR")
+        raise ConfigError("bench race needs --track=NAME (see 'bench list tracks'), --track-path=DIR, "
+                          "--workload=NAME or --workload-path=DIR")
     if a.multi_cluster and (not a.target_hosts or len(parse_target_hosts(a.target_hosts)) < 2):
         raise ConfigError("--multi-cluster needs --target-hosts naming several clusters, e.g. "
                           "'{\"leader\": [\"h1:9200\"], \"follower\": [\"h2:9200\"]}'")
@@ -301,7 +339,8 @@ def _race(a: argparse.Namespace, console: Console) -> int:
     try:
         opts = RaceOptions(
             track=a.track, track_path=a.track_path, track_params=_params(a.track_params, "--track-params"),
-            track_repository=a.track_repository, track_revision=a.track_revision, pipeline=a.pipeline,
+            track_repository=a.track_repository, track_revision=a.track_revision, repository_kind=kind,
+            pipeline=a.pipeline,
             include_tasks=a.include_tasks or [], exclude_tasks=a.exclude_tasks or [], race_id=a.race_id,
             show_in_report=a.show_in_report,
             ignore_unused_track_params=a.ignore_unused_track_params, challenge=a.challenge,
@@ -403,8 +442,10 @@ def _info(a: argparse.Namespace, console: Console) -> int:
     from bench.track.info import render_info
     from bench.track.loader import load_track
 
+    _osb_flags(a)
     if not a.track and not a.track_path:
-        raise ConfigError("bench info needs --track=NAME (see 'bench list tracks') or --track-path=DIR")
+        raise ConfigError("bench info needs --track=NAME (see 'bench list tracks'), --track-path=DIR, --workload=NAME "
+                          "or --workload-path=DIR")
     track = load_track(_resolve(a).dir, _params(a.track_params, "--track-params"), ignore_unused=True,
                        offline=a.offline)
     console.print(render_info(track, a.challenge), highlight=False, markup=False, soft_wrap=True)
@@ -416,6 +457,8 @@ def _list(a: argparse.Namespace, console: Console) -> int:
 
     if a.what == "tracks":
         _list_tracks(a, console)
+    elif a.what == "workloads":
+        _list_workloads(a, console)
     elif a.what == "telemetry":
         from bench.telemetry import device_table
         from bench.telemetry.config import available_profiles, load_profile
@@ -462,10 +505,13 @@ def _list(a: argparse.Namespace, console: Console) -> int:
 def _resolve(a: argparse.Namespace) -> Any:
     """The track --track/--track-path/--track-repository name, for commands without a cluster: a repository's
     branch follows --distribution-version when given, else it is the repository's default branch."""
+    from bench.track.repository import TRACKS, WORKLOADS
     from bench.track.resolve import resolve_track
 
+    kind = WORKLOADS if (getattr(a, "workload", None) or getattr(a, "workload_repository", None)
+                         or getattr(a, "workload_revision", None)) else TRACKS
     return resolve_track(a.track, a.track_path, repository=a.track_repository, revision=a.track_revision,
-                         version=lambda: a.distribution_version, offline=a.offline, progress=not a.quiet)
+                         version=lambda: a.distribution_version, offline=a.offline, progress=not a.quiet, kind=kind)
 
 
 def _list_tracks(a: argparse.Namespace, console: Console) -> None:
@@ -500,12 +546,32 @@ def _list_tracks(a: argparse.Namespace, console: Console) -> None:
                   + tabulate(rows, headers=headers), markup=False, highlight=False)
 
 
+def _list_workloads(a: argparse.Namespace, console: Console) -> None:
+    """OSB's 'list workloads': the workload repository's workloads (default: opensearch-benchmark-workloads)."""
+    from tabulate import tabulate
+
+    from bench.track.repository import DEFAULT_REPOSITORY, WORKLOADS, TrackRepository
+    from bench.track.resolve import repository_listing
+
+    _osb_flags(a)
+    name = a.track_repository or DEFAULT_REPOSITORY
+    repo = TrackRepository.open(name, revision=a.track_revision, version=a.distribution_version, offline=a.offline,
+                                progress=not a.quiet, kind=WORKLOADS)
+    rows = [(t.name, t.description, ", ".join(t.challenges), t.default_challenge) for t in repository_listing(repo)]
+    source = repo.source()
+    console.print(f"Workload repository {name} ({source.url}, {source.branch} at {(source.revision or '?')[:12]}):\n"
+                  + tabulate(rows, headers=["Name", "Description", "Test procedures", "Default"]), markup=False,
+                  highlight=False)
+
+
 def _render_track(a: argparse.Namespace, console: Console) -> int:
     """Rally's render-track: the track.json as rendered with the track parameters, as indented JSON."""
     from bench.track.loader import render_track_json
 
+    _osb_flags(a)
     if not a.track and not a.track_path:
-        raise ConfigError("bench render-track needs --track=NAME or --track-path=DIR")
+        raise ConfigError("bench render-track needs --track=NAME, --track-path=DIR, --workload=NAME or "
+                          "--workload-path=DIR")
     resolved = _resolve(a)
     text = render_track_json(resolved.dir, _params(a.track_params, "--track-params"))
     if a.output_path:

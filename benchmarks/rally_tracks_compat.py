@@ -1,6 +1,8 @@
-"""Which tracks of a rally-tracks checkout bench loads, with their default challenge, and why not.
+"""Which tracks of a rally-tracks checkout (or workloads of an opensearch-benchmark-workloads checkout) bench loads,
+with their default challenge (test procedure), and why not.
 
-Each track folder (any folder below DIR holding a ``track.json``; folders starting with ``.`` or ``_``
+Each track folder (any folder below DIR holding a ``track.json`` or an OSB ``workload.json``; folders starting with
+``.`` or ``_``
 and folders without one are skipped) is loaded the way ``bench race --track-path=FOLDER`` loads it
 before it starts anything (``bench.race.race.load_race_track``: extensions, rendering, validation, the
 load-time checks of every construct, the default challenge), with test mode off. Nothing is indexed
@@ -14,6 +16,7 @@ reasons grouped by construct. Needs a checkout of https://github.com/elastic/ral
     python benchmarks/rally_tracks_compat.py [DIR]        # DIR defaults to /work/rally-tracks-mirror
     python benchmarks/rally_tracks_compat.py DIR --json   # one JSON object per track instead
     python benchmarks/rally_tracks_compat.py DIR --offline   # never fetch a track's dependencies (no network)
+    python benchmarks/rally_tracks_compat.py ~/opensearch-benchmark-workloads   # OSB's workloads, the same way
 """
 
 from __future__ import annotations
@@ -32,18 +35,21 @@ sys.path.insert(0, str(ROOT))
 
 DEFAULT_DIR = Path("/work/rally-tracks-mirror")
 TRACK_FILE = "track.json"
+SPEC_FILES = (TRACK_FILE, "workload.json")
 TIMEOUT_S = 300
 
 
 def track_dirs(base: Path) -> list[Path]:
-    """Every folder below ``base`` with a track.json, skipping hidden, private and test folders."""
-    out = []
-    for f in sorted(base.rglob(TRACK_FILE)):
+    """Every folder below ``base`` with a track.json (or workload.json), skipping hidden, private and test
+    folders."""
+    out: list[Path] = []
+    for f in sorted(p for name in SPEC_FILES for p in base.rglob(name)):
         rel = f.parent.relative_to(base)
         if any(p.startswith((".", "_")) for p in rel.parts) or rel.parts[:1] in (("it",), ("docs",)):
             continue
-        out.append(f.parent)
-    return out
+        if f.parent not in out:
+            out.append(f.parent)
+    return sorted(out)
 
 
 def _default_challenge_guess(track_dir: Path) -> str:
@@ -53,11 +59,14 @@ def _default_challenge_guess(track_dir: Path) -> str:
 
     try:
         env = rally_helpers.make_environment(track_dir, {})
-        source = rally_helpers.assemble(track_dir, (track_dir / TRACK_FILE).read_text(encoding="utf-8"))
+        spec = next(f for f in SPEC_FILES if (track_dir / f).is_file())
+        source = rally_helpers.assemble(track_dir, (track_dir / spec).read_text(encoding="utf-8"))
         raw = json.loads(env.from_string(source).render())
     except Exception:  # noqa: BLE001 -- best effort only: the table already says why the load failed
         return "?"
-    specs = raw.get("challenges") or ([raw["challenge"]] if "challenge" in raw else [])
+    specs = (raw.get("challenges") or raw.get("test_procedures")
+             or ([raw["challenge"]] if "challenge" in raw else [raw["test_procedure"]] if "test_procedure" in raw
+                 else []))
     if not specs and "schedule" in raw:
         return "default"
     named = [s for s in specs if isinstance(s, dict)]

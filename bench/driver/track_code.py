@@ -17,8 +17,9 @@ from bench.driver.runners.core import Runner
 from bench.driver.runners.custom import EsClients, adapt_runner
 from bench.http.client import ClusterTarget
 from bench.track.dependencies import activate as activate_dependencies
+from bench.track.formats import format_at
 from bench.track.model import Task, Track
-from bench.track.plugins import TRACK_CODE, TrackPlugins, load_plugins, plugins_of
+from bench.track.plugins import TrackPlugins, load_plugins, plugins_of
 from bench.track.rally_view import RallyTrack
 from bench.util.errors import TrackError
 
@@ -32,7 +33,8 @@ class TrackCodePlan:
 
 
 def plan_for(track: Track, challenge: str | None) -> TrackCodePlan | None:
-    return TrackCodePlan(track, challenge) if (Path(track.root) / TRACK_CODE).is_file() else None
+    code = Path(track.root) / format_at(Path(track.root)).code_file
+    return TrackCodePlan(track, challenge) if code.is_file() else None
 
 
 @dataclass
@@ -53,7 +55,8 @@ class TrackCode:
             activate_dependencies()
         plugins = plugins_of(plan.track) or load_plugins(Path(plan.track.root))
         if plugins is None:
-            raise TrackError(f"{plan.track.root / TRACK_CODE} is gone: the load driver cannot import it")
+            code = format_at(Path(plan.track.root)).code_file
+            raise TrackError(f"{plan.track.root / code} is gone: the load driver cannot import it")
         self.plugins: TrackPlugins = plugins
         self.view = RallyTrack(plan.track, plan.challenge)
         self.clients = EsClients(targets, connections)

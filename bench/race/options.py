@@ -26,6 +26,8 @@ class RaceOptions(BaseModel):
     # Rally's track repositories (bench/track/repository.py): the repository's name, a branch, tag or commit.
     track_repository: str | None = None
     track_revision: str | None = None
+    # tracks: --track names a Rally track (repository); workloads: --workload names an OSB workload (its repository)
+    repository_kind: Literal["tracks", "workloads"] = "tracks"
     # Rally's task filters: names, type:OPERATION-TYPE, tag:TAG (bench/track/task_filter.py).
     include_tasks: list[str] = Field(default_factory=list)
     exclude_tasks: list[str] = Field(default_factory=list)

@@ -77,8 +77,11 @@ log = logging.getLogger(__name__)
 def resolve_race_track(opts: RaceOptions) -> ResolvedTrack:
     """The folder of the race's track and where it came from; a track repository's branch is chosen from the
     version of the cluster the race benchmarks (asked of --target-hosts, as Rally does, else the distribution's)."""
+    from bench.track.repository import KINDS
+
     return resolve_track(opts.track, opts.track_path, repository=opts.track_repository, revision=opts.track_revision,
-                         version=lambda: _track_version(opts), offline=opts.offline, progress=opts.progress)
+                         version=lambda: _track_version(opts), offline=opts.offline, progress=opts.progress,
+                         kind=KINDS[opts.repository_kind])
 
 
 def _track_version(opts: RaceOptions) -> str | None:

@@ -1,4 +1,5 @@
-"""``import esrally…`` from a track's code, when Rally itself is not installed: bench's ``esrally_compat`` modules.
+"""``import esrally…`` from a track's code, when Rally itself is not installed: bench's ``esrally_compat`` modules
+(and ``import osbenchmark…`` from a workload's code: ``osbenchmark_compat``, when OSB is not installed).
 
 A finder first on ``sys.meta_path`` answers for ``esrally`` and its submodules with the module of the same dotted
 name below ``bench.track.esrally_compat`` (first: the normal path finder would otherwise load a submodule a second
@@ -18,23 +19,25 @@ from collections.abc import Sequence
 
 ALIAS = "esrally"
 TARGET = "bench.track.esrally_compat"
-
-
-def _target(fullname: str) -> str | None:
-    if fullname == ALIAS:
-        return TARGET
-    if fullname.startswith(ALIAS + "."):
-        return TARGET + fullname[len(ALIAS):]
-    return None
+OSB_ALIAS = "osbenchmark"
+OSB_TARGET = "bench.track.osbenchmark_compat"
 
 
 class _EsrallyFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def __init__(self) -> None:
+    def __init__(self, alias: str = ALIAS, target: str = TARGET) -> None:
         self._specs: dict[str, importlib.machinery.ModuleSpec | None] = {}
+        self.alias, self.target = alias, target
+
+    def _target(self, fullname: str) -> str | None:
+        if fullname == self.alias:
+            return self.target
+        if fullname.startswith(self.alias + "."):
+            return self.target + fullname[len(self.alias):]
+        return None
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
-        real = _target(fullname)
+        real = self._target(fullname)
         if real is None:
             return None
         spec = importlib.util.find_spec(real)
@@ -44,7 +47,7 @@ class _EsrallyFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                                                is_package=spec.submodule_search_locations is not None)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        real = _target(spec.name)
+        real = self._target(spec.name)
         assert real is not None
         # The very module object: isinstance checks and module state are shared between both names.
         module = importlib.import_module(real)
@@ -59,12 +62,15 @@ class _EsrallyFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 _FINDER = _EsrallyFinder()
+_OSB_FINDER = _EsrallyFinder(OSB_ALIAS, OSB_TARGET)
 
 
 def install() -> None:
-    """Let track code import ``esrally`` (idempotent; a no-op for the names an installed Rally provides)."""
-    if any(isinstance(f, _EsrallyFinder) for f in sys.meta_path):
-        return
-    if ALIAS not in sys.modules and importlib.util.find_spec(ALIAS) is not None:
-        return  # Rally itself is installed
-    sys.meta_path.insert(0, _FINDER)
+    """Let track code import ``esrally`` and workload code ``osbenchmark`` (idempotent; a no-op for the names an
+    installed Rally or OSB provides)."""
+    for finder in (_FINDER, _OSB_FINDER):
+        if any(isinstance(f, _EsrallyFinder) and f.alias == finder.alias for f in sys.meta_path):
+            continue
+        if finder.alias not in sys.modules and importlib.util.find_spec(finder.alias) is not None:
+            continue  # Rally (or OSB) itself is installed
+        sys.meta_path.insert(0, finder)

@@ -88,12 +88,15 @@ def _reason(t: Task) -> str:
 def render_info(track: Track, challenge: str | None = None) -> str:
     """The track's description, indices, corpora, challenges and their schedules (only ``challenge`` in detail
     when given), each task bench cannot run marked with the reason."""
-    out = [f"Track: {track.name} ({track.root})", f"Description: {track.description or '-'}"]
+    noun, ch_noun = track.words[0], track.words[1]
+    out = [f"{noun.capitalize()}: {track.name} ({track.root})", f"Description: {track.description or '-'}"]
     if track.params:
         out.append("Track parameters: " + ", ".join(f"{k}={v}" for k, v in track.params.items()))
     if track.undefined_params:
         out.append("Undefined template variables (rendered as empty, as Rally does): "
-                   + ", ".join(track.undefined_params) + f"; set them with {params_hint(track.undefined_params)}")
+                   + ", ".join(track.undefined_params) + "; set them with "
+                   + params_hint(track.undefined_params).replace("--track-params", "--workload-params"
+                                                                 if track.format == "osb" else "--track-params"))
     if track.dependencies:
         out.append("Dependencies: " + ", ".join(track.dependencies))
     if track.indices:
@@ -111,7 +114,8 @@ def render_info(track: Track, challenge: str | None = None) -> str:
                *([f"{len(failing)} of {len(c.tasks())} tasks"] if failing else [])]
         rows.append([c.name + (" (default)" if c.default else ""), f"no: {', '.join(why)}" if why else "yes",
                      c.description])
-    out += ["", "Challenges:", tabulate(rows, headers=["Challenge", "Runnable", "Description"], maxcolwidths=[None, None, 70])]
+    out += ["", f"{ch_noun.capitalize()}s:", tabulate(rows, headers=[ch_noun.capitalize(), "Runnable", "Description"],
+                                                      maxcolwidths=[None, None, 70])]
     shown = [track.find_challenge(challenge)] if challenge is not None else track.challenges
     for c in shown:
         out += ["", f"Schedule of challenge '{c.name}'{' (default)' if c.default else ''}:",

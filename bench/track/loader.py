@@ -1,6 +1,7 @@
-"""Find, render, parse and validate Rally-format tracks.
+"""Find, render, parse and validate Rally-format tracks (and OpenSearch Benchmark workloads).
 
-A track is a folder with ``track.json`` (a Jinja2 template). Loading renders it with the track
+A track is a folder with ``track.json`` (a Jinja2 template); an OSB workload one with ``workload.json``, read as
+the track it is once its test procedures are challenges (``bench.track.osb_workload``). Loading renders it with the track
 parameters, parses the JSON, resolves operations referenced by name, applies ``parallel`` defaults
 and validates everything with the pydantic models in ``bench.track.model``.
 
@@ -27,9 +28,10 @@ from bench.driver.runners.core import CORE_RUNNERS
 from bench.driver.runners.request_options import check_assertions
 from bench.driver.schedule import OPS, has_scheduler, scheduler_names
 from bench.track import dependencies as track_dependencies
-from bench.track import legacy, notices, rally_helpers
+from bench.track import legacy, notices, osb_workload, rally_helpers
 from bench.track import plugins as track_plugins
 from bench.track import processors as track_processors
+from bench.track.formats import OSB, SPEC_FILES, format_at
 from bench.track.generators import GENERATORS, generator_names
 from bench.track.model import Challenge, Operation, Parallel, Task, Track
 from bench.track.operations import check_operation
@@ -74,14 +76,16 @@ def builtin_track_names() -> list[str]:
 
 
 def find_track(name: str | None, path: str | Path | None) -> Path:
-    """The folder of the track: ``path`` (--track-path) if given, else the built-in track ``name``."""
+    """The folder of the track: ``path`` (--track-path, --workload-path) if given, else the built-in track
+    ``name``."""
     if path is not None:
         p = Path(path).expanduser().resolve()
-        if p.is_file() and p.name == TRACK_FILE:
+        if p.is_file() and p.name in SPEC_FILES:
             p = p.parent
-        if not (p / TRACK_FILE).is_file():
+        if not any((p / f).is_file() for f in SPEC_FILES):
             raise TrackError(
-                f"--track-path {path}: no {TRACK_FILE} in that folder; point it at a track folder"
+                f"--track-path {path}: no {' or '.join(SPEC_FILES)} in that folder; point it at a track (or OSB "
+                f"workload) folder"
             )
         return p
     if not name:
@@ -134,7 +138,7 @@ def _undefined_error(e: jinja2.UndefinedError, root: Path, rel: str, source: str
             where = f"{frame.filename}:{frame.lineno}"
             break
     return TrackError(f"{where}: undefined template variable: {e.message}; pass it with "
-                      f"--track-params or give it a default (e.g. {{{{ name | default(...) }}}})")
+                      f"{notices.params_flag()} or give it a default (e.g. {{{{ name | default(...) }}}})")
 
 
 def _render(env: jinja2.Environment, root: Path, rel: str, source: str) -> str:
@@ -180,7 +184,7 @@ def _render_json(env: jinja2.Environment, root: Path, rel: str, source: str, fil
     try:
         data = _parse_json(text, file, rendered=True, params=params)
     except TrackError as e:
-        if not printed or str(e).startswith("--track-params"):  # a parameter's value broke it: that message says so
+        if not printed or str(e).startswith(notices.params_flag()):  # a parameter's value broke it: that message says so
             raise
         raise TrackError(f"{file}: undefined template variable(s) {where} render as empty (as in Rally), which "
                          f"leaves invalid JSON ({str(e).removeprefix(f'{file} (rendered track) ')}); pass "
@@ -281,7 +285,8 @@ _INT_PARAMS = ("bulk-size", "batch-size", "ingest-doc-count", "max-num-segments"
 
 
 def _problem(file: Path, challenge: str, task: str, what: str) -> str:
-    return f"{file}: challenge '{challenge}', task '{task}': {what}"
+    kind = OSB.challenge_noun if file.name == OSB.spec_file else "challenge"
+    return f"{file}: {kind} '{challenge}', task '{task}': {what}"
 
 
 def _check(op: Operation, file: Path) -> str | None:
@@ -501,10 +506,11 @@ def _operations(raw: dict[str, Any], file: Path) -> dict[str, Operation]:
 def render_track_json(track_dir: Path, params: dict[str, Any]) -> str:
     """Rally's ``render-track``: track.json rendered with ``params`` (Jinja2, Rally's helpers), as indented JSON."""
     root = Path(track_dir).resolve()
-    file = root / TRACK_FILE
+    spec = format_at(root).spec_file
+    file = root / spec
     env = rally_helpers.make_environment(root, params)
     source = rally_helpers.assemble(root, file.read_text(encoding="utf-8"))
-    return json.dumps(_render_json(env, root, TRACK_FILE, source, file, [], params), indent=2)
+    return json.dumps(_render_json(env, root, spec, source, file, [], params), indent=2)
 
 
 def load_track(
@@ -515,20 +521,30 @@ def load_track(
     ``check_challenge`` the selected challenge (``challenge``, else the default) must have none, else a
     TrackError naming the file, challenge, task and construct. ``Track.challenge()`` checks the same. The track's
     ``dependencies`` are installed first unless ``offline`` (then a missing one is an error)."""
+    with notices.naming_params_flag(format_at(Path(track_dir).resolve()).params_flag):
+        return _load_track(track_dir, params, ignore_unused=ignore_unused, test_mode=test_mode, challenge=challenge,
+                           check_challenge=check_challenge, offline=offline)
+
+
+def _load_track(track_dir: Path, params: dict[str, Any], *, ignore_unused: bool, test_mode: bool,
+                challenge: str | None, check_challenge: bool, offline: bool) -> Track:
     root = Path(track_dir).resolve()
-    file = root / TRACK_FILE
+    fmt = format_at(root)
+    file = root / fmt.spec_file
     if not file.is_file():
         raise TrackError(f"{root}: no {TRACK_FILE} found; a track folder needs one")
     env = rally_helpers.make_environment(root, params)
     try:
-        used_files = rally_helpers.template_files(env, root, TRACK_FILE)
+        used_files = rally_helpers.template_files(env, root, fmt.spec_file)
     except jinja2.TemplateSyntaxError as e:
         raise _syntax_error(e, root) from None
     source = rally_helpers.assemble(root, file.read_text(encoding="utf-8"))
     undefined: list[str] = []
-    raw = _render_json(env, root, TRACK_FILE, source, file, undefined, params)
+    raw = _render_json(env, root, fmt.spec_file, source, file, undefined, params)
     if not isinstance(raw, dict):
-        raise TrackError(f"{file}: the rendered track must be a JSON object")
+        raise TrackError(f"{file}: the rendered {fmt.noun} must be a JSON object")
+    if fmt is OSB:
+        raw = osb_workload.as_track(raw, file)
 
     legacy.check_version(raw, file)
     deprecations = legacy.Deprecations(file)
@@ -557,7 +573,7 @@ def load_track(
     unused = sorted(set(params) - used)
     if unused and not ignore_unused:
         raise TrackError(
-            f"track '{root.name}' does not use the track parameter(s) {', '.join(unused)}; "
+            f"{fmt.noun} '{root.name}' does not use the {fmt.noun} parameter(s) {', '.join(unused)}; "
             f"it uses: {', '.join(sorted(used)) or '(none)'}"
         )
 
@@ -582,6 +598,7 @@ def load_track(
         "params": dict(params),
         "dependencies": deps,
         "undefined-params": undefined,
+        "format": fmt.kind,
     }
     try:
         track = _validate(Track, data, file, "")

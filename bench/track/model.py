@@ -254,6 +254,14 @@ class Track(_RallyModel):
     dependencies: list[str] = Field(default_factory=list)
     # Template variables the track printed without a value: rendered as '' (Rally's Jinja), named in a warning.
     undefined_params: list[str] = Field(default_factory=list)
+    # rally: a track (track.json); osb: an OpenSearch Benchmark workload (workload.json, test procedures).
+    format: Literal["rally", "osb"] = "rally"
+
+    @property
+    def words(self) -> tuple[str, str, str]:
+        """What this format's users call the track, a challenge, and the flag that selects one."""
+        return ("workload", "test procedure", "--test-procedure") if self.format == "osb" else \
+            ("track", "challenge", "--challenge")
 
     def challenge(self, name: str | None) -> Challenge:
         """The named challenge, or the default one, checked to be runnable: a task bench cannot run is a
@@ -278,12 +286,12 @@ class Track(_RallyModel):
                 return self.challenges[0]
             if len(defaults) == 1:
                 return defaults[0]
-            raise TrackError(f"track '{self.name}' has several challenges and none is default: "
-                             f"pass --challenge (one of {', '.join(c.name for c in self.challenges)})")
+            raise TrackError(f"{self.words[0]} '{self.name}' has several {self.words[1]}s and none is default: "
+                             f"pass {self.words[2]} (one of {', '.join(c.name for c in self.challenges)})")
         for c in self.challenges:
             if c.name == name:
                 return c
-        raise TrackError(f"unknown challenge '{name}' in track '{self.name}': "
+        raise TrackError(f"unknown {self.words[1]} '{name}' in {self.words[0]} '{self.name}': "
                          f"choose one of {', '.join(c.name for c in self.challenges)}")
 
     def corpus(self, name: str) -> CorpusSpec:

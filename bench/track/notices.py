@@ -7,6 +7,7 @@ without a traceback or a repeated line per task.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import sys
 import threading
@@ -41,6 +42,24 @@ def silenced() -> Iterator[None]:
         _silent.on = before
 
 
+# The flag that passes template parameters to what is loading (OSB's workloads: --workload-params).
+_PARAMS_FLAG: contextvars.ContextVar[str] = contextvars.ContextVar("bench_params_flag", default="--track-params")
+
+
+def params_flag() -> str:
+    return _PARAMS_FLAG.get()
+
+
+@contextlib.contextmanager
+def naming_params_flag(flag: str) -> Iterator[None]:
+    """Messages inside the block name ``flag`` as the way to pass parameters."""
+    token = _PARAMS_FLAG.set(flag)
+    try:
+        yield
+    finally:
+        _PARAMS_FLAG.reset(token)
+
+
 def params_hint(names: list[str]) -> str:
     """How to give the named track parameters."""
-    return "--track-params=" + ",".join(f"{n}:VALUE" for n in names)
+    return f"{params_flag()}=" + ",".join(f"{n}:VALUE" for n in names)

@@ -122,4 +122,6 @@ def blame_param(line: str, column: int, params: dict[str, Any]) -> str | None:
         why = f"Jinja2 writes it as Python's {text}, which is not JSON (the track could write {{{{ {name} | tojson }}}})"
     else:
         why = f"a number, true/false or a JSON list/object is needed, and {text} is none of these"
-    return f"--track-params {name}:{given}: the track uses {name} {used}; {why}"
+    from bench.track.notices import params_flag
+
+    return f"{params_flag()} {name}:{given}: the track uses {name} {used}; {why}"

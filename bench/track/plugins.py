@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.track import esrally_names
+from bench.track.formats import OSB, format_at
 from bench.track.model import DocumentsSpec, Track
 from bench.util.errors import TrackError
 
@@ -36,6 +37,8 @@ log = logging.getLogger(__name__)
 TRACK_CODE = "track.py"
 # What ``registry.meta_data`` tells a track: the Rally API level bench implements (tracks branch on it).
 RALLY_API_VERSION = "2.13.0"
+# ... and to a workload's workload.py the OSB version whose API bench implements.
+OSB_API_VERSION = "2.4.0"
 
 
 @dataclass(frozen=True)
@@ -61,10 +64,14 @@ class TrackPlugins:
     # Document sets processors added in on_after_load_track: (bench's spec, the processor's own object), so what
     # the object only knows after on_prepare_track (a generated file's document count) reaches the spec then.
     added_documents: list[tuple[DocumentsSpec, Any]] = field(default_factory=list)
+    # OSB's query randomization: (operation name, field name) -> a function giving a standard value for the field,
+    # and operation name -> which query parameters to randomize.
+    standard_value_sources: dict[tuple[str, str], Any] = field(default_factory=dict)
+    randomization_info: dict[str, Any] = field(default_factory=dict)
 
     @property
     def file(self) -> Path:
-        return self.root / TRACK_CODE
+        return self.root / format_at(self.root).code_file
 
     def runs(self, operation_type: str) -> bool:
         return operation_type in self.runners
@@ -123,9 +130,48 @@ class TrackRegistry:
                 processor.decompressor = Decompressor()
         self._p.processors.append(processor)
 
+    # OSB's additions (a workload's workload.py)
+
+    def register_workload_processor(self, processor: Any) -> None:
+        if not hasattr(processor, "on_after_load_workload") and not hasattr(processor, "on_prepare_workload"):
+            raise self._fail(f"register_workload_processor({processor!r}): a workload processor needs "
+                             f"on_after_load_workload(workload) or on_prepare_workload(workload, data_root_dir)")
+        self._p.processors.append(WorkloadProcessorAdapter(processor))
+
+    def register_standard_value_source(self, op_name: str, field_name: str, standard_value_source: Any) -> None:
+        if not callable(standard_value_source):
+            raise self._fail(f"register_standard_value_source('{op_name}', '{field_name}', ...): the source must be "
+                             f"a function returning a standard value, got {type(standard_value_source).__name__}")
+        self._p.standard_value_sources[(op_name, field_name)] = standard_value_source
+
+    def register_query_randomization_info(self, op_name: str, query_name: str, parameter_name_options_list: Any,
+                                          optional_parameters: Any) -> None:
+        self._p.randomization_info[op_name] = (query_name, parameter_name_options_list, optional_parameters)
+
     @property
     def meta_data(self) -> dict[str, Any]:
+        if format_at(self._p.root) is OSB:
+            return {"benchmark_version": OSB_API_VERSION, "async_runner": True}
         return {"rally_version": RALLY_API_VERSION, "async_runner": True}
+
+
+class WorkloadProcessorAdapter:
+    """An OSB workload processor seen as a Rally track processor: bench calls the Rally hook names."""
+
+    def __init__(self, processor: Any) -> None:
+        self.processor = processor
+
+    def on_after_load_track(self, track: Any) -> None:
+        hook = getattr(self.processor, "on_after_load_workload", None)
+        if hook is not None:
+            hook(track)
+
+    def on_prepare_track(self, track: Any, data_root_dir: str) -> Any:
+        hook = getattr(self.processor, "on_prepare_workload", None)
+        return hook(track, data_root_dir) if hook is not None else iter(())
+
+    def __repr__(self) -> str:
+        return repr(self.processor)
 
 
 # ---------------------------------------------------------------- importing track.py
@@ -143,13 +189,21 @@ def _where(e: BaseException, root: Path, default: Path) -> str:
     return str(default)
 
 
+# import name -> the distribution that provides it, where they differ
+_PIP_NAMES = {"opensearchpy": "opensearch-py", "sklearn": "scikit-learn", "yaml": "pyyaml"}
+
+
 def _describe(e: BaseException) -> str:
     if isinstance(e, ModuleNotFoundError):
         missing = (e.name or "").split(".")[0]
         if missing == "esrally":
             return (f"ModuleNotFoundError: {e}: the track uses a module of Rally's own package that bench does not "
                     f"provide (bench provides the parts of esrally track code uses; install esrally for the rest)")
-        return f"ModuleNotFoundError: {e}: install the module the track needs (pip install {missing})"
+        if missing == "osbenchmark":
+            return (f"ModuleNotFoundError: {e}: the workload uses a module of OSB's own package that bench does not "
+                    f"provide (bench provides the parts of osbenchmark workload code uses; install "
+                    f"opensearch-benchmark for the rest)")
+        return f"ModuleNotFoundError: {e}: install the module the track needs (pip install {_PIP_NAMES.get(missing, missing)})"
     return f"{type(e).__name__}: {e}"
 
 
@@ -177,15 +231,17 @@ def _import_scope(root: Path) -> Iterator[None]:
 
 
 def load_plugins(track_root: Path) -> TrackPlugins | None:
-    """Import ``track.py`` of the track folder and call its ``register(registry)``; None without a track.py."""
+    """Import ``track.py`` (``workload.py`` of an OSB workload) of the track folder and call its
+    ``register(registry)``; None without one."""
     root = Path(track_root).resolve()
-    file = root / TRACK_CODE
+    code = format_at(root).code_file
+    file = root / code
     if not file.is_file():
         with _lock:
             _LOADED.pop(str(root), None)
         return None
     plugins = TrackPlugins(root)
-    name = f"{root.name}.track"
+    name = f"{root.name}.{Path(code).stem}"
     esrally_names.install()
     with _lock, _import_scope(root):
         try:
@@ -197,16 +253,16 @@ def load_plugins(track_root: Path) -> TrackPlugins | None:
         except SyntaxError as e:
             raise TrackError(f"{e.filename or file}:{e.lineno}: track code has a syntax error: {e.msg}") from None
         except Exception as e:  # noqa: BLE001 - whatever track code raises is one line naming it
-            raise TrackError(f"{_where(e, root, file)}: loading track.py failed: {_describe(e)}") from None
+            raise TrackError(f"{_where(e, root, file)}: loading {code} failed: {_describe(e)}") from None
         register = getattr(module, "register", None)
         if not callable(register):
-            raise TrackError(f"{file}: track.py has no register(registry) function")
+            raise TrackError(f"{file}: {code} has no register(registry) function")
         try:
             register(TrackRegistry(plugins))
         except TrackError:
             raise
         except Exception as e:  # noqa: BLE001 - see above
-            raise TrackError(f"{_where(e, root, file)}: register(registry) of track.py failed: "
+            raise TrackError(f"{_where(e, root, file)}: register(registry) of {code} failed: "
                              f"{_describe(e)}") from None
         _LOADED.pop(str(root), None)  # re-inserted: the last loaded track is last
         _LOADED[str(root)] = plugins

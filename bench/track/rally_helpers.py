@@ -1,8 +1,10 @@
-"""The Jinja2 environment Rally tracks are rendered in.
+"""The Jinja2 environment Rally tracks and OpenSearch Benchmark workloads are rendered in.
 
 Mirrors what Rally gives a track: ``{% import "rally.helpers" as rally with context %}`` (macros
 ``collect`` and ``exists_set_param``), the global ``now`` (epoch seconds), ``glob`` (relative to the
 track folder) and the ``days_ago`` filter; ``{% include %}`` resolves relative to the track folder.
+OSB gives a workload the same macros as ``"benchmark.helpers"`` and adds the ``version_between`` filter; both are
+there for either format (a name the other tool does not know is not used by its files).
 Track parameters are globals, so included and collected files see them too.
 """
 
@@ -25,6 +27,8 @@ import jinja2
 from jinja2 import meta, nodes
 
 HELPERS_NAME = "rally.helpers"
+OSB_HELPERS_NAME = "benchmark.helpers"
+HELPER_NAMES = (HELPERS_NAME, OSB_HELPERS_NAME)
 
 # Same macros (and so the same output) as Rally's, so existing tracks render byte-for-byte alike.
 HELPERS = """
@@ -47,9 +51,9 @@ HELPERS = """
 {%- endmacro %}
 """
 
-# Rally inlines ``{{ rally.collect(parts="...") }}`` as text before rendering so that variables set
-# in track.json are visible in the collected parts; we do the same.
-COLLECT_RE = re.compile(r"{{\s*rally\.collect\(parts=\"(.+?(?=\"))\"\)\s*}}")
+# Rally inlines ``{{ rally.collect(parts="...") }}`` (OSB: ``benchmark.collect``) as text before rendering so that
+# variables set in track.json are visible in the collected parts; we do the same.
+COLLECT_RE = re.compile(r"{{\s*(?:rally|benchmark)\.collect\(parts=\"(.+?(?=\"))\"\)\s*}}")
 
 
 def _to_datetime(value: Any, date_format: str) -> datetime:
@@ -65,6 +69,17 @@ def _to_datetime(value: Any, date_format: str) -> datetime:
 def days_ago(start_date: Any, end_date: Any, date_format: str = "%d-%m-%Y") -> int:
     """Whole days from start_date to end_date (Rally's filter: ``{{'15-05-1998' | days_ago(now)}}``)."""
     return (_to_datetime(end_date, date_format) - _to_datetime(start_date, date_format)).days
+
+
+def version_between(version: str, low: str, high: str) -> bool:
+    """OSB's filter: ``low <= version <= high``, comparing dotted integer versions (``"2.11.0"``)."""
+    def parts(v: str) -> list[int]:
+        try:
+            return [int(x) for x in str(v).split(".")]
+        except ValueError:
+            raise ValueError(f"version_between: {v!r} is not a dotted version such as 2.11.0") from None
+
+    return parts(low) <= parts(version) <= parts(high)
 
 
 def relative_glob(root: Path, pattern: str) -> list[str]:
@@ -143,7 +158,7 @@ def make_environment(
     # Helpers first so a track cannot shadow them (as in Rally).
     env = jinja2.Environment(
         loader=jinja2.ChoiceLoader(
-            [jinja2.DictLoader({HELPERS_NAME: HELPERS}), jinja2.FileSystemLoader(str(root))]
+            [jinja2.DictLoader({name: HELPERS for name in HELPER_NAMES}), jinja2.FileSystemLoader(str(root))]
         ),
         keep_trailing_newline=True,
         undefined=TrackUndefined,
@@ -157,6 +172,7 @@ def make_environment(
     env.globals["now"] = time.time() if now is None else now
     env.globals["glob"] = lambda pattern: relative_glob(root, pattern)
     env.filters["days_ago"] = days_ago
+    env.filters["version_between"] = version_between
     return env
 
 
@@ -223,7 +239,7 @@ def template_files(env: jinja2.Environment, root: Path, name: str) -> list[str]:
     todo = [name]
     while todo:
         cur = todo.pop()
-        if cur in seen or cur == HELPERS_NAME:
+        if cur in seen or cur in HELPER_NAMES:
             continue
         seen.append(cur)
         source = (root / cur).read_text(encoding="utf-8")

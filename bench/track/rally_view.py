@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.track.esrally_compat.track import track as rally_track
+from bench.track.formats import format_at
 from bench.track.model import Challenge, CorpusSpec, DocumentsSpec, IndexSpec, Parallel, Task, TemplateSpec, Track
 
 
@@ -157,7 +158,7 @@ class RallyTrack(_Named):
         self.corpora = [RallyCorpus(c) for c in track.corpora]
         self.challenges = [RallyChallenge(c) for c in track.challenges]
         self.dependencies: list[str] = []
-        self.has_plugins = (Path(track.root) / "track.py").is_file()
+        self.has_plugins = (Path(track.root) / format_at(Path(track.root)).code_file).is_file()
         self._selected = selected_challenge
 
     @property
@@ -181,6 +182,27 @@ class RallyTrack(_Named):
         if found is None:
             raise KeyError(f"unknown challenge '{name}' in track '{self.name}'")
         return found
+
+    # OSB's names for the same (a workload's code reads test procedures)
+
+    @property
+    def test_procedures(self) -> list[RallyChallenge]:
+        return self.challenges
+
+    @property
+    def default_test_procedure(self) -> RallyChallenge | None:
+        return self.default_challenge
+
+    @property
+    def selected_test_procedure(self) -> RallyChallenge | None:
+        return self.selected_challenge
+
+    @property
+    def selected_test_procedure_or_default(self) -> RallyChallenge | None:
+        return self.selected_challenge_or_default
+
+    def find_test_procedure_or_default(self, name: str | None) -> RallyChallenge | None:
+        return self.find_challenge_or_default(name)
 
     @property
     def number_of_documents(self) -> int:

@@ -6,6 +6,12 @@ elastic/rally-tracks unless the file says otherwise. The clone lives in ``$BENCH
 ``--offline``, bench fetches it first, then checks out ``--track-revision`` if given, else the branch that fits
 the cluster's version (``bench.track.versions``, Rally's choice) and fast-forwards it to the remote's. A track is
 a folder of the repository holding ``track.json`` (nested names such as ``elastic/logs`` as in Rally).
+
+OpenSearch Benchmark's workload repositories work the same way (``WORKLOADS``): ``--workload-repository=NAME`` is
+``NAME.url`` in ``[workloads]`` (OSB's ``benchmark.ini`` key), ``default`` is
+opensearch-project/opensearch-benchmark-workloads, clones live in ``$BENCH_HOME/workloads/NAME``, a workload is a
+folder holding ``workload.json``, and the branch is chosen as OSB chooses it (Rally's rule with ``main`` for
+``master``).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import logging
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.track import notices
@@ -33,22 +40,46 @@ TRACK_FILE = "track.json"
 _GIT_TIMEOUT = 600.0
 
 
-def repository_url(name: str) -> str:
-    """The URL of the named repository: ``[tracks] NAME.url`` in bench.ini, else elastic/rally-tracks for
-    ``default``; any other name without a URL is one line naming the key to set."""
-    url = ini_section("tracks").get(f"{name}.url", "")
+@dataclass(frozen=True)
+class RepositoryKind:
+    """Rally's track repositories or OSB's workload repositories: where each is configured, cloned and read."""
+
+    section: str  # bench.ini section with NAME.url, and the folder below the bench home
+    default_url: str
+    spec_file: str
+    main: str  # the branch for no version / a newer major
+    noun: str
+    flag: str  # --track-repository / --workload-repository
+    revision_flag: str
+    name_flag: str
+
+
+TRACKS = RepositoryKind("tracks", DEFAULT_URL, TRACK_FILE, MASTER, "track", "--track-repository", "--track-revision",
+                        "--track")
+WORKLOADS = RepositoryKind("workloads", "https://github.com/opensearch-project/opensearch-benchmark-workloads",
+                           "workload.json", "main", "workload", "--workload-repository", "--workload-revision",
+                           "--workload")
+KINDS = {k.section: k for k in (TRACKS, WORKLOADS)}
+
+
+def repository_url(name: str, kind: RepositoryKind = TRACKS) -> str:
+    """The URL of the named repository: ``[tracks] NAME.url`` (``[workloads]``) in bench.ini, else elastic/rally-
+    tracks (opensearch-benchmark-workloads) for ``default``; any other name without a URL is one line naming the key
+    to set."""
+    url = ini_section(kind.section).get(f"{name}.url", "")
     if url:
         return url
     if name == DEFAULT_REPOSITORY:
-        return DEFAULT_URL
-    raise ConfigError(f"--track-repository={name}: no URL for it: set '{name}.url = <git URL or path>' in [tracks] of "
-                      f"{ini_path()}")
+        return kind.default_url
+    raise ConfigError(f"{kind.flag}={name}: no URL for it: set '{name}.url = <git URL or path>' in [{kind.section}] "
+                      f"of {ini_path()}")
 
 
-def repository_dir(name: str) -> Path:
+def repository_dir(name: str, kind: RepositoryKind = TRACKS) -> Path:
     if not name or "/" in name or name in (".", ".."):
-        raise ConfigError(f"--track-repository={name!r}: use a plain name (its URL is [tracks] NAME.url in bench.ini)")
-    return bench_home() / "tracks" / name
+        raise ConfigError(f"{kind.flag}={name!r}: use a plain name (its URL is [{kind.section}] NAME.url in "
+                          f"bench.ini)")
+    return bench_home() / kind.section / name
 
 
 def _git(args: list[str], cwd: Path | None = None, what: str = "") -> str:
@@ -70,18 +101,18 @@ def _git(args: list[str], cwd: Path | None = None, what: str = "") -> str:
 class TrackRepository:
     """One cloned track repository, brought to the revision a race needs by ``open``."""
 
-    def __init__(self, name: str, url: str, directory: Path) -> None:
-        self.name, self.url, self.dir = name, url, directory
+    def __init__(self, name: str, url: str, directory: Path, kind: RepositoryKind = TRACKS) -> None:
+        self.name, self.url, self.dir, self.kind = name, url, directory, kind
         self.branch: str | None = None
 
     @classmethod
     def open(cls, name: str = DEFAULT_REPOSITORY, *, revision: str | None = None, version: str | None = None,
-             offline: bool = False, progress: bool = True) -> TrackRepository:
+             offline: bool = False, progress: bool = True, kind: RepositoryKind = TRACKS) -> TrackRepository:
         """Clone (unless there), fetch (unless ``offline``; a failed fetch warns and keeps the local state, as
         Rally does), then check out ``revision`` or the branch that fits ``version``."""
-        repo = cls(name, repository_url(name), repository_dir(name))
+        repo = cls(name, repository_url(name, kind), repository_dir(name, kind), kind)
         with exclusive(lock_file_for(repo.dir), waiting=f"waiting for another bench updating {repo.dir}"), \
-                activity.step(f"Track repository {name}", enabled=progress):
+                activity.step(f"{kind.noun.capitalize()} repository {name}", enabled=progress):
             repo._clone_or_fetch(offline)
             if revision:
                 repo._checkout_revision(revision)
@@ -95,19 +126,19 @@ class TrackRepository:
                 try:
                     _git(["fetch", "--prune", "--tags", "origin"], self.dir, f" in {self.dir}")
                 except TrackError as e:
-                    notices.warn(f"could not update track repository {self.name} from {self.url} ({e}); "
+                    notices.warn(f"could not update {self.kind.noun} repository {self.name} from {self.url} ({e}); "
                                  f"continuing with the local copy in {self.dir}")
             return
         if self.dir.exists() and any(self.dir.iterdir()):
-            raise ConfigError(f"{self.dir} is not a git repository: move it away (bench clones track repository "
+            raise ConfigError(f"{self.dir} is not a git repository: move it away (bench clones {self.kind.noun} repository "
                               f"{self.name} there)")
         if offline:
-            raise ConfigError(f"track repository {self.name} is not cloned yet ({self.dir}) and --offline forbids "
+            raise ConfigError(f"{self.kind.noun} repository {self.name} is not cloned yet ({self.dir}) and --offline forbids "
                               f"cloning {self.url}: run once without --offline, or use --track-path")
         part = self.dir.with_name(self.dir.name + ".part")
         shutil.rmtree(part, ignore_errors=True)
         part.parent.mkdir(parents=True, exist_ok=True)
-        _git(["clone", "--quiet", self.url, str(part)], what=f" for track repository {self.name} ({self.url})")
+        _git(["clone", "--quiet", self.url, str(part)], what=f" for {self.kind.noun} repository {self.name} ({self.url})")
         if self.dir.exists():
             self.dir.rmdir()
         part.rename(self.dir)
@@ -123,7 +154,8 @@ class TrackRepository:
         try:
             _git(["checkout", "--quiet", revision], self.dir, f" in {self.dir}")
         except TrackError:
-            raise TrackError(f"--track-revision={revision}: no such branch, tag or commit in track repository "
+            raise TrackError(f"{self.kind.revision_flag}={revision}: no such branch, tag or commit in {self.kind.noun} "
+                             f"repository "
                              f"{self.name} ({self.url})") from None
         self.branch = revision
         if revision in self._remote_branches() and revision in self._local_branches():
@@ -139,16 +171,17 @@ class TrackRepository:
 
     def _checkout_for(self, version: str | None, offline: bool) -> None:
         remote, local = self._remote_branches(), self._local_branches()
-        branch = best_match(remote, version) or best_match(local, version)
-        if branch == MASTER and MASTER not in remote + local:
+        main = self.kind.main
+        branch = best_match(remote, version, main) or best_match(local, version, main)
+        if branch == main and main not in remote + local:
             branch = self._default_branch()
         if branch is None or branch not in remote + local:
             tags = set(_git(["tag", "--list"], self.dir).split())
             tag = next((f"v{v}" for v in (variants(version) if version else []) if f"v{v}" in tags), None)
             if tag is None:
                 known = ", ".join(sorted(remote)) or "none"
-                raise TrackError(f"track repository {self.name} ({self.url}) has no branch for version {version} "
-                                 f"(branches: {known}): pass --track-revision=BRANCH")
+                raise TrackError(f"{self.kind.noun} repository {self.name} ({self.url}) has no branch for version {version} "
+                                 f"(branches: {known}): pass {self.kind.revision_flag}=BRANCH")
             _git(["checkout", "--quiet", tag], self.dir, f" in {self.dir}")
             self.branch = tag
             return
@@ -161,7 +194,7 @@ class TrackRepository:
         try:
             _git(["merge", "--ff-only", "--quiet", f"origin/{branch}"], self.dir, f" in {self.dir}")
         except TrackError as e:
-            notices.warn(f"track repository {self.name}: local commits or changes in {self.dir} keep branch {branch} "
+            notices.warn(f"{self.kind.noun} repository {self.name}: local commits or changes in {self.dir} keep branch {branch} "
                          f"from updating ({e}); using it as it is")
 
     @property
@@ -181,7 +214,7 @@ class TrackRepository:
         out = []
         for root, dirs, files in os.walk(self.dir):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            if TRACK_FILE in files:
+            if self.kind.spec_file in files:
                 out.append(Path(root).relative_to(self.dir).as_posix())
         return sorted(out)
 
@@ -190,9 +223,9 @@ class TrackRepository:
         if not parts or Path(name).is_absolute() or ".." in parts:
             raise TrackError(f"--track={name}: not a track name; see 'bench list tracks'")
         d = self.dir / name
-        if not (d / TRACK_FILE).is_file():
+        if not (d / self.kind.spec_file).is_file():
             names = self.track_names()
-            raise TrackError(f"unknown track '{name}' in track repository {self.name} ({self.url}, {self.branch}): "
+            raise TrackError(f"unknown {self.kind.noun} '{name}' in {self.kind.noun} repository {self.name} ({self.url}, {self.branch}): "
                              f"it has {', '.join(names) if names else 'no tracks'}")
         return d
 

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from bench.track import notices
 from bench.track.loader import TrackListing, builtin_track_names, find_track, load_track
-from bench.track.repository import DEFAULT_REPOSITORY, TrackRepository, path_source
+from bench.track.repository import DEFAULT_REPOSITORY, TRACKS, WORKLOADS, RepositoryKind, TrackRepository, path_source
 from bench.track.source import TrackSource
 from bench.util.errors import BenchError, ConfigError
 
@@ -26,16 +26,19 @@ class ResolvedTrack(NamedTuple):
 
 
 def uses_repository(name: str | None, path: str | Path | None, repository: str | None,
-                    revision: str | None) -> bool:
-    """Whether these flags name a track in a track repository (not a built-in one, not a folder)."""
+                    revision: str | None, kind: RepositoryKind = TRACKS) -> bool:
+    """Whether these flags name a track in a track repository (not a built-in one, not a folder). A workload name
+    (--workload) always does: bench's built-in tracks are not OSB workloads."""
     if path is not None:
         return False
+    if kind is WORKLOADS:
+        return name is not None
     return bool(repository or revision) or (name is not None and name not in builtin_track_names())
 
 
 def resolve_track(name: str | None, path: str | Path | None, *, repository: str | None = None,
                   revision: str | None = None, version: Callable[[], str | None] = lambda: None,
-                  offline: bool = False, progress: bool = True) -> ResolvedTrack:
+                  offline: bool = False, progress: bool = True, kind: RepositoryKind = TRACKS) -> ResolvedTrack:
     """The track's folder and source. ``version`` is asked only when a repository's branch must be chosen (no
     ``revision``): the cluster's version, or None for the repository's default branch."""
     if path is not None:
@@ -45,15 +48,17 @@ def resolve_track(name: str | None, path: str | Path | None, *, repository: str 
                               f"{flag} names a track repository (as in Rally)")
         folder = find_track(None, path)
         return ResolvedTrack(folder, path_source(folder))
-    if not uses_repository(name, path, repository, revision):
+    if not uses_repository(name, path, repository, revision, kind):
         return ResolvedTrack(find_track(name, None), TrackSource(kind="built-in"))
     if not name:
-        raise ConfigError("--track-repository/--track-revision need --track=NAME (see 'bench list tracks')")
+        raise ConfigError(f"{kind.flag}/{kind.revision_flag} need {kind.name_flag}=NAME (see 'bench list "
+                          f"{kind.section}')")
     try:
         repo = TrackRepository.open(repository or DEFAULT_REPOSITORY, revision=revision,
-                                    version=None if revision else version(), offline=offline, progress=progress)
+                                    version=None if revision else version(), offline=offline, progress=progress,
+                                    kind=kind)
     except BenchError as e:
-        if repository or revision:
+        if repository or revision or kind is WORKLOADS:
             raise
         # Only the name pointed here: say it is not built in before why the repository could not help.
         raise type(e)(f"track '{name}' is not built in ({', '.join(builtin_track_names())}) and the track "

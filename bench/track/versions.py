@@ -41,10 +41,11 @@ def _nearest_earlier_minor(branches: list[str], major: int, minor: int) -> str |
     return f"{major}.{max(minors)}" if minors else None
 
 
-def best_match(branches: list[str], version: str | None) -> str | None:
-    """The branch of ``branches`` for ``version`` (None: no version, i.e. ``master``), or None when none fits."""
+def best_match(branches: list[str], version: str | None, main: str = MASTER) -> str | None:
+    """The branch of ``branches`` for ``version`` (None: no version, i.e. ``main``: Rally's ``master``, OSB's
+    ``main``), or None when none fits. OSB chooses as Rally does, with ``main`` for ``master``."""
     if not version:
-        return MASTER
+        return main
     parts = _parts(version, strict=True)
     if parts is None:
         return None
@@ -58,5 +59,5 @@ def best_match(branches: list[str], version: str | None) -> str | None:
                 return earlier
     majors = [p[0] for b in branches if (p := _parts(b, strict=False)) is not None]
     if major > max(majors, default=-1):
-        return MASTER
+        return main
     return None

@@ -220,6 +220,19 @@ async def put_pipeline(ctx: Context, p: dict[str, Any]) -> Result:
     return failed(status, resp) if status >= 400 else Result()
 
 
+async def delete_pipeline(ctx: Context, p: dict[str, Any]) -> Result:
+    """OSB's delete-pipeline: a pipeline that is not there is fine (404 ignored, as OSB ignores NotFoundError)."""
+    params = {k: p[f] for k, f in (("master_timeout", "master-timeout"), ("timeout", "timeout")) if p.get(f)}
+    status, resp = await Call(ctx, p)("DELETE", f"/_ingest/pipeline/{p['id']}", params=params)
+    return failed(status, resp) if status >= 400 and status != 404 else Result()
+
+
+async def create_search_pipeline(ctx: Context, p: dict[str, Any]) -> Result:
+    """OSB's create-search-pipeline: PUT _search/pipeline/<id> (OpenSearch 2.9+)."""
+    status, resp = await Call(ctx, p)("PUT", f"/_search/pipeline/{p['id']}", body=p["body"])
+    return failed(status, resp) if status >= 400 else Result()
+
+
 async def create_ilm_policy(ctx: Context, p: dict[str, Any]) -> Result:
     status, resp = await Call(ctx, p)("PUT", f"/_ilm/policy/{p['policy-name']}", body={"policy": p["body"]["policy"]})
     return failed(status, resp) if status >= 400 else Result()
@@ -394,6 +407,8 @@ RUNNERS: dict[str, tuple[Any, tuple[str, ...]]] = {
     "create-data-stream": (create_data_stream, ()),
     "delete-data-stream": (delete_data_stream, ()),
     "put-pipeline": (put_pipeline, ("id", "body")),
+    "delete-pipeline": (delete_pipeline, ("id",)),
+    "create-search-pipeline": (create_search_pipeline, ("id", "body")),
     "create-ilm-policy": (create_ilm_policy, ("policy-name", "body")),
     "delete-ilm-policy": (delete_ilm_policy, ("policy-name",)),
     "shrink-index": (shrink_index, ("source-index", "target-index", "target-body")),

@@ -1,0 +1,1 @@
+"""``osbenchmark.utils``: the helpers workload code imports."""

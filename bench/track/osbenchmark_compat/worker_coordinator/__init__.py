@@ -1,0 +1,1 @@
+"""``osbenchmark.worker_coordinator``: the runner API workload code builds on."""
