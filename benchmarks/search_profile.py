@@ -64,7 +64,14 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--no-profile", action="store_true", help="CPU per request only, without cProfile's overhead")
     ap.add_argument("--port", type=int, help="an already running sink (default: start one)")
+    ap.add_argument("--uvloop", action="store_true", help="the worker's loop from uvloop (pip install uvloop)")
     a = ap.parse_args()
+    if a.uvloop:
+        import asyncio
+
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     port = a.port or free_port()
     sinks = [] if a.port else start_in_background(port)
     commands: queue.Queue[Any] = queue.Queue()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import time
 import zlib
 from collections import deque
 from typing import cast
@@ -24,6 +25,8 @@ _NO_BODY_STATUS = (204, 304)
 _UNTIL_CLOSE = -2
 # Bodies up to this size are joined to the head (one copy, one send() instead of two); larger ones are not copied.
 _JOIN_BELOW = 64 << 10
+# How often a pool looks for answers past their timeout: a timeout fires up to this much late.
+SWEEP_INTERVAL = 0.05
 _CHUNKED = -1
 
 
@@ -166,6 +169,8 @@ class Http1Pool:
         self._limit = max(1, limit)
         self._sem = asyncio.Semaphore(self._limit)
         self._open: set[_Response] = set()
+        self._deadlines: dict[asyncio.Future[tuple[int, bytes]], float] = {}  # answers awaited -> when they expire
+        self._sweeper: asyncio.TimerHandle | None = None
         self._head_tail = header_bytes({"Host": f"{host}:{port}", **headers})
 
     async def _connect(self) -> _Response:
@@ -228,10 +233,13 @@ class Http1Pool:
             conn.transport.write(body)
         else:
             conn.transport.write(head + body if body else head)  # one send() for a small request
-        # A timer on the answer's future instead of asyncio.wait_for, which wraps every request in another
-        # future and callbacks: measurable at thousands of requests per second.
-        timer = (asyncio.get_running_loop().call_later(timeout, _expire, waiter)
-                 if timeout is not None else None)  # None: Rally's timeout:None, no timeout
+        # One sweep every SWEEP_INTERVAL expires the answers past their deadline, instead of a timer per request
+        # (asyncio.wait_for wraps every request in another future and callbacks; a call_later is a heap entry
+        # made and cancelled): both measurable at tens of thousands of requests per second.
+        if timeout is not None:  # None: Rally's timeout:None, no timeout
+            self._deadlines[waiter] = time.monotonic() + timeout
+            if self._sweeper is None:
+                self._sweeper = asyncio.get_running_loop().call_later(SWEEP_INTERVAL, self._sweep)
         try:
             result = await waiter
         except BaseException:
@@ -239,8 +247,7 @@ class Http1Pool:
             self._open.discard(conn)
             raise
         finally:
-            if timer is not None:
-                timer.cancel()
+            self._deadlines.pop(waiter, None)
         conn.reused = True
         if conn.keep_alive and not conn.closed:
             self._idle.append(conn)
@@ -249,7 +256,18 @@ class Http1Pool:
             self._open.discard(conn)
         return result
 
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        for waiter, deadline in list(self._deadlines.items()):
+            if deadline <= now:
+                _expire(waiter)
+        self._sweeper = (asyncio.get_running_loop().call_later(SWEEP_INTERVAL, self._sweep) if self._deadlines
+                         else None)
+
     def close(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         for c in [*self._idle, *self._open]:
             if c.transport is not None:
                 c.transport.close()
