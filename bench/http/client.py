@@ -284,10 +284,21 @@ class RawHttp:
     async def connect(self, connections: int) -> None:
         """Open ``connections`` keep-alive connections now, spread over the hosts, so that a step's clients do not
         connect inside the measurement (a storm of thousands of connects is the server's accept queue, not
-        its search speed). A connection that cannot be opened raises, as a request would."""
+        its search speed). A connection the cluster refuses is left to the request that needs it (it fails as a
+        request); running out of file descriptors is this machine's limit, a ClusterError naming it."""
         pools = self._host_pools()
-        await asyncio.gather(*(p.connect(connections // len(pools) + (i < connections % len(pools)))
-                               for i, p in enumerate(pools)))
+        failed = [e for f in await asyncio.gather(*(p.connect(connections // len(pools) + (i < connections % len(pools)))
+                                                    for i, p in enumerate(pools))) for e in f]
+        if any(isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE) for e in failed):
+            import resource
+
+            soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+            raise ClusterError(f"cannot open {connections:,} connections to {self._urls[0]}: this process may open "
+                               f"{soft:,} files (ulimit -n); raise the limit (ulimit -Hn, LimitNOFILE) or spread "
+                               f"the clients over more --worker-processes")
+        if failed:
+            log.info("%d of %d connections to %s could not be opened ahead: %s", len(failed), connections,
+                     self._urls[0], failed[0])
 
     async def post(self, path: str, body: bytes, *, gzipped: bool = False, node: str | None = None) -> tuple[int, bytes]:
         """The bulk hot path: send prepared bytes, return status and raw body. ``node`` (a base URL) sends to that

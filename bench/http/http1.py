@@ -186,11 +186,19 @@ class Http1Pool:
         self._open.add(proto)
         return proto
 
-    async def connect(self, n: int) -> None:
-        """Open up to ``n`` idle connections now (before a measurement, so that connecting is not in it)."""
+    async def connect(self, n: int) -> list[BaseException]:
+        """Open up to ``n`` idle connections now (before a measurement, so that connecting is not in it); returns
+        why the ones that could not be opened failed (their requests will try again, and fail as requests)."""
         n = min(n, self._limit) - len(self._idle)
-        for c in await asyncio.gather(*(asyncio.wait_for(self._connect(), self._timeout) for _ in range(max(0, n)))):
-            self._idle.append(c)
+        opened = await asyncio.gather(*(asyncio.wait_for(self._connect(), self._timeout) for _ in range(max(0, n))),
+                                      return_exceptions=True)
+        failed = []
+        for c in opened:
+            if isinstance(c, _Response):
+                self._idle.append(c)
+            else:
+                failed.append(c)
+        return failed
 
     async def post(self, path: str, body: bytes, extra_headers: bytes = b"") -> tuple[int, bytes]:
         return await self.request("POST", path, body, extra_headers)
