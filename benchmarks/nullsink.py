@@ -215,6 +215,9 @@ async def serve(port: int, *, reuse_port: bool = False, ready: multiprocessing.s
 
 def _run(port: int, reuse_port: bool, ready: multiprocessing.synchronize.Event | None, delay: float = 0.0,
          counts: Any = None, stall: tuple[float, float] | None = None) -> None:
+    from bench.driver.worker import raise_nofile_limit
+
+    raise_nofile_limit()  # a socket per client: thousands of them
     asyncio.run(serve(port, reuse_port=reuse_port, ready=ready, delay=delay, counts=counts, stall=stall))
 
 
