@@ -25,8 +25,11 @@ _NO_BODY_STATUS = (204, 304)
 _UNTIL_CLOSE = -2
 # Bodies up to this size are joined to the head (one copy, one send() instead of two); larger ones are not copied.
 _JOIN_BELOW = 64 << 10
-# How often a pool looks for answers past their timeout: a timeout fires up to this much late.
-SWEEP_INTERVAL = 0.05
+# How often a pool looks for answers past their timeout: 20 times per (shortest) timeout, at most every second and
+# every 10 ms at the least, so a timeout fires up to 5 % late.
+SWEEPS_PER_TIMEOUT = 20
+MAX_SWEEP_INTERVAL = 1.0
+MIN_SWEEP_INTERVAL = 0.01
 _CHUNKED = -1
 
 
@@ -171,6 +174,8 @@ class Http1Pool:
         self._open: set[_Response] = set()
         self._deadlines: dict[asyncio.Future[tuple[int, bytes]], float] = {}  # answers awaited -> when they expire
         self._sweeper: asyncio.TimerHandle | None = None
+        self._interval = (MAX_SWEEP_INTERVAL if timeout is None
+                          else max(MIN_SWEEP_INTERVAL, min(MAX_SWEEP_INTERVAL, timeout / SWEEPS_PER_TIMEOUT)))
         self._head_tail = header_bytes({"Host": f"{host}:{port}", **headers})
 
     async def _connect(self) -> _Response:
@@ -241,13 +246,15 @@ class Http1Pool:
             conn.transport.write(body)
         else:
             conn.transport.write(head + body if body else head)  # one send() for a small request
-        # One sweep every SWEEP_INTERVAL expires the answers past their deadline, instead of a timer per request
+        # A sweep every so often expires the answers past their deadline, instead of a timer per request
         # (asyncio.wait_for wraps every request in another future and callbacks; a call_later is a heap entry
         # made and cancelled): both measurable at tens of thousands of requests per second.
         if timeout is not None:  # None: Rally's timeout:None, no timeout
             self._deadlines[waiter] = time.monotonic() + timeout
+            if timeout / SWEEPS_PER_TIMEOUT < self._interval:
+                self._interval = max(MIN_SWEEP_INTERVAL, timeout / SWEEPS_PER_TIMEOUT)
             if self._sweeper is None:
-                self._sweeper = asyncio.get_running_loop().call_later(SWEEP_INTERVAL, self._sweep)
+                self._sweeper = asyncio.get_running_loop().call_later(self._interval, self._sweep)
         try:
             result = await waiter
         except BaseException:
@@ -269,7 +276,7 @@ class Http1Pool:
         for waiter, deadline in list(self._deadlines.items()):
             if deadline <= now:
                 _expire(waiter)
-        self._sweeper = (asyncio.get_running_loop().call_later(SWEEP_INTERVAL, self._sweep) if self._deadlines
+        self._sweeper = (asyncio.get_running_loop().call_later(self._interval, self._sweep) if self._deadlines
                          else None)
 
     def close(self) -> None:
