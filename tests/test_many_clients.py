@@ -1,5 +1,5 @@
-"""Many clients on one machine: connected before the measurement, and a file-descriptor limit too low for them
-named in one line."""
+"""Many clients on one machine: a file-descriptor limit too low for them is one line naming it (the worker's check
+before the step, or failing that the connections it opens before the common start), never failed requests."""
 
 from __future__ import annotations
 
@@ -38,4 +38,4 @@ def test_too_few_file_descriptors_for_the_clients_is_one_line_naming_the_limit(t
     assert done.returncode != 0
     assert "Traceback" not in done.stderr, done.stderr
     lines = [line for line in done.stderr.splitlines() if "ulimit -n" in line]
-    assert len(lines) == 1 and "600 connections" in lines[0] and "256 files" in lines[0], done.stderr
+    assert len(lines) == 1 and "600" in lines[0] and "256" in lines[0], done.stderr
