@@ -22,10 +22,13 @@ import multiprocessing.synchronize
 import signal
 import socket
 import sys
+import time
 from multiprocessing.process import BaseProcess
 from typing import Any, cast
 
 COUNT_EVERY = 16
+SMALL_BUFFER = 64 << 10
+LARGE_BUFFER = 4 << 20
 
 _BULK_OK = b'{"errors":false}'
 _NODES = (b'{"cluster_name":"null-sink","nodes":{"n0":{"name":"null-sink-0","version":"8.19.21",'
@@ -69,12 +72,25 @@ def _nodes_stats(counts: Any) -> bytes:
                                  "bulk_requests_counted": counted}).encode())
 
 
+def stalled_wait(now: float, delay: float, seconds: float, period: float) -> float:
+    """How long an answer ready at ``now`` (epoch seconds) waits: ``delay``, and when that lands in a stall (the
+    first ``seconds`` of every ``period`` of the epoch clock, so that the test reading a trial can tell from a
+    sample's scheduled wall-clock time whether it fell in one), until that stall's end."""
+    release = now + delay
+    phase = release % period
+    return release - now + (seconds - phase if phase < seconds else 0.0)
+
+
 class _Conn(asyncio.BufferedProtocol):
     transport: asyncio.Transport
 
-    def __init__(self, stats: list[int], delay: float = 0.0, counts: Any = None) -> None:
+    def __init__(self, stats: list[int], delay: float = 0.0, counts: Any = None,
+                 stall: tuple[float, float] | None = None) -> None:
         self._delay = delay  # seconds before each answer: a server of known service time
-        self._buf = bytearray(4 << 20)
+        self._stall = stall  # (seconds, period): every answer due in such a window waits for its end
+        # Small until the connection sends a large body: thousands of search connections must not cost 4 MB
+        # each (zero-filled: 1,000 of them took the sink 15 s before it answered their first requests).
+        self._buf = bytearray(SMALL_BUFFER)
         self._view = memoryview(self._buf)
         self._head = bytearray()  # a request head split across reads (rare)
         self._remaining = 0  # body bytes still to drain
@@ -89,6 +105,9 @@ class _Conn(asyncio.BufferedProtocol):
         self.transport = cast(asyncio.Transport, transport)  # a TCP server's: a full Transport
 
     def get_buffer(self, sizehint: int) -> memoryview:
+        if self._remaining > SMALL_BUFFER and len(self._buf) == SMALL_BUFFER:
+            self._buf = bytearray(LARGE_BUFFER)  # bulk bodies: drained in few large reads
+            self._view = memoryview(self._buf)
         return self._view
 
     def buffer_updated(self, nbytes: int) -> None:
@@ -163,9 +182,11 @@ class _Conn(asyncio.BufferedProtocol):
             resp = _RESP_ROOT
         else:
             resp = _RESP_EMPTY
-        if self._delay > 0:
-            # A constant delay keeps answers in request order on a connection.
-            asyncio.get_running_loop().call_later(self._delay, self._write, resp)
+        wait = self._delay if self._stall is None else stalled_wait(time.time(), self._delay, *self._stall)
+        if wait > 0:
+            # A constant delay keeps answers in request order on a connection; a stall releases answers at its
+            # end, in the order they were held.
+            asyncio.get_running_loop().call_later(wait, self._write, resp)
         else:
             self.transport.write(resp)
 
@@ -175,7 +196,7 @@ class _Conn(asyncio.BufferedProtocol):
 
 
 async def serve(port: int, *, reuse_port: bool = False, ready: multiprocessing.synchronize.Event | None = None,
-                delay: float = 0.0, counts: Any = None) -> None:
+                delay: float = 0.0, counts: Any = None, stall: tuple[float, float] | None = None) -> None:
     stats = [0]
     loop = asyncio.get_running_loop()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -183,7 +204,9 @@ async def serve(port: int, *, reuse_port: bool = False, ready: multiprocessing.s
     if reuse_port:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind(("127.0.0.1", port))
-    server = await loop.create_server(lambda: _Conn(stats, delay, counts), sock=sock)
+    # A listen queue as deep as the system allows (the kernel caps it at net.core.somaxconn; asyncio's default is
+    # 100): thousands of clients connecting at once are then queued, as by Elasticsearch, not dropped.
+    server = await loop.create_server(lambda: _Conn(stats, delay, counts, stall), sock=sock, backlog=65535)
     if ready is not None:
         ready.set()
     async with server:
@@ -191,20 +214,25 @@ async def serve(port: int, *, reuse_port: bool = False, ready: multiprocessing.s
 
 
 def _run(port: int, reuse_port: bool, ready: multiprocessing.synchronize.Event | None, delay: float = 0.0,
-         counts: Any = None) -> None:
-    asyncio.run(serve(port, reuse_port=reuse_port, ready=ready, delay=delay, counts=counts))
+         counts: Any = None, stall: tuple[float, float] | None = None) -> None:
+    from bench.driver.worker import raise_nofile_limit
+
+    raise_nofile_limit()  # a socket per client: thousands of them
+    asyncio.run(serve(port, reuse_port=reuse_port, ready=ready, delay=delay, counts=counts, stall=stall))
 
 
-def start_in_background(port: int, processes: int = 1, *, delay: float = 0.0,
-                        count_docs: bool = False) -> list[BaseProcess]:
+def start_in_background(port: int, processes: int = 1, *, delay: float = 0.0, count_docs: bool = False,
+                        stall: tuple[float, float] | None = None) -> list[BaseProcess]:
     """Start the sink in ``processes`` processes sharing the port (SO_REUSEPORT); returns them. ``delay``:
-    seconds every answer waits (a known service time); ``count_docs``: keep the documents received (module doc)."""
+    seconds every answer waits (a known service time); ``count_docs``: keep the documents received (module doc);
+    ``stall``: (seconds, period), every answer due in the first ``seconds`` of each ``period`` of the epoch clock
+    waits until then (a server that freezes: the coordinated-omission check)."""
     ctx = mp.get_context("spawn")
     counts = ctx.Array("q", 3) if count_docs else None  # shared by the processes, so any of them answers the total
     procs: list[BaseProcess] = []
     for _ in range(processes):
         ev = ctx.Event()
-        p = ctx.Process(target=_run, args=(port, processes > 1, ev, delay, counts), daemon=True,
+        p = ctx.Process(target=_run, args=(port, processes > 1, ev, delay, counts, stall), daemon=True,
                         name="bench-nullsink")
         p.start()
         if not ev.wait(30):
@@ -225,8 +253,18 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=1)
     ap.add_argument("--delay-ms", type=float, default=0.0, help="answer every request after this many ms")
     ap.add_argument("--count-docs", action="store_true", help="answer GET _nodes/stats with the documents received")
+    ap.add_argument("--stall", metavar="SECONDS/PERIOD", help="hold every answer due in the first SECONDS of each "
+                    "PERIOD seconds of the epoch clock until then, e.g. 1/10")
     a = ap.parse_args()
-    procs = start_in_background(a.port, a.processes, delay=a.delay_ms / 1000.0, count_docs=a.count_docs)
+    stall = None
+    if a.stall:
+        try:
+            secs, period = (float(x) for x in a.stall.split("/"))
+        except ValueError:
+            ap.error(f"--stall {a.stall}: write SECONDS/PERIOD, e.g. 1/10")
+        stall = (secs, period)
+    procs = start_in_background(a.port, a.processes, delay=a.delay_ms / 1000.0, count_docs=a.count_docs,
+                                stall=stall)
     print(f"null sink on 127.0.0.1:{a.port} ({a.processes} process(es)); Ctrl-C to stop", flush=True)
     # A plain kill (SIGTERM) must not leave the serving processes behind (daemonic ones only go at a normal exit).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

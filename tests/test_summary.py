@@ -210,3 +210,21 @@ def test_throughput_plot_leaves_out_a_trial_whose_task_failed_every_request():
               for i, (name, rows) in enumerate((("base", good), ("cand", bad)))]
     [plot] = throughput_plots(trials)
     assert [trace.name for trace in plot.figure.data] == [trials[0].name]  # no line of zeros for "cand"
+
+
+def test_a_small_error_rate_is_never_printed_as_zero():
+    from bench.driver.samples import RequestSample
+    from bench.results.report import render_summary
+    from bench.results.stats import samples_frame
+    from bench.util.numbers import percent
+
+    assert (percent(10 / 73786 * 100), percent(0.0), percent(20.0, 2), percent(100.0)) == ("0.0136", "0", "20.00",
+                                                                                          "100")
+    samples = [RequestSample("q", "q", "search", 0, 1000.0 + i * 0.001, 0.001 * (i + 1), 0.001, 0.001, 1, "ops", 0,
+                             i % 7375 != 0, None if i % 7375 else "connection", False) for i in range(73750)]
+    summary = summarize(samples_frame(samples))
+    assert summary.tasks[0].failed_requests == 10
+    assert any("Error rate is 0.0136% for task 'q' (10 of 73750 requests failed" in n for n in summary.notes), \
+        summary.notes
+    text = render_summary(summary)
+    assert "0.0136%" in text and " 0%" not in text, text

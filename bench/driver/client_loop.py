@@ -74,6 +74,13 @@ def result_from_exception(e: BaseException) -> Result:
     return Result(success=False, error_type=type(e).__name__, detail=f"{type(e).__name__}: {e}")
 
 
+async def _sleep(stopped: asyncio.Future[Any], seconds: float) -> bool:
+    """Sleep ``seconds``; True when the step was stopped meanwhile (waking up at once)."""
+    if not stopped.done():
+        await asyncio.wait((stopped,), timeout=seconds)
+    return stopped.done()
+
+
 async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, source: Iterator[dict[str, Any]],
                      start_at: float, record: Callable[[RequestSample], None], stop: asyncio.Event,
                      on_failure: Callable[[str], None] | None = None,
@@ -90,73 +97,72 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
     # The task's own schedule unless a track's scheduler replaces it.
     pacer = Pacer(task, seed=client_id) if offsets is None else None
     feedback = offsets if isinstance(offsets, RallySchedule) else None
-    task_meta = json.dumps(task.meta, default=str) if task.meta else None
-    op = task.operation
-    total_iterations = None if b.iterations is None else b.warmup_iterations + b.iterations
     # Ramp-up: this client's schedule starts later than the task's; the task's clock (warmup end,
     # relative times) stays the same for every client.
     client_start = start_at + task.start_delay(client_id)
-    now = time.monotonic()
-    if client_start > now:
-        try:  # wait, but wake up at once when the step is stopped
-            await asyncio.wait_for(stop.wait(), client_start - now)
+    # One task per client hears the stop; a sleep waits on it with a timeout (asyncio.wait_for(stop.wait()) per
+    # request made and cancelled a task each time: the largest cost of a paced client).
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        task_meta = json.dumps(task.meta, default=str) if task.meta else None
+        op = task.operation
+        total_iterations = None if b.iterations is None else b.warmup_iterations + b.iterations
+        now = time.monotonic()
+        if client_start > now and await _sleep(stopped, client_start - now):
             return
-        except asyncio.TimeoutError:
-            pass
-    i = 0
-    while not stop.is_set():
-        if total_iterations is not None and i >= total_iterations:
-            break
-        if b.deadline is not None and time.monotonic() >= b.deadline:
-            break
-        try:
-            params = next(source)
-        except StopIteration:
-            break
-        if pacer is not None:
-            off = pacer.next_offset(time.monotonic() - client_start)
-        else:
-            assert offsets is not None  # the track's scheduler instead of the pacer
-            off = next(offsets)
-        if off is None:
-            due = time.monotonic()
-        else:
-            due = client_start + off
-            wait = due - time.monotonic()
-            if wait > 0:
-                if b.deadline is not None and due >= b.deadline:
-                    break
-                try:  # sleep, but wake up at once when the step is stopped
-                    await asyncio.wait_for(stop.wait(), wait)
-                    break
-                except asyncio.TimeoutError:
-                    pass
-        if feedback is not None:
-            feedback.before_request(time.perf_counter())
-        t0 = time.monotonic()
-        try:
-            res = await runner(ctx, params)
-        except asyncio.CancelledError:
-            if on_cancel is not None:
-                on_cancel()
-            raise
-        except ParamError:
-            raise  # a bad track parameter stops the race at its first use instead of failing every request
-        except Exception as e:  # noqa: BLE001 - every failure of a request is data, not a crash
-            res = result_from_exception(e)
-        t1 = time.monotonic()
-        if pacer is not None:
-            pacer.after_request(t1 - client_start, res.units if res.success else 0, res.unit)
-        if feedback is not None:
-            feedback.after_request(time.perf_counter(), res.units if res.success else 0, res.unit,
-                                   {"success": res.success, **(res.meta or {})})
-        warmup = b.is_warmup(i, due)
-        meta = task_meta if not res.meta else json.dumps({**task.meta, **res.meta}, default=str, sort_keys=True)
-        record(RequestSample(task.name, op.name, op.operation_type, client_id, WALL_OFFSET + due, t1 - start_at,
-                             t1 - due, t1 - t0, res.units, res.unit, res.bytes_sent, res.success, res.error_type,
-                             warmup, res.failed_units, res.bytes_received, res.status,
-                             None if res.success else (res.detail or res.error_type), meta))
-        # Rally: a task with ignore-response-error-level non-fatal does not stop an --on-error=abort race.
-        if not res.success and on_failure is not None and task.ignore_response_error_level != "non-fatal":
-            on_failure(f"task '{task.name}' ({op.operation_type}) failed: {res.detail or res.error_type}")
-        i += 1
+        i = 0
+        while not stop.is_set():
+            if total_iterations is not None and i >= total_iterations:
+                break
+            if b.deadline is not None and time.monotonic() >= b.deadline:
+                break
+            try:
+                params = next(source)
+            except StopIteration:
+                break
+            if pacer is not None:
+                off = pacer.next_offset(time.monotonic() - client_start)
+            else:
+                assert offsets is not None  # the track's scheduler instead of the pacer
+                off = next(offsets)
+            if off is None:
+                due = time.monotonic()
+            else:
+                due = client_start + off
+                wait = due - time.monotonic()
+                if wait > 0:
+                    if b.deadline is not None and due >= b.deadline:
+                        break
+                    if await _sleep(stopped, wait):
+                        break
+            if feedback is not None:
+                feedback.before_request(time.perf_counter())
+            t0 = time.monotonic()
+            try:
+                res = await runner(ctx, params)
+            except asyncio.CancelledError:
+                if on_cancel is not None:
+                    on_cancel()
+                raise
+            except ParamError:
+                raise  # a bad track parameter stops the race at its first use instead of failing every request
+            except Exception as e:  # noqa: BLE001 - every failure of a request is data, not a crash
+                res = result_from_exception(e)
+            t1 = time.monotonic()
+            if pacer is not None:
+                pacer.after_request(t1 - client_start, res.units if res.success else 0, res.unit)
+            if feedback is not None:
+                feedback.after_request(time.perf_counter(), res.units if res.success else 0, res.unit,
+                                       {"success": res.success, **(res.meta or {})})
+            warmup = b.is_warmup(i, due)
+            meta = task_meta if not res.meta else json.dumps({**task.meta, **res.meta}, default=str, sort_keys=True)
+            record(RequestSample(task.name, op.name, op.operation_type, client_id, WALL_OFFSET + due, t1 - start_at,
+                                 t1 - due, t1 - t0, res.units, res.unit, res.bytes_sent, res.success, res.error_type,
+                                 warmup, res.failed_units, res.bytes_received, res.status,
+                                 None if res.success else (res.detail or res.error_type), meta))
+            # Rally: a task with ignore-response-error-level non-fatal does not stop an --on-error=abort race.
+            if not res.success and on_failure is not None and task.ignore_response_error_level != "non-fatal":
+                on_failure(f"task '{task.name}' ({op.operation_type}) failed: {res.detail or res.error_type}")
+            i += 1
+    finally:
+        stopped.cancel()

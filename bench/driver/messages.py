@@ -108,6 +108,15 @@ class Samples:
     wid: int
     batch: list[RequestSample]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled by columns: a third of the worker's cost of pickling each sample as a NamedTuple (its
+        # __getnewargs__ is a Python call per sample); the receiver rebuilds the same samples.
+        return _samples_from_columns, (self.wid, list(zip(*self.batch)))
+
+
+def _samples_from_columns(wid: int, columns: list[tuple[Any, ...]]) -> Samples:
+    return Samples(wid, list(map(RequestSample._make, zip(*columns))))
+
 
 @dataclass(frozen=True, slots=True)
 class TaskDone:

@@ -23,6 +23,7 @@ from bench.driver.bulk.routed_bodies import RoutedBody, prepare_routed_bodies
 from bench.driver.bulk.routing_watch import DEFAULT_INTERVAL, RoutingWatch
 from bench.driver.bulk.shard_routing import ShardTable
 from bench.driver.param_types import param_bool, param_float, param_int
+from bench.driver.runners.core import search_body
 from bench.driver.runners.registry import callable_name
 from bench.track.model import DocumentsSpec, Task
 from bench.util.errors import ConfigError, TrackError
@@ -208,8 +209,11 @@ def search_source(task: Task, *, client: int) -> Iterator[dict[str, Any]]:
 
 
 def static_source(task: Task) -> Iterator[dict[str, Any]]:
-    """Every request of a non-bulk task sends the operation's parameters unchanged."""
+    """Every request of a non-bulk task sends the operation's parameters unchanged; a search's body, constant, is
+    serialised here once (``_body_bytes``, as the randomised search source does; a track's runner never sees it)."""
     params = dict(task.operation.params)
+    if task.operation.operation_type == "search" and "_body_bytes" not in params:
+        params["_body_bytes"] = search_body(params)  # constant: serialised once, not per request
     return itertools.repeat(params)
 
 

@@ -284,6 +284,14 @@ async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Ev
     for h in https.values():
         await h.__aenter__()
     try:
+        clients_of: dict[str, int] = {}
+        for task, *_ in jobs:
+            name = task.operation.params.get("cluster", plan.default_cluster)
+            if isinstance(name, str):
+                clients_of[name] = clients_of.get(name, 0) + 1
+        # Connected before the common start, so that no client's first request measures its connect (thousands at
+        # once are a storm in the server's accept queue).
+        await asyncio.gather(*(https[n].connect(c) for n, c in clients_of.items() if n in https))
         results.put(Ready(wid, prepared))
         start_at = await go
         probe = LoopProbe(len(plan.clients), tuple(dict.fromkeys(plan.tasks[ti].name for ti, _ in plan.clients)))

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import errno
+import functools
 import json
 import logging
 import os
@@ -19,11 +21,13 @@ import socket
 import ssl
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
 
 import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from bench.http import cluster_plugins, cluster_runtime, request_scope
+from bench.http.http1 import Http1Pool, header_bytes
 from bench.util import redact
 from bench.util.errors import ClusterError, ConfigError
 
@@ -215,13 +219,14 @@ def es_client(target: ClusterTarget, *, connections: int = 8) -> Any:
 
 
 class RawHttp:
-    """The client every runner uses: round-robins over a cluster's hosts. JSON requests go through aiohttp;
-    bulk bodies through ``bench.http.http1`` pools that hand prepared bytes to the socket uncopied."""
+    """The client every runner uses: round-robins over a cluster's hosts, each through a ``bench.http.http1``
+    pool of keep-alive connections (prepared bulk bodies go to the socket uncopied, a search's constant head is
+    built once). aiohttp is kept for the connection check, whose errors it words."""
 
     def __init__(self, target: ClusterTarget, *, connections: int) -> None:
         self._urls = target.urls()
         self._i = 0
-        self._headers: dict[str, str] = {"Content-Type": "application/x-ndjson"}
+        self._headers: dict[str, str] = {}
         auth = target.options.auth_header()
         if auth:
             self._headers["Authorization"] = auth
@@ -230,16 +235,17 @@ class RawHttp:
         self._connections = target.options.max_connections or connections
         self._cleanup_closed = target.options.enable_cleanup_closed
         self._session: aiohttp.ClientSession | None = None
-        self._pools: list[Any] = []
-        self._by_node: dict[str, Any] = {}
+        self._pools: list[Http1Pool] = []
+        self._by_node: dict[str, Http1Pool] = {}
         self._p = 0
 
     async def __aenter__(self) -> "RawHttp":
         conn = aiohttp.TCPConnector(limit=self._connections, ssl=self._ssl if self._ssl is not None else False,
                                     ttl_dns_cache=None, enable_cleanup_closed=self._cleanup_closed,
                                     socket_factory=_socket)
-        # skip_auto_headers: no Accept-Encoding negotiation or per-request UA work on the hot path.
-        self._session = aiohttp.ClientSession(connector=conn, timeout=self._timeout, headers=self._headers,
+        # skip_auto_headers: no Accept-Encoding negotiation or per-request UA work.
+        self._session = aiohttp.ClientSession(connector=conn, timeout=self._timeout,
+                                              headers={"Content-Type": "application/json", **self._headers},
                                               skip_auto_headers=("User-Agent",), auto_decompress=True)
         return self
 
@@ -249,79 +255,93 @@ class RawHttp:
         if self._session is not None:
             await self._session.close()
 
-    def _pool_for(self, url: str) -> Any:
-        from urllib.parse import urlsplit
-
-        from bench.http.http1 import Http1Pool
-
+    def _pool_for(self, url: str) -> Http1Pool:
         u = urlsplit(url)
         https = u.scheme == "https"
         return Http1Pool(u.hostname or "127.0.0.1", u.port or (443 if https else 80), headers=self._headers,
                          limit=self._connections, ssl_context=self._ssl if https else None,
-                         timeout=self._timeout.total, send_buffer=SEND_BUFFER)
+                         timeout=self._timeout.total, send_buffer=SEND_BUFFER,
+                         prefix=u.path.rstrip("/"))
 
-    def _bulk_pools(self) -> list[Any]:
+    def _host_pools(self) -> list[Http1Pool]:
         if not self._pools:
             self._pools = [self._pool_for(url) for url in self._urls]
         return self._pools
 
-    def _node_pool(self, url: str) -> Any:
-        """A bulk pool for one node's base URL (shard-aware bulks go straight to the node of their shards)."""
+    def _node_pool(self, url: str) -> Http1Pool:
+        """A pool for one node's base URL (shard-aware bulks go straight to the node of their shards)."""
         pool = self._by_node.get(url)
         if pool is None:
             pool = self._by_node[url] = self._pool_for(url)
         return pool
 
-    def _next_url(self) -> str:
-        url = self._urls[self._i]
-        self._i = (self._i + 1) % len(self._urls)
-        return url
+    def _next_pool(self) -> Http1Pool:
+        pools = self._host_pools()
+        pool = pools[self._p]
+        self._p = (self._p + 1) % len(pools)
+        return pool
+
+    async def connect(self, connections: int) -> None:
+        """Open ``connections`` keep-alive connections now, spread over the hosts, so that a step's clients do not
+        connect inside the measurement (a storm of thousands of connects is the server's accept queue, not
+        its search speed). A connection the cluster refuses is left to the request that needs it (it fails as a
+        request); running out of file descriptors is this machine's limit, a ClusterError naming it."""
+        pools = self._host_pools()
+        failed = [e for f in await asyncio.gather(*(p.connect(connections // len(pools) + (i < connections % len(pools)))
+                                                    for i, p in enumerate(pools))) for e in f]
+        if any(isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE) for e in failed):
+            import resource
+
+            soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+            raise ClusterError(f"cannot open {connections:,} connections to {self._urls[0]}: this process may open "
+                               f"{soft:,} files (ulimit -n); raise the limit (ulimit -Hn, LimitNOFILE) or spread "
+                               f"the clients over more --worker-processes")
+        if failed:
+            log.info("%d of %d connections to %s could not be opened ahead: %s", len(failed), connections,
+                     self._urls[0], failed[0])
 
     async def post(self, path: str, body: bytes, *, gzipped: bool = False, node: str | None = None) -> tuple[int, bytes]:
         """The bulk hot path: send prepared bytes, return status and raw body. ``node`` (a base URL) sends to that
         node instead of the next host in turn."""
-        if node is not None:
-            pool = self._node_pool(node)
-        else:
-            pools = self._bulk_pools()
-            pool = pools[self._p]
-            self._p = (self._p + 1) % len(pools)
-        extra = b"Content-Encoding: gzip\r\n" if gzipped else b""
+        pool = self._node_pool(node) if node is not None else self._next_pool()
+        extra = _NDJSON_GZIP if gzipped else _NDJSON
         opts = request_scope.current()
         if opts is None:
             return await pool.post(path, body, extra)
-        extra += b"".join(f"{k}: {v}\r\n".encode() for k, v in opts.headers.items())
-        if opts.timeout is not None:
-            result = await asyncio.wait_for(pool.post(path, body, extra), opts.timeout)
-        else:
-            result = await pool.post(path, body, extra)
+        extra += header_bytes(opts.headers)
+        result = await pool.request("POST", path, body, extra, timeout=opts.timeout)
         if opts.responses is not None:
             opts.responses.append(result)
         return result
 
     async def send(self, method: str, path: str, body: bytes | None = None, *,
                    params: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
-                   gzipped: bool = False, timeout: float | None = None) -> tuple[int, bytes]:
+                   gzipped: bool = False, timeout: float | None = None,
+                   idempotent: bool | None = None) -> tuple[int, bytes]:
         """One request with a prepared body; returns the status and the raw answer, unparsed (runners that
-        only need a flag from the first bytes, or the answer's size, never parse it)."""
-        assert self._session is not None
-        h = {"Content-Type": "application/json", "Accept": "application/json"}
+        only need a flag from the first bytes, or the answer's size, never parse it). ``idempotent`` (default:
+        any method but POST) lets a request be sent again when its reused keep-alive connection had been closed by
+        the server before it answered."""
         opts = request_scope.current()  # the operation's headers, opaque id and timeout
-        if opts is not None:
-            h.update(opts.headers)
-            if timeout is None:
-                timeout = opts.timeout
-        if headers:
-            h.update(headers)
-        if gzipped:
-            h["Content-Encoding"] = "gzip"
-        kw: dict[str, Any] = {}
+        if opts is None and not headers and not gzipped:
+            extra = _JSON
+        else:
+            h = {"Content-Type": "application/json", "Accept": "application/json"}
+            if opts is not None:
+                _merge(h, opts.headers)
+                if timeout is None:
+                    timeout = opts.timeout
+            if headers:
+                _merge(h, headers)
+            if gzipped:
+                h["Content-Encoding"] = "gzip"
+            extra = header_bytes(h)
+        target = request_target(path)
         if params:
-            kw["params"] = {k: _param(v) for k, v in params.items()}
-        if timeout is not None:
-            kw["timeout"] = aiohttp.ClientTimeout(total=timeout)
-        async with self._session.request(method, self._next_url() + path, data=body, headers=h, **kw) as resp:
-            answer = resp.status, await resp.read()
+            target += ("&" if "?" in target else "?") + urlencode({k: _param(v) for k, v in params.items()},
+                                                                    safe=",*:/")
+        answer = await self._next_pool().request(method, target, body, extra, timeout=timeout,
+                                                 retry_stale=method != "POST" if idempotent is None else idempotent)
         if opts is not None and opts.responses is not None:
             opts.responses.append(answer)
         return answer
@@ -347,6 +367,32 @@ class RawHttp:
             return status, json.loads(raw)
         except ValueError:
             return status, raw.decode(errors="replace")
+
+
+_JSON = b"Content-Type: application/json\r\nAccept: application/json\r\n"
+_NDJSON = b"Content-Type: application/x-ndjson\r\n"
+_NDJSON_GZIP = _NDJSON + b"Content-Encoding: gzip\r\n"
+
+
+def _merge(into: dict[str, str], more: dict[str, str]) -> None:
+    """Header names are case-insensitive: a track's ``content-type`` replaces bench's ``Content-Type``."""
+    lower = {k.lower(): k for k in into}
+    for k, v in more.items():
+        old = lower.get(k.lower())
+        if old is not None and old != k:
+            del into[old]
+        into[k] = v
+
+
+@functools.lru_cache(maxsize=4096)
+def request_target(path: str) -> str:
+    """A path (with or without its query) as a request target: characters a URL cannot carry percent-encoded, the
+    rest (``*``, ``,``, ``:``, date math's ``<>{}`` encoded, an existing ``%XX`` kept) as written. Paths repeat, so
+    each is encoded once."""
+    p, q, query = path.partition("?")
+    if not p.startswith("/"):
+        p = "/" + p
+    return quote(p, safe="/@:!$&'()*+,;=%~") + (q + quote(query, safe="=&/?:@!$'()*+,;%~") if q else "")
 
 
 # A send buffer large enough for most of a bulk body lets one send() take it, instead of asyncio copying

@@ -27,7 +27,7 @@ from bench.results.headline import Headline, race_headline
 from bench.results.sections import MetricRow, row_cells, section_tables
 from bench.results.summary import Summary
 from bench.util.errors import ConfigError
-from bench.util.numbers import BOOL_UNIT, compact, plain, rescale, value_text
+from bench.util.numbers import BOOL_UNIT, compact, percent, plain, rescale, value_text
 from bench.util.redact import redact, redact_text
 
 ReportFormat = Literal["table", "markdown", "csv", "json"]
@@ -39,6 +39,11 @@ def format_value(v: float | int) -> str:
     """Human-readable number: ints with thousands separators, floats with 2 decimals, tiny floats with
     3 significant digits so they do not collapse to 0.00 (never in scientific notation)."""
     return plain(v)
+
+
+def _percent_cell(v: float | int) -> str:
+    """A percentage row's value: never 0 when it is not (``bench.util.numbers.percent``)."""
+    return percent(v, 2)
 
 
 def shown_rows(summary: Summary, *, collapse: bool = True) -> list[MetricRow]:
@@ -84,7 +89,7 @@ def render_summary(summary: Summary, fmt: ReportFormat = "table", *, full: bool 
     shown = shown_rows(summary, collapse=fmt == "table")
     text = render_headline(race_headline(summary), fmt, width=width)
     if full:
-        table = [[r.metric, r.task, *row_cells(r, format_value)] for r in shown]
+        table = [[r.metric, r.task, *row_cells(r, _percent_cell if r.unit == "%" else format_value)] for r in shown]
         body = tabulate(table, headers=HEADERS, tablefmt="simple" if fmt == "table" else "github",
                         colalign=("left", "left", "right", "left"), disable_numparse=True)
         text += ("\n\n" if text else "") + ("## All metrics\n\n" if fmt == "markdown" and text else "") + body
@@ -165,7 +170,7 @@ def _headline_tables(h: Headline) -> list[tuple[list[str], list[list[str]], list
             svc = " / ".join(compact(v) for v in t.service_time) if t.service_time else ""
             if label == "high" and t.latency:
                 lat, svc = f"{lat} ({t.high_label})", f"{svc} ({t.high_label})"
-            errors = f"{compact(t.error_rate)}%" + (f" ({t.failed_requests:,})" if t.failed_requests else "")
+            errors = f"{percent(t.error_rate)}%" + (f" ({t.failed_requests:,})" if t.failed_requests else "")
             rows.append([t.task, tp, lat, svc, errors])
         tp_head = f"Throughput{' ' + one_unit if one_unit else ''}\nmin / median / max"
         tables.append((["Task", tp_head, f"Latency ms\np50 / {label}", f"Service time ms\np50 / {label}",

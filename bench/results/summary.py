@@ -39,6 +39,7 @@ from bench.results.stats import (
     successful_units,
     throughput_stats,
 )
+from bench.util.numbers import percent
 
 GB = 1024 ** 3
 log = logging.getLogger(__name__)
@@ -358,7 +359,7 @@ def error_note(ts: TaskSummary) -> str:
     hint = ("; HTTP 429 means the cluster rejected requests (a full thread-pool queue): lower the load or "
             "give the cluster more capacity" if "http-429" in ts.errors_by_type else "")
     head = (f"Every request of task '{ts.task}' failed: no throughput, latency or service time is reported"
-            if ts.throughput is None and not ts.latency else f"Error rate is {ts.error_rate * 100:.2f}% for task "
+            if ts.throughput is None and not ts.latency else f"Error rate is {percent(ts.error_rate * 100, 2)}% for task "
             f"'{ts.task}'")
     return (f"{head} "
             f"({ts.failed_requests} of {ts.requests} requests failed"

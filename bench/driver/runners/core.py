@@ -115,21 +115,27 @@ def raw_failure(status: int, raw: bytes, *, bytes_sent: int) -> Result:
     return res
 
 
+def search_body(p: dict[str, Any]) -> bytes:
+    """A search's body as sent: ``body`` with ``results-per-page`` as its size. The param sources serialise a
+    constant body once (``_body_bytes``), so a search sends prepared bytes."""
+    doc = p.get("body") or {}
+    if p.get("results-per-page"):
+        doc = {**doc, "size": as_int(p["results-per-page"], "results-per-page")}
+    return json.dumps(doc).encode()
+
+
 async def search(ctx: Context, p: dict[str, Any]) -> Result:
     # Rally's targets: index, else data-stream, else the track's only index or data stream (bench: all indices)
     index = p.get("index") or p.get("data-stream") or ctx.definitions.default_target() or ctx.default_index()
     if isinstance(index, list):
         index = ",".join(index)
-    params = _req_params(p)
+    params = p.get("request-params")
     if "cache" in p:
-        params["request_cache"] = param_bool(p, "cache", False)
+        params = {**(params or {}), "request_cache": param_bool(p, "cache", False)}
     body = p.get("_body_bytes")
     if body is None:
-        doc = p.get("body") or {}
-        if p.get("results-per-page"):
-            doc = {**doc, "size": as_int(p["results-per-page"], "results-per-page")}
-        body = json.dumps(doc).encode()
-    status, raw = await ctx.cluster(p).send("POST", f"/{index}/_search", body, params=params)
+        body = search_body(p)
+    status, raw = await ctx.cluster(p).send("POST", f"/{index}/_search", body, params=params, idempotent=True)
     if status >= 400:
         return raw_failure(status, raw, bytes_sent=len(body))
     # The answer starts {"took":N,"timed_out":...}: no need to parse the hits to know.
