@@ -60,9 +60,15 @@ def _jdk(c: dict[str, Any]) -> str | None:
     return f"{j.get('source', '?')} JDK {j.get('version') or '?'}" if isinstance(j, dict) else None
 
 
+def _corpora(info: TrialInfo) -> str:
+    seeds = sorted({f.get("seed") for f in info.corpora if f.get("origin") == "synthetic"}, key=str)
+    return f"synthetic (seed {', '.join(map(str, seeds))})" if seeds else "the track's own"
+
+
 ASPECTS: list[tuple[str, Callable[[TrialInfo], str | None]]] = [
     ("test mode", lambda i: "test mode" if i.test_mode else "full"),
     ("track sources", lambda i: describe_source(i.track_source)),
+    ("corpora", _corpora),
     ("engine versions", _engines),
     ("distributions", lambda i: _per_cluster(i, _distribution)),
     ("JDKs", lambda i: _per_cluster(i, _jdk)),

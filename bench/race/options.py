@@ -55,6 +55,9 @@ class RaceOptions(BaseModel):
     # local.dataset.cache: <dir>/<corpus>/<file> or <dir>/<file>).
     offline: bool = False
     corpus_dir: Path | None = None
+    # --generate-corpora[=SEED]: every document set generated from its target's mapping with this seed, never
+    # downloaded; stored with the trial as synthetic (bench/track/synthetic_corpora.py).
+    generate_corpora: int | None = Field(default=None, ge=0)
     on_error: OnError = "continue"
     user_tags: dict[str, str] = Field(default_factory=dict)
     report_format: ReportFormat = "table"

@@ -29,6 +29,7 @@ from bench.reporting.headline_view import compare_headline_view, trial_headline
 from bench.results.report import format_value
 from bench.results.sections import section_kinds, section_tables, section_title
 from bench.results.summary import Summary, status_label
+from bench.track.synthetic_corpora import corpora_text
 from bench.trials.model import TrialInfo
 from bench.util.redact import redact, redact_text
 
@@ -72,6 +73,8 @@ def environment_rows(info: TrialInfo, summary: Summary | None = None) -> list[tu
     rows += [("Car", e["car"]), ("Pipeline", e["pipeline"] + (" (test mode)" if e["test_mode"] else "")),
              ("Track", f"{e['track']} / {e['challenge']}"), ("Track params", _fmt_dict(e["track_params"])),
              ("User tags", _fmt_dict(e["user_tags"]))]
+    if (synthetic := corpora_text(info.corpora)) is not None:
+        rows.append(("Corpora", synthetic))
     if e["options"]:
         rows.append(("Options", _fmt_dict(e["options"])))
     m = e["machine"]
