@@ -80,6 +80,9 @@ _JAVA = [("yyyy", "%Y"), ("uuuu", "%Y"), ("yy", "%y"), ("MMM", "%b"), ("MM", "%m
          ("X", "Z")]
 
 
+_MILLIS = "@@millis@@"  # strftime has no milliseconds: put in after it ran (a NUL would end its C string)
+
+
 def _java_pattern(pattern: str) -> Callable[[datetime], str] | None:
     """A strftime rendering of a Java date pattern such as ``yyyy-MM-dd HH:mm:ss``, or None if it has letters bench
     does not know."""
@@ -94,7 +97,7 @@ def _java_pattern(pattern: str) -> Callable[[datetime], str] | None:
             i = end + 1
             continue
         if pattern.startswith("SSS", i):
-            out += "\0"
+            out += _MILLIS
             millis = True
             i += 3
             continue
@@ -109,7 +112,7 @@ def _java_pattern(pattern: str) -> Callable[[datetime], str] | None:
             out += pattern[i].replace("%", "%%")
             i += 1
     if millis:
-        return lambda t: t.strftime(out).replace("\0", f"{t.microsecond // 1000:03d}")
+        return lambda t: t.strftime(out).replace(_MILLIS, f"{t.microsecond // 1000:03d}")
     return lambda t: t.strftime(out)
 
 
