@@ -195,8 +195,8 @@ def run_track(track_dir: Path, name: str, host: str, timeout: float, seed: int, 
 
 
 def _read_trial(run: Run) -> None:
-    from bench.trial_stores import open_store
-    from bench.trial_summary import stored_summary
+    from bench.trials.open import open_store
+    from bench.trials.summary import stored_summary
 
     with open_store() as store:
         info = store.get_trial(run.trial or "")

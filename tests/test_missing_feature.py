@@ -13,7 +13,7 @@ import pytest
 
 from bench.cli import main
 from bench.driver.missing_feature import LACKS, explain, missing_feature
-from bench.store import TrialStore
+from bench.trials.sqlite import TrialStore
 
 
 @pytest.mark.parametrize(("message", "lacks"), [

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.errors import TrackError
-from bench.store import TrialStore
 from bench.track.model import Challenge, DocumentsSpec, Track
 from bench.track.synthetic import START, compile_mapping, date_renderer, document_lines
 from bench.track.synthetic_corpora import Declarations, corpora_text, mapping_for, plan_synthetic
+from bench.trials.sqlite import TrialStore
+from bench.util.errors import TrackError
 
 MAPPING = {"mappings": {"dynamic": "strict", "properties": {
     "@timestamp": {"type": "date", "format": "yyyy-MM-dd HH:mm:ss"},

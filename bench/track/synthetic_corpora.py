@@ -18,8 +18,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.errors import TrackError
 from bench.track.model import Challenge, DocumentsSpec, SyntheticSpec, TemplateSpec, Track
+from bench.util.errors import TrackError
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
