@@ -21,6 +21,9 @@ from bench.trials.sqlite import TrialStore
      "field [price]", "the field type scaled_float: needs the mapper-extras module"),
     ("HTTP 400: mapper_parsing_exception: No handler for type [match_only_text] declared on field [message]",
      "the field type match_only_text: needs the mapper-extras module"),
+    ("HTTP 400: mapper_parsing_exception: Failed to parse mapping: The mapper type [constant_keyword] declared on "
+     "field [kind] does not exist. It might have been created within a future version or requires a plugin to be "
+     "installed. Check the documentation.", "the field type constant_keyword: needs the x-pack-constant-keyword"),
     ("HTTP 400: mapper_parsing_exception: No handler for type [wildcard] declared on field [url]",
      "the field type wildcard: needs the x-pack-wildcard module"),
     ("HTTP 400: mapper_parsing_exception: No handler for type [join] declared on field [rel]",
@@ -49,6 +52,8 @@ from bench.trials.sqlite import TrialStore
      "the aggregation matrix_stats: needs the aggs-matrix-stats"),
     ("HTTP 400: settings_exception: unknown setting [index.mode] please check that any required plugins are "
      "installed", "the index setting index.mode: needs Elasticsearch ≥ 8"),
+    ("HTTP 400: parsing_exception: Unknown key for a START_OBJECT in [knn].",
+     "the search body key knn: needs Elasticsearch ≥ 8.4"),
     ("HTTP 403: security_exception: current license is non-compliant for [ccr]", "a licence for ccr: start a trial"),
     ("1 of 5 documents failed, first: illegal_argument_exception: pipeline with id [p1] does not exist",
      "the ingest pipeline p1, which an earlier step"),
@@ -61,6 +66,7 @@ def test_engine_messages_name_what_the_cluster_lacks(message, lacks):
 
 @pytest.mark.parametrize("message", [
     "HTTP 404: index_not_found_exception: no such index [logs]", "request timed out",
+    "HTTP 400: parsing_exception: Unknown key for a START_OBJECT in [qurey].",  # a typo is not a missing feature
     "HTTP 429: es_rejected_execution_exception: rejected execution", "connection error: refused",
     "HTTP 405: Incorrect HTTP method for uri [/] and method [GET], allowed: [HEAD]",  # not a missing feature
 ])
@@ -90,4 +96,6 @@ def test_a_race_on_a_minimal_cluster_stores_what_it_lacks(tmp_path: Path, es_tar
     assert errors["scaled"].startswith("the cluster lacks the field type scaled_float: needs the mapper-extras "
                                        "module (in the engine's default distribution"), errors
     assert "HTTP 400" in errors["scaled"] and "scaled_float" in errors["scaled"].split(" — ", 1)[1]
-    assert errors["pipeline"].startswith("the cluster lacks ingest pipelines: needs the ingest-common module"), errors
+    # this build serves the ingest API but has no processors: the processor is what it lacks
+    assert errors["pipeline"].startswith("the cluster lacks the ingest processor set: needs the ingest-common "
+                                         "module"), errors

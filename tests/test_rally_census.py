@@ -51,6 +51,11 @@ def test_outcomes(census):
     assert census.classify(Run("e", trial="t3", status="failed", error="load driver worker died"))[0] == \
         "fails in bench"
     assert census.classify(Run("f", crashed=True, last_line="KeyError: 'x'"))[0] == "fails in bench"
+    missing = Run("m", trial="t5", status="failed", error="task 's': parameter source 'p' failed to start: "
+                  "FileNotFoundError: [Errno 2] No such file or directory: '/nowhere/cohere/queries.json'")
+    missing.track = "cohere"
+    assert census.classify(missing) == ("fails: file missing from the checkout",
+                                        ["/nowhere/cohere/queries.json is not in the checkout"])
     refused = Run("g", exit_code=2, last_line="/x/track.json: the track needs pytrec_eval==0.5, not installed")
     assert census.classify(refused)[0] == "does not load"
     hung = Run("h", timed_out=True, seconds=240.4, trial="t4", status="interrupted",

@@ -124,8 +124,8 @@ _ANALYSIS_PLUGINS = (("icu_", "the analysis-icu plugin"), ("kuromoji", "the anal
                      ("polish", "the analysis-stempel plugin"), ("ukrainian", "the analysis-ukrainian plugin"))
 
 _NO_HANDLER = re.compile(r"no handler found for uri \[([^\]\s]*)")
-_FIELD_TYPE = re.compile(r"(?:No handler for type \[|unknown field type \[|no mapper found for type \[)([\w.]+)\]",
-                         re.I)
+_FIELD_TYPE = re.compile(r"(?:No handler for type \[|unknown field type \[|no mapper found for type \[|"
+                         r"The mapper type \[)([\w.]+)\]", re.I)
 _SCRIPT = re.compile(r"(?:script_lang not supported|No script engine found for lang|unable to find script lang)"
                      r" \[(\w+)\]", re.I)
 _ANALYSIS = re.compile(r"(?:Unknown (tokenizer|filter|char_filter|analyzer|normalizer) type \[(\w+)\]"
@@ -136,6 +136,11 @@ _QUERY = re.compile(r"(?:unknown query \[|no \[query\] registered for \[)(\w+)\]
 _AGG = re.compile(r"Unknown aggregation type \[(\w+)\]|unknown aggregation \[(\w+)\]", re.I)
 _SETTING = re.compile(r"unknown setting \[(index\.(?:mode|time_series\.[\w.]+|routing_path|knn[\w.]*|"
                       r"lifecycle\.[\w.]+|look_ahead_time|mapping\.source\.mode))\]")
+# Search body keys of newer Elasticsearch versions, which OpenSearch and older versions do not parse.
+_SEARCH_KEYS = {"knn": "Elasticsearch ≥ 8.4 (OpenSearch: a knn query, from its k-NN plugin)",
+                "retriever": "Elasticsearch ≥ 8.14", "rank": "Elasticsearch ≥ 8.8",
+                "sub_searches": "Elasticsearch ≥ 8.8", "runtime_mappings": "Elasticsearch ≥ 7.11 (OpenSearch has none)"}
+_SEARCH_KEY = re.compile(r"Unknown key for a (?:START_OBJECT|START_ARRAY|VALUE_\w+) in \[(\w+)\]")
 _LICENCE = re.compile(r"current license is non-compliant for \[([\w -]+)\]", re.I)
 _PIPELINE = re.compile(r"pipeline with id \[([^\]]+)\] does not exist", re.I)
 
@@ -189,6 +194,8 @@ def missing_feature(message: str) -> str | None:
         if s.startswith("index.lifecycle"):
             return f"the index setting {s}: needs {_module('x-pack-ilm', _ES)}"
         return f"the index setting {s}: needs Elasticsearch ≥ 8 (time-series and logsdb index modes)"
+    if (m := _SEARCH_KEY.search(message)) and m.group(1) in _SEARCH_KEYS:
+        return f"the search body key {m.group(1)}: needs {_SEARCH_KEYS[m.group(1)]}"
     if m := _LICENCE.search(message):
         return (f"a licence for {m.group(1)}: start a trial licence (POST _license/start_trial?acknowledge=true; "
                 "bench does this for the clusters it starts)")
