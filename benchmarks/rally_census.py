@@ -192,7 +192,7 @@ def run_track(track_dir: Path, name: str, host: str, timeout: float, seed: int, 
         stdout, stderr = out.read(), err.read()
     lines = [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith("bench: warning:")]
     run.last_line = lines[-1].strip() if lines else ""
-    run.last_line = re.sub(r"^bench: (error: )?", "", run.last_line)
+    run.last_line = re.sub(r"^(bench: )?(error: )?", "", run.last_line)
     run.crashed = "Traceback (most recent call last)" in stderr
     if m := re.search(r"Trial ([0-9a-f]{32})", stdout):
         run.trial = m.group(1)

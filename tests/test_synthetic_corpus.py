@@ -15,9 +15,12 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
+from bench.compare.mismatch import mismatch_warnings
+from bench.compare.model import Side, TrialData
 from bench.track.model import Challenge, DocumentsSpec, Track
 from bench.track.synthetic import START, compile_mapping, date_renderer, document_lines
 from bench.track.synthetic_corpora import Declarations, corpora_text, mapping_for, plan_synthetic
+from bench.trials.model import TrialInfo
 from bench.trials.sqlite import TrialStore
 from bench.util.errors import TrackError
 
@@ -138,6 +141,19 @@ def test_corpora_text_only_for_synthetic_trials():
     assert corpora_text([{"origin": "file", "documents": 5}]) is None
     text = corpora_text([{"origin": "synthetic", "seed": 3, "documents": 1000}, {"origin": "file", "documents": 5}])
     assert text is not None and text.startswith("SYNTHETIC: 1 of 2 document set(s)") and "seed 3" in text
+
+
+def test_compare_warns_when_one_side_ran_on_synthetic_corpora():
+    def side(label: str, corpora: list[dict]) -> Side:
+        info = TrialInfo(id=label * 8, track="t", challenge="c", start_time=datetime.now(timezone.utc),
+                         corpora=corpora)
+        return Side(label=label, selector=label, trials=[TrialData(info=info)])
+
+    real = [{"origin": "file", "documents": 10}]
+    synthetic = [{"origin": "synthetic", "seed": 2, "documents": 10}]
+    assert not [w for w in mismatch_warnings([side("a", real), side("b", real)]) if "corpora" in w]
+    warnings = [w for w in mismatch_warnings([side("a", real), side("b", synthetic)]) if "corpora" in w]
+    assert warnings == ["Trials differ in corpora: a: the track's own; b: synthetic (seed 2)."]
 
 
 # ---------------------------------------------------------------- a real race

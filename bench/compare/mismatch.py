@@ -119,7 +119,7 @@ def _aspect_warning(sides: list[Side], name: str, value: Callable[[TrialInfo], s
 
 def mismatch_warnings(sides: list[Side]) -> list[str]:
     """One warning per aspect in which the trials of ``sides`` (within a side too) differ: test mode, track
-    source, track params, then the environment."""
+    source, track params, corpora (synthetic or not), then the environment."""
     found = [_aspect_warning(sides, *ASPECTS[0]), _aspect_warning(sides, *ASPECTS[1]), _params_warning(sides),
              *(_aspect_warning(sides, name, value) for name, value in ASPECTS[2:])]
     return [w for w in found if w is not None]
