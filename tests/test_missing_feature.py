@@ -54,6 +54,8 @@ from bench.trials.sqlite import TrialStore
      "installed", "the index setting index.mode: needs Elasticsearch ≥ 8"),
     ("HTTP 400: parsing_exception: Unknown key for a START_OBJECT in [knn].",
      "the search body key knn: needs Elasticsearch ≥ 8.4"),
+    ("HTTP 400: mapper_parsing_exception: Failed to parse mapping [_doc]: unknown parameter [mode] on mapper "
+     "[_source] of type [null]", "synthetic _source (_source.mode): needs Elasticsearch ≥ 8.4"),
     ("HTTP 403: security_exception: current license is non-compliant for [ccr]", "a licence for ccr: start a trial"),
     ("1 of 5 documents failed, first: illegal_argument_exception: pipeline with id [p1] does not exist",
      "the ingest pipeline p1, which an earlier step"),

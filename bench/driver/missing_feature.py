@@ -141,6 +141,7 @@ _SEARCH_KEYS = {"knn": "Elasticsearch ≥ 8.4 (OpenSearch: a knn query, from its
                 "retriever": "Elasticsearch ≥ 8.14", "rank": "Elasticsearch ≥ 8.8",
                 "sub_searches": "Elasticsearch ≥ 8.8", "runtime_mappings": "Elasticsearch ≥ 7.11 (OpenSearch has none)"}
 _SEARCH_KEY = re.compile(r"Unknown key for a (?:START_OBJECT|START_ARRAY|VALUE_\w+) in \[(\w+)\]")
+_SOURCE_MODE = re.compile(r"unknown parameter \[mode\] on mapper \[_source\]")
 _LICENCE = re.compile(r"current license is non-compliant for \[([\w -]+)\]", re.I)
 _PIPELINE = re.compile(r"pipeline with id \[([^\]]+)\] does not exist", re.I)
 
@@ -196,6 +197,8 @@ def missing_feature(message: str) -> str | None:
         return f"the index setting {s}: needs Elasticsearch ≥ 8 (time-series and logsdb index modes)"
     if (m := _SEARCH_KEY.search(message)) and m.group(1) in _SEARCH_KEYS:
         return f"the search body key {m.group(1)}: needs {_SEARCH_KEYS[m.group(1)]}"
+    if _SOURCE_MODE.search(message):
+        return "synthetic _source (_source.mode): needs Elasticsearch ≥ 8.4 (OpenSearch has none)"
     if m := _LICENCE.search(message):
         return (f"a licence for {m.group(1)}: start a trial licence (POST _license/start_trial?acknowledge=true; "
                 "bench does this for the clusters it starts)")
