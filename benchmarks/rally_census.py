@@ -61,7 +61,15 @@ _CONSEQUENCES = re.compile(r"index_not_found_exception|no such index|no matching
 _LOAD_ERRORS = re.compile(r"track\.json|track\.py|the track needs|dependencies|refers to|unknown challenge")
 
 OUTCOMES = ("completes cleanly", "completes, causes named", "completes, causes unnamed", "fails: cluster lacks",
-            "fails: file missing from the checkout", "fails in bench", "does not load", "hangs")
+            "fails: file missing from the checkout", "fails: download unreachable here", "fails in bench",
+            "does not load", "hangs")
+_UNREACHABLE = re.compile(r"ClientConnectorDNSError|Name or service not known|Temporary failure in name resolution|"
+                          r"Cannot connect to host ([\w.-]+)")
+_NOT_ELASTICSEARCH = "the server is not Elasticsearch"
+NOT_ELASTICSEARCH = "Elasticsearch itself: the track's runners use elasticsearch-py, which refuses other engines"
+# A track's assertions check its published data's answers (hit counts): synthetic documents answer otherwise.
+_ASSERTION = re.compile(r"^Expected \[.+\] in \[.+\] to be ")
+ASSERTION = "the track's assertions on its published data's answers (synthetic documents answer otherwise)"
 # A file the track reads that its checkout does not hold (tracks-real's export lacks a few large query files).
 _MISSING_FILE = re.compile(r"No such file or directory: '([^']+)'")
 
@@ -103,6 +111,10 @@ def classify(run: Run) -> tuple[str, list[str]]:
     if run.trial is None:
         if (what := lacked(run.last_line)) is not None:
             return "fails: cluster lacks", [what]
+        if _NOT_ELASTICSEARCH in run.last_line:
+            return "fails: cluster lacks", [NOT_ELASTICSEARCH]
+        if m := _UNREACHABLE.search(run.last_line):
+            return "fails: download unreachable here", [f"a download this machine cannot reach ({m.group(0)})"]
         if _LOAD_ERRORS.search(run.last_line):
             return "does not load", [run.last_line]
         return "fails in bench", [run.last_line or f"exit code {run.exit_code}"]
@@ -110,14 +122,19 @@ def classify(run: Run) -> tuple[str, list[str]]:
         why = run.error or run.last_line or f"status {run.status}"
         if (what := lacked(why)) is not None:
             return "fails: cluster lacks", [what]
+        if _NOT_ELASTICSEARCH in why:
+            return "fails: cluster lacks", [NOT_ELASTICSEARCH]
+        if m := _UNREACHABLE.search(why):
+            return "fails: download unreachable here", [f"a download this machine cannot reach ({m.group(0)})"]
         if (m := _MISSING_FILE.search(why)) and f"/{run.track}/" in m.group(1) and not Path(m.group(1)).exists():
             return "fails: file missing from the checkout", [f"{m.group(1)} is not in the checkout"]
         return "fails in bench", [why]
     if not run.failures:
         return "completes cleanly", []
-    named = sorted({w for _, m, _ in run.failures if (w := lacked(m)) is not None})
+    named = sorted({w for _, m, _ in run.failures if (w := lacked(m)) is not None}
+                   | {ASSERTION for _, m, _ in run.failures if _ASSERTION.search(m)})
     unnamed = [f"{task}: {m}" for task, m, _ in run.failures
-               if lacked(m) is None and not (named and _CONSEQUENCES.search(m))]
+               if lacked(m) is None and not _ASSERTION.search(m) and not (named and _CONSEQUENCES.search(m))]
     if unnamed:
         return "completes, causes unnamed", unnamed + named
     return "completes, causes named", named

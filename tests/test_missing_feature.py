@@ -56,6 +56,10 @@ from bench.trials.sqlite import TrialStore
      "the search body key knn: needs Elasticsearch ≥ 8.4"),
     ("HTTP 400: mapper_parsing_exception: Failed to parse mapping [_doc]: unknown parameter [mode] on mapper "
      "[_source] of type [null]", "synthetic _source (_source.mode): needs Elasticsearch ≥ 8.4"),
+    ("HTTP 405: {'error': 'Incorrect HTTP method for uri [/_query] and method [POST], allowed: [GET, HEAD, PUT, "
+     "DELETE]', 'status': 405}", "ES|QL: needs the x-pack-esql module"),
+    ("HTTP 400: mapper_parsing_exception: Failed to parse mapping [_doc]: unknown parameter [script] on mapper "
+     "[size] of type [double]", "runtime-computed fields (a script on the mapping of size)"),
     ("HTTP 403: security_exception: current license is non-compliant for [ccr]", "a licence for ccr: start a trial"),
     ("1 of 5 documents failed, first: illegal_argument_exception: pipeline with id [p1] does not exist",
      "the ingest pipeline p1, which an earlier step"),

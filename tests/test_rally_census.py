@@ -56,6 +56,11 @@ def test_outcomes(census):
     missing.track = "cohere"
     assert census.classify(missing) == ("fails: file missing from the checkout",
                                         ["/nowhere/cohere/queries.json is not in the checkout"])
+    dns = Run("n", trial="t6", status="failed", error="track processor X.on_prepare_track failed: "
+              "ClientConnectorDNSError: Cannot connect to host rally-tracks.elastic.co:443 ssl:default")
+    assert census.classify(dns)[0] == "fails: download unreachable here"
+    asserted = Run("o", **ok, failures=[("term", "Expected [hits] in [term] to be == [10000] but was [0].", 1)])
+    assert census.classify(asserted) == ("completes, causes named", [census.ASSERTION])
     refused = Run("g", exit_code=2, last_line="/x/track.json: the track needs pytrec_eval==0.5, not installed")
     assert census.classify(refused)[0] == "does not load"
     hung = Run("h", timed_out=True, seconds=240.4, trial="t4", status="interrupted",

@@ -124,6 +124,8 @@ _ANALYSIS_PLUGINS = (("icu_", "the analysis-icu plugin"), ("kuromoji", "the anal
                      ("polish", "the analysis-stempel plugin"), ("ukrainian", "the analysis-ukrainian plugin"))
 
 _NO_HANDLER = re.compile(r"no handler found for uri \[([^\]\s]*)")
+# OpenSearch takes an unknown /_name for an index name: the index handlers then refuse the method.
+_WRONG_METHOD = re.compile(r"Incorrect HTTP method for uri \[([^\]\s]*)\]")
 _FIELD_TYPE = re.compile(r"(?:No handler for type \[|unknown field type \[|no mapper found for type \[|"
                          r"The mapper type \[)([\w.]+)\]", re.I)
 _SCRIPT = re.compile(r"(?:script_lang not supported|No script engine found for lang|unable to find script lang)"
@@ -141,19 +143,20 @@ _SEARCH_KEYS = {"knn": "Elasticsearch ≥ 8.4 (OpenSearch: a knn query, from its
                 "retriever": "Elasticsearch ≥ 8.14", "rank": "Elasticsearch ≥ 8.8",
                 "sub_searches": "Elasticsearch ≥ 8.8", "runtime_mappings": "Elasticsearch ≥ 7.11 (OpenSearch has none)"}
 _SEARCH_KEY = re.compile(r"Unknown key for a (?:START_OBJECT|START_ARRAY|VALUE_\w+) in \[(\w+)\]")
+_MAPPER_SCRIPT = re.compile(r"unknown parameter \[(?:script|on_script_error)\] on mapper \[([^\]]+)\]")
 _SOURCE_MODE = re.compile(r"unknown parameter \[mode\] on mapper \[_source\]")
 _LICENCE = re.compile(r"current license is non-compliant for \[([\w -]+)\]", re.I)
 _PIPELINE = re.compile(r"pipeline with id \[([^\]]+)\] does not exist", re.I)
 
 
-def _api(path: str) -> tuple[str, str] | None:
+def _api(path: str, *, known_only: bool = False) -> tuple[str, str] | None:
     parts = [p for p in path.split("?")[0].split("/") if p]
     for i, p in enumerate(parts):
         if not p.startswith("_"):
             continue
         two = "/".join(parts[i:i + 2])
         hit = _APIS.get(two) or _APIS.get(p)
-        if hit is not None:
+        if hit is not None or known_only:
             return hit
         return (f"the API {'/'.join(parts[i:])}", "a module or plugin that provides it")
     return None
@@ -170,6 +173,8 @@ def missing_feature(message: str) -> str | None:
     if m := _NO_HANDLER.search(message):
         api = _api(m.group(1))
         return None if api is None else f"{api[0]}: needs {api[1]}"
+    if (m := _WRONG_METHOD.search(message)) and (api := _api(m.group(1), known_only=True)) is not None:
+        return f"{api[0]}: needs {api[1]}"
     if m := _FIELD_TYPE.search(message):
         t = m.group(1)
         return f"the field type {t}: needs {_FIELD_TYPES.get(t, 'the module or plugin that provides it')}"
@@ -197,6 +202,9 @@ def missing_feature(message: str) -> str | None:
         return f"the index setting {s}: needs Elasticsearch ≥ 8 (time-series and logsdb index modes)"
     if (m := _SEARCH_KEY.search(message)) and m.group(1) in _SEARCH_KEYS:
         return f"the search body key {m.group(1)}: needs {_SEARCH_KEYS[m.group(1)]}"
+    if m := _MAPPER_SCRIPT.search(message):
+        return (f"runtime-computed fields (a script on the mapping of {m.group(1)}): needs Elasticsearch ≥ 7.11 "
+                "(OpenSearch has none)")
     if _SOURCE_MODE.search(message):
         return "synthetic _source (_source.mode): needs Elasticsearch ≥ 8.4 (OpenSearch has none)"
     if m := _LICENCE.search(message):
