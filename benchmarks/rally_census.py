@@ -235,7 +235,8 @@ def _read_trial(run: Run) -> None:
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    # a table cell in markdown: [x] would be read as a link reference
+    return " ".join(text.split()).replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
 
 
 def markdown(rows: list[dict[str, Any]], cluster: str) -> str:
@@ -268,6 +269,7 @@ def reclassify(path: Path) -> str:
         run = Run(**{k: r[k] for k in Run.__dataclass_fields__ if k in r})
         run.failures = [(t, explain(m), n) for t, m, n in run.failures]
         run.error = explain(run.error) if run.error else run.error
+        run.last_line = re.sub(r"^(bench: )?(error: )?", "", run.last_line)
         outcome, causes = classify(run)
         rows.append({**asdict(run), "outcome": outcome, "causes": causes})
     return markdown(rows, data["cluster"])

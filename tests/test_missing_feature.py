@@ -60,6 +60,8 @@ from bench.trials.sqlite import TrialStore
      "DELETE]', 'status': 405}", "ES|QL: needs the x-pack-esql module"),
     ("HTTP 400: mapper_parsing_exception: Failed to parse mapping [_doc]: unknown parameter [script] on mapper "
      "[size] of type [double]", "runtime-computed fields (a script on the mapping of size)"),
+    ("HTTP 406: Content-Type header [application/vnd.elasticsearch+json; compatible-with=8] is not supported",
+     "Elasticsearch's versioned media type, which elasticsearch-py (the track's own code) sends: needs Elasticsearch"),
     ("HTTP 403: security_exception: current license is non-compliant for [ccr]", "a licence for ccr: start a trial"),
     ("1 of 5 documents failed, first: illegal_argument_exception: pipeline with id [p1] does not exist",
      "the ingest pipeline p1, which an earlier step"),

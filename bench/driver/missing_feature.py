@@ -56,6 +56,7 @@ _APIS: dict[str, tuple[str, str]] = {
     "_fleet": ("Fleet", _module("x-pack-fleet", _ES)),
     "_license": ("licensing", _module("x-pack-core", _ES)),
     "_xpack": ("X-Pack", _module("x-pack-core", _ES)),
+    "_terms_enum": ("the terms enum API", _module("x-pack-core", _ES)),
     "_plugins/_knn": ("k-NN", "OpenSearch's k-NN plugin (opensearch-knn)"),
     "_plugins/_ml": ("ML Commons", "OpenSearch's ml-commons plugin"),
     "_plugins/_sql": ("SQL", "OpenSearch's SQL plugin"),
@@ -105,7 +106,8 @@ _QUERIES = {"percolate": _module("percolator"), "has_child": _module("parent-joi
             "text_expansion": _module("x-pack-ml", _ES), "weighted_tokens": _module("x-pack-ml", _ES),
             "sparse_vector": _module("x-pack-ml", _ES), "semantic": _module("x-pack-inference", _ES),
             "knn": "Elasticsearch ≥ 8.12 or OpenSearch's k-NN plugin", "neural": "OpenSearch's neural-search plugin",
-            "geo_shape": _module("x-pack-spatial", _ES), "shape": _module("x-pack-spatial", _ES)}
+            "geo_shape": _module("x-pack-spatial", _ES), "shape": _module("x-pack-spatial", _ES),
+            "geo_grid": _module("x-pack-spatial", _ES)}
 
 _AGGREGATIONS = {
     "matrix_stats": _module("aggs-matrix-stats (Elasticsearch: aggregations)"),
@@ -144,6 +146,8 @@ _SEARCH_KEYS = {"knn": "Elasticsearch ≥ 8.4 (OpenSearch: a knn query, from its
                 "sub_searches": "Elasticsearch ≥ 8.8", "runtime_mappings": "Elasticsearch ≥ 7.11 (OpenSearch has none)"}
 _SEARCH_KEY = re.compile(r"Unknown key for a (?:START_OBJECT|START_ARRAY|VALUE_\w+) in \[(\w+)\]")
 _MAPPER_SCRIPT = re.compile(r"unknown parameter \[(?:script|on_script_error)\] on mapper \[([^\]]+)\]")
+_COMPATIBLE = re.compile(r"Content-Type header \[application/vnd\.elasticsearch\+json; ?compatible-with=\d+\] is not "
+                         r"supported")
 _SOURCE_MODE = re.compile(r"unknown parameter \[mode\] on mapper \[_source\]")
 _LICENCE = re.compile(r"current license is non-compliant for \[([\w -]+)\]", re.I)
 _PIPELINE = re.compile(r"pipeline with id \[([^\]]+)\] does not exist", re.I)
@@ -205,6 +209,9 @@ def missing_feature(message: str) -> str | None:
     if m := _MAPPER_SCRIPT.search(message):
         return (f"runtime-computed fields (a script on the mapping of {m.group(1)}): needs Elasticsearch ≥ 7.11 "
                 "(OpenSearch has none)")
+    if _COMPATIBLE.search(message):
+        return ("Elasticsearch's versioned media type, which elasticsearch-py (the track's own code) sends: needs "
+                "Elasticsearch")
     if _SOURCE_MODE.search(message):
         return "synthetic _source (_source.mode): needs Elasticsearch ≥ 8.4 (OpenSearch has none)"
     if m := _LICENCE.search(message):
