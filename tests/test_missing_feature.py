@@ -35,8 +35,6 @@ from bench.trials.sqlite import TrialStore
     ("HTTP 400: no handler found for uri [/_search/template] and method [GET]",
      "search templates: needs the lang-mustache module"),
     ("HTTP 400: no handler found for uri [/_plugins/_knn/stats] and method [GET]", "k-NN: needs OpenSearch's k-NN"),
-    ("HTTP 400: no handler found for uri [/_brand_new] and method [GET]",
-     "the API _brand_new: needs a module or plugin that provides it"),
     ("HTTP 400: illegal_argument_exception: script_lang not supported [painless]",
      "the script language painless: needs the lang-painless module"),
     ("HTTP 400: illegal_argument_exception: Unknown filter type [pattern_capture] for [my_filter]",
@@ -75,6 +73,7 @@ def test_engine_messages_name_what_the_cluster_lacks(message, lacks):
 @pytest.mark.parametrize("message", [
     "HTTP 404: index_not_found_exception: no such index [logs]", "request timed out",
     "HTTP 400: parsing_exception: Unknown key for a START_OBJECT in [qurey].",  # a typo is not a missing feature
+    "HTTP 400: no handler found for uri [/_no_such_endpoint] and method [GET]",  # nor an API bench does not know
     "HTTP 429: es_rejected_execution_exception: rejected execution", "connection error: refused",
     "HTTP 405: Incorrect HTTP method for uri [/] and method [GET], allowed: [HEAD]",  # not a missing feature
 ])

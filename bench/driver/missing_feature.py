@@ -153,16 +153,13 @@ _LICENCE = re.compile(r"current license is non-compliant for \[([\w -]+)\]", re.
 _PIPELINE = re.compile(r"pipeline with id \[([^\]]+)\] does not exist", re.I)
 
 
-def _api(path: str, *, known_only: bool = False) -> tuple[str, str] | None:
+def _api(path: str) -> tuple[str, str] | None:
+    """The feature a REST path belongs to, for the APIs a module or plugin serves (an unknown ``_name`` may as well be
+    a typo: it is not called missing)."""
     parts = [p for p in path.split("?")[0].split("/") if p]
     for i, p in enumerate(parts):
-        if not p.startswith("_"):
-            continue
-        two = "/".join(parts[i:i + 2])
-        hit = _APIS.get(two) or _APIS.get(p)
-        if hit is not None or known_only:
-            return hit
-        return (f"the API {'/'.join(parts[i:])}", "a module or plugin that provides it")
+        if p.startswith("_"):
+            return _APIS.get("/".join(parts[i:i + 2])) or _APIS.get(p)
     return None
 
 
@@ -177,7 +174,7 @@ def missing_feature(message: str) -> str | None:
     if m := _NO_HANDLER.search(message):
         api = _api(m.group(1))
         return None if api is None else f"{api[0]}: needs {api[1]}"
-    if (m := _WRONG_METHOD.search(message)) and (api := _api(m.group(1), known_only=True)) is not None:
+    if (m := _WRONG_METHOD.search(message)) and (api := _api(m.group(1))) is not None:
         return f"{api[0]}: needs {api[1]}"
     if m := _FIELD_TYPE.search(message):
         t = m.group(1)
