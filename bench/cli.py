@@ -108,6 +108,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--offline", action="store_true", help="never download corpora (use local copies only) nor install track dependencies")
     r.add_argument("--corpus-dir", help="a folder with local copies of corpus files (<dir>/<corpus>/<file> or "
                                         "<dir>/<file>), looked at first (Rally's local.dataset.cache)")
+    r.add_argument("--generate-corpora", nargs="?", const=1, type=int, metavar="SEED",
+                   help="generate every corpus from the track's own index mappings (seeded, default seed 1) instead "
+                        "of downloading it: the trial is stored and shown as synthetic")
     r.add_argument("--on-error", choices=["continue", "continue-on-network", "abort"], default="continue",
                    help="after a failed request: continue (also after connection errors; a dead node stops the "
                         "race), continue-on-network (Rally's name for the same here), abort")
@@ -348,7 +351,7 @@ def _race(a: argparse.Namespace, console: Console) -> int:
             distribution_version=a.distribution_version, distribution_repository=a.distribution_repository,
             distribution_path=a.distribution_path, nodes=a.nodes, http_port=a.http_port, runtime_jdk=a.runtime_jdk,
             target_hosts=a.target_hosts, client_options=raw_client_options, test_mode=a.test_mode,
-            offline=a.offline, corpus_dir=a.corpus_dir,
+            offline=a.offline, corpus_dir=a.corpus_dir, generate_corpora=a.generate_corpora,
             on_error=a.on_error, max_error_rate=a.max_error_rate,
             user_tags=_kv_list(a.user_tag, "--user-tag"), report_format=a.report_format,
             report_file=a.report_file, keep_cluster=a.keep_cluster or a.preserve_install,
@@ -640,6 +643,10 @@ def _show(a: argparse.Namespace, console: Console) -> int:
                   f"{trial.start_time:%Y-%m-%d %H:%M:%S} UTC" + (f", error: {trial.error}" if trial.error else ""),
                   highlight=False, markup=False)
     from bench.provision.facts_text import distribution_text
+    from bench.track.synthetic_corpora import corpora_text
+
+    if (synthetic := corpora_text(trial.corpora)) is not None:
+        console.print(synthetic, highlight=False, markup=False)
 
     for c in trial.clusters:  # what each cluster bench started was installed from and ran on
         if (text := distribution_text(c)) is not None:

@@ -87,10 +87,16 @@ def _pinning(info: TrialInfo) -> str | None:
     return ", ".join(parts) or "none"
 
 
+def _corpora(info: TrialInfo) -> str:
+    seeds = sorted({f.get("seed") for f in info.corpora if f.get("origin") == "synthetic"}, key=str)
+    return f"synthetic (seed {', '.join(map(str, seeds))})" if seeds else "the track's own"
+
+
 # (aspect name, its value in one trial): one warning line per aspect in which the compared trials differ
 ASPECTS: list[tuple[str, Callable[[TrialInfo], str | None]]] = [
     ("test mode", lambda i: "test mode" if i.test_mode else "full"),
     ("track sources", lambda i: describe_source(i.track_source)),
+    ("corpora", _corpora),
     ("engine versions", _engines),
     ("distributions", lambda i: _per_cluster(i, _distribution)),
     ("JDKs", lambda i: _per_cluster(i, _jdk)),
@@ -146,7 +152,7 @@ def _aspect_warning(sides: list[Side], name: str, value: Callable[[TrialInfo], s
 
 def mismatch_warnings(sides: list[Side], planned: frozenset[str] = frozenset()) -> list[str]:
     """One warning per aspect in which the trials of ``sides`` (within a side too) differ: test mode, track
-    source, track params, then the environment. An aspect named in ``planned`` (one the sides differ in by design,
+    source, track params, corpora (synthetic or not), then the environment. An aspect named in ``planned`` (one the sides differ in by design,
     e.g. an experiment's variants) warns only when the trials of one side differ in it."""
     params = _params_warning(sides)
     if params is not None and "track params" in planned and not any(_params_warning([s]) for s in sides):

@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 
 from bench.driver.custom_schedule import RallySchedule
+from bench.driver.missing_feature import explain
 from bench.driver.param_types import ParamError
 from bench.driver.params import CorpusSource
 from bench.driver.runners.core import Context, Result, Runner
@@ -155,14 +156,16 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
                 feedback.after_request(time.perf_counter(), res.units if res.success else 0, res.unit,
                                        {"success": res.success, **(res.meta or {})})
             warmup = b.is_warmup(i, due)
+            # A failure because the cluster lacks a module or licence says so (bench.driver.missing_feature).
+            detail = None if res.success or not (why := res.detail or res.error_type) else explain(why)
             meta = task_meta if not res.meta else json.dumps({**task.meta, **res.meta}, default=str, sort_keys=True)
             record(RequestSample(task.name, op.name, op.operation_type, client_id, WALL_OFFSET + due, t1 - start_at,
                                  t1 - due, t1 - t0, res.units, res.unit, res.bytes_sent, res.success, res.error_type,
                                  warmup, res.failed_units, res.bytes_received, res.status,
-                                 None if res.success else (res.detail or res.error_type), meta))
+                                 detail, meta))
             # Rally: a task with ignore-response-error-level non-fatal does not stop an --on-error=abort race.
             if not res.success and on_failure is not None and task.ignore_response_error_level != "non-fatal":
-                on_failure(f"task '{task.name}' ({op.operation_type}) failed: {res.detail or res.error_type}")
+                on_failure(f"task '{task.name}' ({op.operation_type}) failed: {detail}")
             i += 1
     finally:
         stopped.cancel()

@@ -58,6 +58,9 @@ class RaceOptions(BaseModel):
     # local.dataset.cache: <dir>/<corpus>/<file> or <dir>/<file>).
     offline: bool = False
     corpus_dir: Path | None = None
+    # --generate-corpora[=SEED]: every document set generated from its target's mapping with this seed, never
+    # downloaded; stored with the trial as synthetic (bench/track/synthetic_corpora.py).
+    generate_corpora: int | None = Field(default=None, ge=0)
     on_error: OnError = "continue"
     # --max-error-rate: a task whose share of failed measured requests is over this exits EXIT_ERROR_RATE
     # (bench.results.exit_status), as a k6 threshold does; None: failed requests are reported, never an exit code.

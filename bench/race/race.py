@@ -59,6 +59,7 @@ from bench.track.corpus import CorpusRecipe, bulk_documents, prepare_corpora
 from bench.track.loader import load_track
 from bench.track.model import Challenge, DocumentsSpec, Parallel, Task, Track
 from bench.track.resolve import ResolvedTrack, resolve_track
+from bench.track.synthetic_corpora import corpora_text
 from bench.track.task_filter import filter_challenge
 from bench.trials.model import Trials
 from bench.trials.open import open_store
@@ -193,8 +194,12 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
                                              test_mode=opts.test_mode)
                 code_corpora = track_plugins.param_source_corpora(track, code, challenge.name)
                 with activity.step("Preparing corpora", enabled=opts.progress):
-                    prepare_corpora(track, challenge, test_mode=opts.test_mode, offline=opts.offline,
-                                    corpus_dir=opts.corpus_dir, also=code_corpora)
+                    corpora = prepare_corpora(track, challenge, test_mode=opts.test_mode, offline=opts.offline,
+                                              corpus_dir=opts.corpus_dir, also=code_corpora,
+                                              synthetic_seed=opts.generate_corpora)
+                store.update_trial(trial.id, corpora=corpora)
+                if (synthetic := corpora_text(corpora)) is not None:
+                    console.print(f"[yellow]{escape(synthetic)}[/yellow]", highlight=False)
                 documents = _documents_per_task(track, challenge)
                 with activity.step("Starting clusters", enabled=opts.progress):
                     targets = clusters.start(trial.id, client_options, console)

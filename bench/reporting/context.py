@@ -31,6 +31,7 @@ from bench.reporting.placement import where_text
 from bench.results.report import format_value
 from bench.results.sections import row_cells, section_kinds, section_tables, section_title
 from bench.results.summary import Summary, status_label
+from bench.track.synthetic_corpora import corpora_text
 from bench.trials.model import TrialInfo
 from bench.util.redact import redact, redact_text
 
@@ -106,6 +107,8 @@ def environment_rows(info: TrialInfo, summary: Summary | None = None) -> list[tu
     rows += [("Car", e["car"]), ("Pipeline", e["pipeline"] + (" (test mode)" if e["test_mode"] else "")),
              ("Track", f"{e['track']} / {e['challenge']}"), ("Track params", _fmt_dict(e["track_params"])),
              ("User tags", _fmt_dict(e["user_tags"]))]
+    if (synthetic := corpora_text(info.corpora)) is not None:
+        rows.append(("Corpora", synthetic))
     if e["options"]:
         rows.append(("Options", _fmt_dict(e["options"])))
     if e["placement"]:

@@ -1,6 +1,7 @@
 """Make the document sets a challenge needs available as local, uncompressed files.
 
-For each document set the bulk tasks use: generate it (``generator``), or find it in
+For each document set the bulk tasks use: generate it (``generator``, or from its target's mapping with
+``--generate-corpora``: ``synthetic``), or find it in
 ``data_dir()/<corpus>/`` or next to the track, download it from ``base-url`` if missing, and
 decompress it once. Every file is written as a part file of its writer (``bench.util.file_lock.part_path``) and
 renamed when complete, so an interrupted download, decompression or generation is never used. The line count is checked against
@@ -32,6 +33,9 @@ import zstandard
 
 from bench.track.generators import generate_file
 from bench.track.model import TEST_MODE_DOCS, Challenge, DocumentsSpec, Track
+from bench.track.notices import warn
+from bench.track.synthetic import compile_mapping, document_lines, safe_name
+from bench.track.synthetic_corpora import corpora_facts, plan_synthetic
 from bench.util.activity import say
 from bench.util.download import fetch
 from bench.util.errors import TrackError
@@ -41,6 +45,8 @@ from bench.util.home import data_dir
 log = logging.getLogger(__name__)
 
 _COMPRESSED = (".bz2", ".gz", ".zst")
+# Part of every synthetic file's name: a change to what the generator writes for a mapping must not reuse old files.
+SYNTHETIC_VERSION = 1
 _BUF = 1 << 20
 
 
@@ -342,10 +348,35 @@ def _file_lock(corpus: str, d: DocumentsSpec) -> contextlib.AbstractContextManag
     return exclusive(path, waiting=f"corpus {corpus}: waiting for another bench preparing {d.source_file}")
 
 
+def _synthesized(corpus: str, d: DocumentsSpec, docs: int) -> Path:
+    s = d.synthetic
+    assert s is not None
+    gen = compile_mapping(s.mappings, timestamp=s.data_stream)
+    if gen.unknown_types:
+        kinds = "; ".join(f"{t} ({', '.join(f[:3])}{', ...' if len(f) > 3 else ''})"
+                          for t, f in sorted(gen.unknown_types.items()))
+        warn(f"corpus {corpus}: bench has no value generator for field type(s) {kinds} of {s.mapping_of}: those "
+             "fields are left out of the synthetic documents")
+    key = json.dumps([SYNTHETIC_VERSION, s.mappings, s.action, s.data_stream], sort_keys=True)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    stem = safe_name(Path(_strip_compression(d.source_file)).stem)
+    path = data_dir() / corpus / f"synthetic-{stem}-seed{s.document_seed}-n{docs}-{digest}.json"
+    with exclusive(lock_file_for(path), waiting=f"corpus {corpus}: waiting for another bench generating {path.name}"):
+        if not path.is_file():
+            say(f"corpus {corpus}: generating {docs:,} synthetic documents from the mapping of {s.target}")
+            _write_atomically(path, document_lines(gen, s.document_seed, docs, s.action))
+        _check_lines(path, d, docs)
+    return path
+
+
 def prepare_document_set(corpus: str, d: DocumentsSpec, recipe: CorpusRecipe) -> Path:
     """Make one document set of corpus ``corpus`` available here and return its uncompressed file: generated,
     found locally (``--corpus-dir``, this machine's data cache, the track's folder) or downloaded into the data
     cache; its line count checked. In test mode ``d.document_count`` becomes the test-mode count."""
+    if d.synthetic is not None:
+        docs = min(d.document_count, TEST_MODE_DOCS) if recipe.test_mode else d.document_count
+        d.document_count = docs
+        return _synthesized(corpus, d, docs)
     if d.generator is not None:
         docs = min(d.document_count, TEST_MODE_DOCS) if recipe.test_mode else d.document_count
         d.document_count = docs
@@ -397,15 +428,21 @@ def _prepare_file(corpus: str, d: DocumentsSpec, src: Sources, test_mode: bool) 
 
 
 def prepare_corpora(track: Track, challenge: Challenge, *, test_mode: bool, offline: bool = False,
-                    corpus_dir: Path | None = None, also: list[str] | None = None) -> None:
+                    corpus_dir: Path | None = None, also: list[str] | None = None,
+                    synthetic_seed: int | None = None) -> list[dict[str, Any]]:
     """Fill ``local_path`` of every document set the challenge's bulk tasks use, and of every document set of the
-    corpora named in ``also`` (those a track's parameter sources read)."""
+    corpora named in ``also`` (those a track's parameter sources read). With ``synthetic_seed`` every one of them
+    is generated from its target's mapping instead (``--generate-corpora``). Returns what each set was, for the
+    trial's facts."""
     recipe = CorpusRecipe(track.root, Path(corpus_dir).expanduser() if corpus_dir else None, offline, test_mode)
     wanted = _challenge_documents(track, challenge)
     seen = {id(d) for _, d in wanted}
     for c in track.corpora:
         if c.name in (also or ()):
             wanted += [(c.name, d) for d in c.documents if id(d) not in seen]
+    if synthetic_seed is not None:
+        plan_synthetic(track, challenge, [(c, d) for c, d in wanted if d.generator is None], synthetic_seed)
     for corpus, d in wanted:
         d.local_path = prepare_document_set(corpus, d, recipe)
         log.info("corpus %s: %s ready (%d documents)", corpus, d.local_path, d.document_count)
+    return corpora_facts(wanted)

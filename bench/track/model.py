@@ -62,6 +62,19 @@ class GeneratorSpec(_RallyModel):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class SyntheticSpec(BaseModel):
+    """bench: documents generated from the mapping of the set's target (``--generate-corpora``), not the track's
+    published file (``bench.track.synthetic_corpora``)."""
+
+    seed: int  # the race's seed
+    document_seed: int  # this document set's, derived from the race's
+    mappings: dict[str, Any]
+    mapping_of: str  # where the mapping came from: index body, templates
+    target: str
+    action: dict[str, Any] | None = None  # the action line before each document (includes-action-and-meta-data)
+    data_stream: bool = False
+
+
 class DocumentsSpec(_RallyModel):
     source_file: str
     base_url: str | None = None
@@ -74,6 +87,7 @@ class DocumentsSpec(_RallyModel):
     target_data_stream: str | None = None
     target_type: str | None = None
     generator: GeneratorSpec | None = None
+    synthetic: SyntheticSpec | None = Field(default=None, exclude=True)
     # Absolute path of the uncompressed, ready-to-read file; set when the corpus is prepared.
     local_path: Path | None = Field(default=None, exclude=True)
 

@@ -52,6 +52,8 @@ class TrialInfo(BaseModel):
     end_time: datetime | None = None
     bench_version: str = Field(default=bench.__version__)
     machine: dict[str, Any] = {}
+    # What each document set indexed was: a file, bench's generator, or synthetic (--generate-corpora), with seeds.
+    corpora: list[dict[str, Any]] = []
     # The process running the trial, with its start time so a reused pid is not taken for it.
     pid: int | None = Field(default_factory=os.getpid)
     pid_started: float | None = Field(default_factory=_own_start_time)

@@ -146,12 +146,16 @@ MIGRATIONS: list[str] = [
         message TEXT NOT NULL
     );
     """,
+    # 9: what each document set of a trial was (a file, a generator, synthetic from the track's mappings).
+    """
+    ALTER TABLE trials ADD COLUMN corpora TEXT NOT NULL DEFAULT '[]';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 log = logging.getLogger(__name__)
 
-_JSON_FIELDS = ("car", "track_params", "clusters", "user_tags", "options", "machine", "track_source")
+_JSON_FIELDS = ("car", "track_params", "clusters", "user_tags", "options", "machine", "track_source", "corpora")
 _TRIAL_COLUMNS = list(TrialInfo.model_fields)
 _TELEMETRY_COLUMNS = ["timestamp", "cluster", "node", "device", "metric", "value", "raw"]
 
