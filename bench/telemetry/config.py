@@ -91,6 +91,48 @@ DEVICES: dict[str, DeviceSpec] = {d.name: d for d in (
         ParamSpec("segment-stats-indices", "_all", "index pattern"),
         _clusters("segment-stats"),
     ), end_only=True),
+    DeviceSpec("transform-stats", "GET _transform/_stats: per transform pages, documents, searches, index "
+                                  "operations and times, and the throughput of the last sample (Elasticsearch)", (
+        ParamSpec("transform-stats-sample-interval", 1.0, "seconds between samples"),
+        ParamSpec("transform-stats-transforms", None, "transform ids: a list, or {cluster: [ids]} (default: all)"),
+        _clusters("transform-stats"),
+    )),
+    DeviceSpec("searchable-snapshots-stats", "GET _searchable_snapshots/stats per Lucene file type (Elasticsearch)", (
+        ParamSpec("searchable-snapshots-stats-sample-interval", 1.0, "seconds between samples"),
+        ParamSpec("searchable-snapshots-stats-indices", None, "index patterns (also per index): a pattern, a list, "
+                                                              "or {cluster: [patterns]}"),
+        _clusters("searchable-snapshots-stats"),
+    )),
+    DeviceSpec("data-stream-stats", "GET _data_stream/_stats: data streams, backing indices, store size", (
+        ParamSpec("data-stream-stats-sample-interval", 10.0, "seconds between samples"),
+        _clusters("data-stream-stats"),
+    )),
+    DeviceSpec("ingest-pipeline-stats", "GET _nodes/stats/ingest at the start and at the end: the change in "
+                                        "count, time and failures per node, pipeline and processor", (
+        _clusters("ingest-pipeline-stats"),
+    )),
+    DeviceSpec("disk-usage-stats", "POST <index>/_disk_usage once at the end: bytes per field (inverted index, "
+                                   "stored fields, doc values, points, norms, term vectors, knn vectors)", (
+        ParamSpec("disk-usage-stats-indices", None, "indices (comma-separated or a list; default: every "
+                                                    "non-hidden index)"),
+        ParamSpec("disk-usage-stats-timeout", 600.0, "seconds the disk usage API may take"),
+        ParamSpec("disk-usage-stats-flush", True, "flush=true (uncommitted data included)"),
+        _clusters("disk-usage-stats"),
+    ), end_only=True),
+    DeviceSpec("geoip-stats", "GET _ingest/geoip/stats once at the end: the GeoIP cache per node (Elasticsearch)", (
+        _clusters("geoip-stats"),
+    ), end_only=True),
+    DeviceSpec("master-node-stats", "which node is the elected master (GET _cluster/state/master_node)", (
+        ParamSpec("master-node-stats-sample-interval", 30.0, "seconds between samples"),
+        _clusters("master-node-stats"),
+    )),
+    DeviceSpec("segment-replication-stats", "GET _cat/segment_replication per shard: checkpoints and bytes "
+                                            "behind, lag, rejected requests (OpenSearch)", (
+        ParamSpec("segment-replication-stats-sample-interval", 1.0, "seconds between samples"),
+        ParamSpec("segment-replication-stats-indices", None, "index patterns: a pattern, a list, or "
+                                                             "{cluster: [patterns]}"),
+        _clusters("segment-replication-stats"),
+    )),
 )}
 
 
@@ -171,6 +213,13 @@ def _check_value(param: str, value: Any, what: str) -> Any:
         return ",".join(metrics)
     if param.endswith("-clusters") and value is not None:
         return [c.strip() for c in (value.split(",") if isinstance(value, str) else value) if str(c).strip()]
+    if param == "disk-usage-stats-timeout":
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{what}: {param} must be a number of seconds, got {value!r}") from None
+    if param == "disk-usage-stats-flush" and not isinstance(value, bool):
+        raise ConfigError(f"{what}: {param} must be true or false, got {value!r}")
     if param == "ccr-stats-indices" and value is not None:
         if isinstance(value, str):
             return [i.strip() for i in value.split(",") if i.strip()]
