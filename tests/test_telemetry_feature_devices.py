@@ -19,6 +19,11 @@ from bench.telemetry.feature_stats import Unserved
 from bench.trials.sqlite import TrialStore
 
 
+def render_rows(summary: Any) -> list[Any]:
+    from bench.telemetry.summary import SECTION, telemetry_rows
+    return telemetry_rows(summary.sections[SECTION])
+
+
 def _run(devices: str, target: ClusterTarget, facts: dict[str, Any], params: dict[str, Any] | None = None,
          work: Any = None) -> list[TelemetryRow]:
     """The devices started, ``work`` done, the devices stopped: the rows they wrote."""
@@ -70,6 +75,9 @@ def test_race_samples_master_ingest_and_disk_usage_on_elasticsearch(es_target: s
     fields = {n.split("/", 1)[1] for n in disk["node"]}
     assert {"message", "batch_number", "routing_no"} <= fields, fields  # nginx's fields, each with its bytes
     assert (disk[disk["node"].str.endswith("/message")]["value"] > 1000).all()  # 1,000 log lines take bytes
+    with TrialStore() as store:
+        rows = {r.metric for r in render_rows(store.summary(trial.id))}
+    assert {"Ingest pipeline cluster count", "Master node changes", "Disk usage of field"} <= rows
 
 
 @pytest.mark.parametrize("device, request_line", [
@@ -98,6 +106,8 @@ def test_segment_replication_stats_are_refused_on_elasticsearch(es_target: str) 
 @pytest.mark.timeout(400)
 def test_data_streams_and_segment_replication_on_opensearch(tmp_path: Path, local_engines: Any) -> None:
     with local_engines.running_cluster(tmp_path, engine="opensearch", version="2.19.1") as info:
+        startup = info.facts()["node_startup_time_s"]  # Rally's node_startup_time, kept with every started cluster
+        assert set(startup) == {"default-0"} and 1 < startup["default-0"] < 400
         url = info.hosts[0]
         target = ClusterTarget(name="default", hosts=[url.removeprefix("http://")])
         facts = {"engine": "opensearch", "version": info.version}
@@ -121,3 +131,32 @@ def test_data_streams_and_segment_replication_on_opensearch(tmp_path: Path, loca
     seg = [r for r in rows if r.device == "segment-replication-stats"]
     assert [r for r in seg if r.metric == "_sample" and r.value == 1.0]  # answered every time (no replica: no shard)
     assert not [r for r in seg if r.metric == "_sample" and r.value == 0.0]
+
+
+def _df(rows: list[tuple[float, str, str, str, str, float]]) -> Any:
+    import pandas as pd
+    return pd.DataFrame(rows, columns=["timestamp", "cluster", "node", "device", "metric", "value"])
+
+
+def test_the_summary_reports_ingest_changes_master_changes_disk_usage_and_startup_time() -> None:
+    from bench.telemetry.feature_summary import feature_figures
+    df = _df([
+        (1, "c", "n1", "ingest-pipeline-stats", "node.count", 10), (9, "c", "n1", "ingest-pipeline-stats",
+                                                                     "node.count", 110),
+        (1, "c", "n2", "ingest-pipeline-stats", "node.count", 0), (9, "c", "n2", "ingest-pipeline-stats",
+                                                                    "node.count", 50),
+        (1, "c", "n1", "ingest-pipeline-stats", "pipeline.p.time_in_millis", 5),
+        (9, "c", "n1", "ingest-pipeline-stats", "pipeline.p.time_in_millis", 25),
+        (1, "c", "a", "master-node-stats", "master", 1), (2, "c", "b", "master-node-stats", "master", 1),
+        (3, "c", "b", "master-node-stats", "master", 1), (4, "c", "a", "master-node-stats", "master", 1),
+        (9, "c", "idx/message", "disk-usage-stats", "total", 4096), (9, "c", "idx/message", "disk-usage-stats",
+                                                                      "doc_values", 0),
+        (0, "c", "n1", "startup", "node_startup_time", 21.5), (1, "c", "", "master-node-stats", "_sample", 1),
+    ])
+    figs = {(f.metric, f.scope): (f.value, f.unit) for f in feature_figures(df)}
+    assert figs[("Ingest pipeline cluster count", "c")] == (150, "")  # (110 - 10) + (50 - 0)
+    assert figs[("Ingest pipeline time", "c/p")] == (20, "ms")
+    assert figs[("Master node changes", "c")] == (2, "")  # a -> b -> b -> a
+    assert figs[("Disk usage of field", "c/idx/message")] == (4096, "bytes")
+    assert figs[("Node startup time", "c/n1")] == (21.5, "s")
+    assert not any(m.startswith("_") for m, _ in figs)

@@ -166,6 +166,7 @@ class LocalProvisioner:
         cluster.info.host, cluster.info.pinned = this_host(), spec.cpus is not None
         named = self._obtain_named_plugins(spec)
         pairs = portalloc.node_ports(spec.nodes, spec.http_port)  # fails before anything is started
+        launched: dict[str, float] = {}
         try:
             user = node_user()
             if user:
@@ -187,6 +188,7 @@ class LocalProvisioner:
                     self._add_user(node, layout, user, car.security.role, *auth)
             for node in cluster.nodes:
                 say(f"cluster {spec.name}: launching node {node.info.name}")
+                launched[node.info.name] = time.monotonic()
                 self._launch(node, layout, car, user, spec.cpus)
         finally:
             portalloc.release([p for pair in pairs for p in pair])
@@ -194,6 +196,9 @@ class LocalProvisioner:
         cluster.info.password = SecretStr(auth[1]) if auth else None
         say(f"cluster {spec.name}: waiting for {spec.nodes} node(s) to form a healthy cluster")
         self._wait_healthy(cluster, spec.nodes, auth, timeout)
+        healthy = time.monotonic()
+        for node in cluster.nodes:
+            node.info.startup_time_s = round(healthy - launched[node.info.name], 3)
         cluster.info.version = self._version(cluster, auth)
         if cluster.info.distribution is not None:  # a --distribution-path build's version is known only now
             cluster.info.distribution.version = cluster.info.version

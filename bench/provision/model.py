@@ -127,6 +127,8 @@ class NodeInfo(BaseModel):
     log_dir: Path
     data_dir: Path | None = None
     cpus: list[int] | None = None  # what the kernel applies to the server JVM (Cpus_allowed_list), when pinned
+    # Rally's node_startup_time: from the node's launch until its cluster answered healthy
+    startup_time_s: float | None = None
 
 
 class ClusterInfo(BaseModel):
@@ -157,6 +159,9 @@ class ClusterInfo(BaseModel):
             out["distribution"] = self.distribution.model_dump(mode="json", exclude_none=True)
         if self.java is not None:
             out["java"] = {**self.java.model_dump(mode="json", exclude_none=True), "major": self.java.major}
+        startup = {n.name: n.startup_time_s for n in self.nodes if n.startup_time_s is not None}
+        if startup:
+            out["node_startup_time_s"] = startup
         return out
 
     @property

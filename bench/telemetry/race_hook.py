@@ -4,10 +4,22 @@ ended (also when it failed or was aborted, so the last samples are kept)."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator
 
+from bench.driver.samples import TelemetryRow
 from bench.race.pipeline import RaceHook, RacePlan, RaceSchedule
 from bench.telemetry import race_context, resolve_telemetry, start_telemetry
+from bench.telemetry.feature_summary import STARTUP_DEVICE
+
+
+def startup_rows(race: RaceSchedule) -> None:
+    """Rally's always-on node startup time: each started node's time from launch to a healthy cluster."""
+    now = time.time()
+    rows = [TelemetryRow(now, str(c.get("name")), node, STARTUP_DEVICE, "node_startup_time", float(secs))
+            for c in race.clusters for node, secs in (c.get("node_startup_time_s") or {}).items()]
+    if rows:
+        race.store.add_telemetry(race.trial_id, rows)
 
 
 class TelemetryHook(RaceHook):
@@ -18,6 +30,7 @@ class TelemetryHook(RaceHook):
     @contextlib.asynccontextmanager
     async def around_schedule(self, race: RaceSchedule) -> AsyncIterator[None]:
         o = race.opts
+        startup_rows(race)
         telemetry = await start_telemetry(
             resolve_telemetry(o.telemetry, o.telemetry_params, o.telemetry_profile),
             race_context(race.targets, race.clusters, race.node_processes, race.worker_pids),

@@ -36,8 +36,8 @@ def create_devices(config: TelemetryConfig, ctx: TelemetryContext) -> list[Devic
     from bench.telemetry.node_stats import NodeStats
     from bench.telemetry.rally_stats import RecoveryStats, SegmentStats, ShardStats
 
-    classes: dict[str, type[Device]] = {c.name: c for c in (NodeStats, CcrStats, Host, RecoveryStats,
-                                                           ShardStats, SegmentStats, *FEATURE_DEVICES)}
+    known: list[type[Device]] = [NodeStats, CcrStats, Host, RecoveryStats, ShardStats, SegmentStats, *FEATURE_DEVICES]
+    classes = {c.name: c for c in known}
     assert set(classes) == set(DEVICES), "every configured device needs an implementation"
     devices = [classes[name](config.device_params(name), ctx) for name in config.devices]
     for d in devices:
