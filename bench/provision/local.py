@@ -38,7 +38,15 @@ from bench.provision.distribution import obtain
 from bench.provision.guard import kill_survivors
 from bench.provision.host import this_host
 from bench.provision.java import resolve_java
-from bench.provision.model import ENGINES, ClusterInfo, ClusterSpec, EngineLayout, JavaFacts, NodeInfo
+from bench.provision.model import (
+    ENGINES,
+    ClusterInfo,
+    ClusterSpec,
+    EngineLayout,
+    JavaFacts,
+    NodeInfo,
+    node_jvm_options,
+)
 from bench.provision.osuser import NodeUser, chown_tree, make_traversable, node_user, popen_user_kwargs
 from bench.provision.plugin_download import PluginSource, obtain_plugin, plugin_source
 from bench.provision.plugin_install import install_failure
@@ -263,7 +271,8 @@ class LocalProvisioner:
         (conf / layout.config_file).write_text(
             "# Written by bench from car " + ",".join(car.names) + "\n" + yaml.safe_dump(settings, sort_keys=False))
         (conf / "jvm.options.d").mkdir(exist_ok=True)
-        (conf / "jvm.options.d" / "bench.race.options").write_text("\n".join(car.heap_options() + car.jvm_options) + "\n")
+        options = car.heap_options() + car.jvm_options + node_jvm_options(spec.jvm_options, str(logs))
+        (conf / "jvm.options.d" / "bench.race.options").write_text("\n".join(options) + "\n")
         node = _Node(info=NodeInfo(name=name, http_port=http, transport_port=transport, home=home, log_dir=logs,
                                    data_dir=data),
                      cluster=spec.name, base=base, console_log=logs / "console.log", pid_file=base / "node.pid",

@@ -161,8 +161,11 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     if result is not None:
         return result
     hooks = race_hooks()
+    plan = RacePlan(opts, track, challenge, clusters.planned)
     for hook in hooks:
-        hook.before_provisioning(RacePlan(opts, track, challenge, clusters.planned))
+        hook.before_provisioning(plan)
+    for planned in clusters.planned:
+        clusters.add_jvm_options(planned.name, [o for hook in hooks for o in hook.jvm_options(plan, planned)])
     # A distributed driver's cluster is joined (or found unreachable, one line) before any cluster starts. The
     # coordinator closes the pool after the schedule; closing it here too covers a race failing before that.
     pool = open_pool(opts.load_driver, opts.worker_processes, opts.load_driver_hosts)

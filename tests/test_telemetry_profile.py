@@ -1,0 +1,76 @@
+"""The profile device and the JVM devices on real nodes: flame graphs per node and task from JFR execution samples,
+kept with the trial and in HTML reports; jfr, gc and jit files of nodes bench started; a heap dump at the end."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main
+from bench.telemetry.flamegraph import parse_collapsed
+from bench.telemetry.profile import ProfileSection
+from bench.trials.sqlite import TrialStore
+from bench.util.home import trials_dir
+from benchmarks.nullsink import free_port, start_in_background
+
+
+def _profile(trial_id: str) -> ProfileSection:
+    with TrialStore() as store:
+        summary = store.summary(trial_id)
+    assert summary is not None
+    return ProfileSection.model_validate(summary.sections["profile"])
+
+
+@pytest.mark.timeout(400)
+def test_profile_of_an_existing_local_node_gives_flame_graphs_per_task(es_target: str) -> None:
+    rc = main(["--quiet", "race", "--track=nginx", "--test-mode", f"--target-hosts={es_target}",
+               "--telemetry=profile", "--telemetry-params=profile-interval:10"])
+    assert rc == 0
+    with TrialStore() as store:
+        [trial] = store.list_trials()
+        tasks = set(store.samples(trial.id)["task"])
+    section = _profile(trial.id)
+    windows = {g.task for g in section.graphs}
+    assert windows == tasks | {"all"}, (windows, tasks)
+    whole = next(g for g in section.graphs if g.task == "all")
+    assert whole.cluster == "default" and whole.samples > 20, whole
+    folder = trials_dir() / trial.id
+    stacks = parse_collapsed((folder / whole.collapsed).read_text())
+    assert sum(stacks.values()) == whole.samples
+    frames = {f for s in stacks for f in s.split(";")}
+    # real Java frames by name: the engine's own classes, and thread pools as roots
+    assert any(f.startswith("org.elasticsearch.") for f in frames)
+    assert any(re.fullmatch(r"\[[a-z_]+\]", s.split(";")[0]) for s in stacks)
+    assert not any(re.fullmatch(r"0x[0-9a-f]+", f) for f in frames)  # names, never addresses
+    page = (folder / whole.html).read_text()
+    assert page.startswith("<!doctype html>") and "http" not in page.split("<body>")[1].split("xmlns")[0]
+    assert (folder / "profiles" / "default").is_dir() and list((folder / "profiles").rglob("recording.jfr"))
+    bulk = [g for g in section.graphs if g.task == "index-append"]
+    assert bulk and bulk[0].samples > 0 and bulk[0].samples <= whole.samples
+    # the HTML report carries the flame graphs
+    out = Path(trials_dir()) / "report.html"
+    assert main(["--quiet", "report", trial.id, "--format", "html", "--output", str(out)]) == 0
+    text = out.read_text()
+    assert text.count('class="fg"') == len(section.graphs) and "org.elasticsearch." in text
+
+
+def test_profile_refuses_a_race_whose_nodes_are_elsewhere(capsys: pytest.CaptureFixture[str]) -> None:
+    # The null sink answers _nodes without a local JVM behind it: nothing to attach to, said in one line, and the
+    # trial is stored failed before any request is sent.
+    port = free_port()
+    procs = start_in_background(port)
+    try:
+        rc = main(["--quiet", "race", "--track=nginx", "--test-mode", f"--target-hosts=127.0.0.1:{port}",
+                   "--telemetry=profile"])
+    finally:
+        for p in procs:
+            p.terminate()
+            p.join(10)
+    assert rc != 0
+    err = capsys.readouterr().err
+    assert "telemetry device profile: no node of cluster(s) default runs on this machine" in err
+    with TrialStore() as store:
+        [trial] = store.list_trials()
+        assert trial.status == "failed" and store.samples(trial.id).empty
