@@ -74,3 +74,30 @@ def test_profile_refuses_a_race_whose_nodes_are_elsewhere(capsys: pytest.Capture
     with TrialStore() as store:
         [trial] = store.list_trials()
         assert trial.status == "failed" and store.samples(trial.id).empty
+
+
+@pytest.mark.usefixtures("local_engines")
+@pytest.mark.timeout(600)
+def test_jvm_devices_leave_their_files_with_the_trial() -> None:
+    rc = main(["--quiet", "race", "--track=nginx", "--test-mode", "--challenge=index-only", "--car=defaults,512mheap",
+               "--telemetry=jfr,gc,jit,heapdump", "--telemetry-params=gc-log-config:gc*=info"])
+    assert rc == 0
+    with TrialStore() as store:
+        [trial] = store.list_trials()
+    logs = trials_dir() / trial.id / "logs" / "default" / "default-0"
+    assert (logs / "profile.jfr").stat().st_size > 100_000  # dumped when the node stopped
+    gc = (logs / "gc.log").read_text()
+    assert "Using G1" in gc or "Using " in gc.splitlines()[0]
+    assert "<hotspot_log" in (logs / "jit.log").read_text(errors="replace")[:2000]  # -XX:+LogCompilation's file
+    [dump] = list(logs.glob("heap_at_exit_*.hprof"))
+    assert dump.read_bytes()[:12] == b"JAVA PROFILE"  # an hprof file
+
+
+def test_jvm_devices_are_refused_for_clusters_bench_does_not_start(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["--quiet", "race", "--track=nginx", "--test-mode", "--target-hosts=127.0.0.1:1", "--telemetry=jfr,gc"])
+    assert rc != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("--telemetry: jfr, gc configure the JVM of the nodes bench starts, and this race starts "
+                            "none (--target-hosts or a cloud topology): leave them out, or let bench start the cluster")
+    with TrialStore() as store:
+        assert store.list_trials() == []  # refused before anything was stored or started

@@ -154,6 +154,7 @@ function draw(){
  svg.setAttribute('viewBox','0 0 '+W+' '+(maxd+1)*H);lay(root,0,W,0);
  let m=0;if(re){(function s(n){if(re.test(n.n)){m+=n.v;return;}(n.c||[]).forEach(s);})(root);}
  info.textContent=(zoom!==root?'zoomed: '+zoom.n+' ('+pct(zoom.v)+') · ':'')+root.v+' samples'+(re?' · matched '+pct(m):'');}
+if(!root.v){info.textContent='no samples in this window';return;}
 q.addEventListener('input',()=>{const v=q.value.trim();try{re=v?new RegExp(v,'i'):null;}catch(e){re=null;}draw();});
 box.querySelector('button.reset').addEventListener('click',()=>{zoom=root;q.value='';re=null;draw();});
 draw();})();

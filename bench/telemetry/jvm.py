@@ -1,6 +1,7 @@
 """Rally's JVM devices, and talking to a node's JVM.
 
-``jfr``, ``jit`` and ``gc`` are JVM options of the nodes bench starts (Rally's options for Java 9+, the files in
+``jfr``, ``jit`` and ``gc`` are JVM options of the nodes bench starts (Rally's options for Java 9+, ``jit`` without
+``PrintAssembly``; the files in
 each node's log folder, which is kept with the trial); ``heapdump`` takes a heap dump of every node when the schedule
 ended (``jcmd <pid> GC.heap_dump``, Rally runs ``jmap`` then). ``jcmd`` is the JDK's own tool, beside the ``java``
 the node runs, run as the node's user (the attach API accepts only the JVM's own user).
@@ -41,8 +42,10 @@ def jvm_options(config: TelemetryConfig) -> list[str]:
                 jfr += f",{option}={p[key]}"
         out += ["-XX:+UnlockDiagnosticVMOptions", "-XX:+DebugNonSafepoints", jfr]
     if "jit" in config.devices:
+        # Rally's options without -XX:+PrintAssembly: without the hsdis library it prints every compiled method as
+        # hex to the console, and a node did not start within 120 s here with it (2026-11-26).
         out += ["-XX:+UnlockDiagnosticVMOptions", "-Xlog:class+load=info", "-XX:+LogCompilation",
-                f"-XX:LogFile={NODE_LOGS}/jit.log", "-XX:+PrintAssembly"]
+                f"-XX:LogFile={NODE_LOGS}/jit.log"]
     if "gc" in config.devices:
         out.append(f"-Xlog:{p.get('gc-log-config') or 'gc*=info,safepoint=info,age*=trace'}:file={NODE_LOGS}/gc.log:"
                    "utctime,uptimemillis,level,tags:filecount=0")
