@@ -3,6 +3,7 @@ kept with the trial and in HTML reports; jfr, gc and jit files of nodes bench st
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from bench.telemetry.profile import ProfileSection
 from bench.trials.sqlite import TrialStore
 from bench.util.home import trials_dir
 from benchmarks.nullsink import free_port, start_in_background
+from tests.test_race import write_track
 
 
 def _profile(trial_id: str) -> ProfileSection:
@@ -101,3 +103,32 @@ def test_jvm_devices_are_refused_for_clusters_bench_does_not_start(capsys: pytes
                             "none (--target-hosts or a cloud topology): leave them out, or let bench start the cluster")
     with TrialStore() as store:
         assert store.list_trials() == []  # refused before anything was stored or started
+
+
+def test_driver_profiling_leaves_a_flame_graph_per_worker(tmp_path: Path) -> None:
+    data = tmp_path / "docs.json"
+    data.write_text("".join(json.dumps({"n": i}) + "\n" for i in range(4000)))
+    track = write_track(tmp_path / "t", [{"operation": {"name": "load", "operation-type": "bulk", "bulk-size": 10,
+                                                        "corpora": "c"}, "clients": 2}],
+                        indices=[{"name": "p"}],
+                        corpora=[{"name": "c", "documents": [{"source-file": str(data), "document-count": 4000,
+                                                              "target-index": "p"}]}])
+    port = free_port()
+    procs = start_in_background(port, delay=0.005)
+    try:
+        rc = main(["--quiet", "race", f"--track-path={track}", f"--target-hosts=127.0.0.1:{port}",
+                   "--worker-processes=2", "--enable-driver-profiling"])
+    finally:
+        for p in procs:
+            p.terminate()
+            p.join(10)
+    assert rc == 0
+    with TrialStore() as store:
+        [trial] = store.list_trials()
+    section = _profile(trial.id)
+    driver = [g for g in section.graphs if g.cluster == "driver"]
+    assert sorted(g.node for g in driver) == ["worker-0", "worker-1"] and all(g.samples > 10 for g in driver)
+    stacks = parse_collapsed((trials_dir() / trial.id / driver[0].collapsed).read_text())
+    frames = {f for s in stacks for f in s.split(";")}
+    assert "bench.driver.worker.run_worker" in frames  # the worker's own Python functions, by module and name
+    assert (trials_dir() / trial.id / driver[0].html).read_text().startswith("<!doctype html>")

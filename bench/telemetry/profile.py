@@ -24,6 +24,7 @@ from pathlib import Path
 import psutil
 from pydantic import BaseModel
 
+from bench.driver.profiling import DRIVER_PROFILES
 from bench.telemetry.config import TelemetryConfig, profiles_dir
 from bench.telemetry.device import TelemetryError
 from bench.telemetry.flamegraph import parse_collapsed, pool_shares, render_page, top_changes, tree
@@ -183,3 +184,25 @@ def keep(recordings: list[Recording], windows: list[tuple[str, float, float]], t
                 section.notes.append(f"Profile of node {r.node} of cluster {r.cluster}, {name}: no samples "
                                      "(the window was shorter than the sampling interval, or the node was idle).")
     return section
+
+
+def driver_graphs(trial_dir: Path, workers: int | None) -> tuple[list[Graph], list[str]]:
+    """Flame graphs of the load driver's workers (``--enable-driver-profiling``, wall-clock Python samples every
+    10 ms), from the collapsed stacks the race moved into the trial."""
+    graphs: list[Graph] = []
+    found = sorted((trial_dir / DRIVER_PROFILES).glob("worker-*/all.collapsed"))
+    for path in found:
+        stacks = parse_collapsed(path.read_text())
+        worker = path.parent.name
+        html_path = path.with_suffix(".html")
+        html_path.write_text(render_page(tree(stacks), f"driver/{worker} · all · {sum(stacks.values())} wall-clock "
+                                                       "samples every 10 ms"))
+        graphs.append(Graph(cluster="driver", node=worker, task=ALL, samples=sum(stacks.values()),
+                            collapsed=str(path.relative_to(trial_dir)), html=str(html_path.relative_to(trial_dir)),
+                            pools={k: round(v, 6) for k, v in pool_shares(stacks).items()},
+                            top=[(c.frame, round(c.share, 6)) for c in top_changes({}, stacks, n=10)]))
+    notes = [] if found else ["--enable-driver-profiling: no worker left a profile (the workers profile themselves "
+                              "only as local processes, not on Ray)."]
+    if found and workers and len(found) < workers:
+        notes.append(f"--enable-driver-profiling: {len(found)} of {workers} workers left a profile.")
+    return graphs, notes

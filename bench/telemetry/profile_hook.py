@@ -17,7 +17,9 @@ from bench.telemetry.jvm import local_jvms
 from bench.telemetry.profile import (
     DEVICE,
     SECTION,
+    ProfileSection,
     Recording,
+    driver_graphs,
     keep,
     safe,
     start_recordings,
@@ -34,10 +36,13 @@ from bench.util.home import trials_dir
 class ProfileHook(RaceHook):
     def __init__(self) -> None:
         self._done: tuple[Trials, str, tuple[float, float], list[Recording], list[str], float] | None = None
+        self._trial: str | None = None  # with --enable-driver-profiling: the trial whose driver profiles to draw
 
     @contextlib.asynccontextmanager
     async def around_schedule(self, race: RaceSchedule) -> AsyncIterator[None]:
         o = race.opts
+        if o.enable_driver_profiling:
+            self._trial = race.trial_id
         config = resolve_telemetry(o.telemetry, o.telemetry_params, o.telemetry_profile)
         if DEVICE not in config.devices:
             yield
@@ -74,9 +79,15 @@ class ProfileHook(RaceHook):
             self._done = (race.store, race.trial_id, (start, end), recordings, failed, interval)
 
     def finish(self, race: RaceTargets, summary: Summary | None) -> Summary | None:
-        if self._done is None:
+        if self._done is None and self._trial is None:
             return summary
-        store, trial_id, schedule, recordings, failed, interval = self._done
-        section = keep(recordings, task_windows(store, trial_id, schedule), trials_dir() / trial_id, interval)
-        section.notes = [*failed, *section.notes]
+        section = ProfileSection(interval_ms=20.0)
+        if self._done is not None:
+            store, trial_id, schedule, recordings, failed, interval = self._done
+            section = keep(recordings, task_windows(store, trial_id, schedule), trials_dir() / trial_id, interval)
+            section.notes = [*failed, *section.notes]
+        if self._trial is not None:
+            graphs, notes = driver_graphs(trials_dir() / self._trial, race.opts.worker_processes)
+            section.graphs += graphs
+            section.notes += notes
         return (summary or Summary()).with_section(SECTION, section.model_dump(mode="json"), section.notes)
