@@ -112,11 +112,15 @@ def profile_plots(trials: list[Any], notes: list[str] | None = None) -> list[Any
                      "border-bottom:1px solid #ddd;text-align:left}</style>"
     baseline = merged.get(min(sides), {})
     n = 0
+    unmatched = 0
     for index in sorted(merged):
         for key, stacks in sorted(merged[index].items()):
             cluster, _place, window = key
             node = names[index][key]
             base_key = _baseline_key(key, baseline)
+            if index != min(sides) and base_key is None and baseline:
+                unmatched += 1  # a comparison draws what it can compare; the trial folder has the rest
+                continue
             if index != min(sides) and base_key is not None:
                 base = baseline[base_key]
                 title = (f"Differential flame graph, {window}: {label[index]} {cluster}/{node} against "
@@ -131,6 +135,9 @@ def profile_plots(trials: list[Any], notes: list[str] | None = None) -> list[Any
                 key_name = f"flamegraph-{n}"
             plots.append(Plot(key_name, title, None, html=(head if n == 0 else "") + body))
             n += 1
+    if unmatched and notes is not None:
+        notes.append(f"{unmatched} flame graph(s) of the candidates have no baseline counterpart (another task, "
+                     "cluster or node) and are not drawn here; each trial's own are in its report and trial folder.")
     return plots
 
 
