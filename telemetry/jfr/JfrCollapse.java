@@ -33,6 +33,9 @@ public class JfrCollapse {
         if (name == null) return "[unknown thread]";
         Matcher m = POOL.matcher(name);
         if (m.matches()) return "[" + m.group(1) + "]";
+        // the same pool on every node: merges are named after their index and shard, other threads after the node
+        if (name.contains("Lucene Merge Thread")) return "[lucene_merge]";
+        name = name.replaceFirst("^(elasticsearch|opensearch)\\[[^\\]]*\\]", "");
         return "[" + name.replaceAll("\\d+", "#").replace(';', ',') + "]";
     }
 
