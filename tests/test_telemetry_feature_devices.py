@@ -20,7 +20,7 @@ from bench.trials.sqlite import TrialStore
 
 
 def render_rows(summary: Any) -> list[Any]:
-    from bench.telemetry.summary import SECTION, telemetry_rows
+    from bench.telemetry.section import SECTION, telemetry_rows
     return telemetry_rows(summary.sections[SECTION])
 
 
