@@ -148,6 +148,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--telemetry", help="telemetry devices, e.g. node-stats,ccr-stats,host (see 'bench list telemetry')")
     r.add_argument("--telemetry-params", help="k:v,... or a JSON file, e.g. node-stats-sample-interval:5")
     r.add_argument("--telemetry-profile", help="a profile from telemetry/ (e.g. ccr, default) or a YAML file")
+    r.add_argument("--enable-driver-profiling", action="store_true",
+                   help="sample the load driver's worker processes (Python stacks, every 10 ms): a flame graph per "
+                        "worker kept with the trial (profiles/driver/) and in HTML reports")
     r.add_argument("--redline", help="task:NAME,p99:500ms[,errors:0.1%%,tolerance:5%%,warmup:10s,measure:30s,start:N,"
                                      "max:N,steps:20]: the highest throughput (requests/s) the task sustains within "
                                      "the latency/error objective, by exponential then binary search")
@@ -359,6 +362,7 @@ def _race(a: argparse.Namespace, console: Console) -> int:
             load_driver=load_driver, load_driver_hosts=driver_hosts, progress=not a.quiet,
             telemetry=[d.strip() for d in (a.telemetry or "").split(",") if d.strip()],
             telemetry_params=_params(a.telemetry_params, "--telemetry-params"), telemetry_profile=a.telemetry_profile,
+            enable_driver_profiling=a.enable_driver_profiling,
             topology=a.topology, yes=a.yes, max_instances=a.max_instances, pinning=a.pinning,
             distribution=a.distribution, plugins=a.plugins or [], redline=a.redline,
             elasticsearch_plugins=a.elasticsearch_plugins or [], opensearch_plugins=a.opensearch_plugins or [])

@@ -1,4 +1,4 @@
-"""Telemetry overhead: does sampling node-stats + host change indexing throughput?
+"""Telemetry overhead: does sampling node-stats + host (or other devices, ``--devices``) change indexing throughput?
 
 Starts one local Elasticsearch node (bench's provisioner, 127.0.0.1), then bulk-indexes generated nginx
 documents into a fresh one-shard index repeatedly, alternating without and with ``--telemetry=node-stats,host``
@@ -9,6 +9,7 @@ throughput, each side's mean and standard deviation, the difference of the means
 confidence interval and verdict. Numbers are printed, never judged.
 
     python benchmarks/telemetry_overhead.py [--pairs 3] [--docs 1000000] [--clients 2] [--interval 1]
+    python benchmarks/telemetry_overhead.py --devices profile [--profile-interval 20]   # the flame-graph profiler
 """
 
 from __future__ import annotations
@@ -37,16 +38,22 @@ TRACK = Path(__file__).resolve().parent / "tracks" / "bulk-overhead"  # shared b
 
 
 def one_race(track: Path, target: str, params: dict[str, object], telemetry: bool, interval: float,
-             tags: dict[str, str] | None = None) -> tuple[float, int]:
+             tags: dict[str, str] | None = None, devices: tuple[str, ...] = ("node-stats", "host"),
+             profile_interval: float = 20.0) -> tuple[float, int]:
+    device_params: dict[str, object] = {f"{d}-sample-interval": interval for d in devices if d in ("node-stats", "host")}
+    if "profile" in devices:
+        device_params["profile-interval"] = profile_interval
     opts = RaceOptions(track_path=track, track_params=params, target_hosts=target, user_tags=tags or {},
-                       progress=False, telemetry=["node-stats", "host"] if telemetry else [],
-                       telemetry_params={"node-stats-sample-interval": interval, "host-sample-interval": interval}
-                       if telemetry else {})
+                       progress=False, telemetry=list(devices) if telemetry else [],
+                       telemetry_params=device_params if telemetry else {})
     result = run_race(opts, console=Console(file=io.StringIO()))
     assert result.summary is not None
     task = result.summary.task("index-append")
     assert task is not None and task.throughput is not None and task.error_rate == 0, task
     samples = sum(d["samples"] for d in result.summary.telemetry.get("devices", [])) if telemetry else 0
+    if telemetry and "profile" in devices:  # the profiler's samples: its graph of the whole schedule
+        samples += sum(g["samples"] for g in result.summary.sections.get("profile", {}).get("graphs", [])
+                       if g["task"] == "all")
     return task.throughput.mean, samples
 
 
@@ -58,7 +65,10 @@ def main() -> None:
     ap.add_argument("--bulk-size", type=int, default=2000)
     ap.add_argument("--interval", type=float, default=1.0, help="node-stats and host sample interval (s)")
     ap.add_argument("--heap", default="1gheap")
+    ap.add_argument("--devices", default="node-stats,host", help="the devices of the 'on' side (e.g. profile)")
+    ap.add_argument("--profile-interval", type=float, default=20.0, help="the profile device's interval (ms)")
     a = ap.parse_args()
+    devices = tuple(d.strip() for d in a.devices.split(",") if d.strip())
 
     os.environ.setdefault("BENCH_CACHE", str(Path.home() / ".bench"))
     os.environ["BENCH_HOME"] = tempfile.mkdtemp(prefix="bench-telemetry-overhead-")
@@ -71,13 +81,14 @@ def main() -> None:
     try:
         target = ",".join(h.removeprefix("http://") for h in info.hosts)
         one_race(track, target, params, False, a.interval)  # not counted: generates the corpus, warms the JIT
+        print(f"load average before the pairs: {os.getloadavg()}", flush=True)
         order = [False, True, True, False] * ((a.pairs + 1) // 2)
         for telemetry in order[: 2 * a.pairs]:
             t0 = time.monotonic()
             docs_s, samples = one_race(track, target, params, telemetry, a.interval,
-                                       {"telemetry": "on" if telemetry else "off"})
+                                       {"telemetry": "on" if telemetry else "off"}, devices, a.profile_interval)
             runs.append({"telemetry": telemetry, "docs_per_s": round(docs_s), "telemetry_samples": samples,
-                         "wall_s": round(time.monotonic() - t0, 1)})
+                         "wall_s": round(time.monotonic() - t0, 1), "load_avg_1m": round(os.getloadavg()[0], 2)})
             print(json.dumps(runs[-1]), flush=True)
     finally:
         provisioner.stop_all()
@@ -96,7 +107,8 @@ def main() -> None:
         "run_to_run_noise_pct": round(100 * sd(base) / statistics.mean(base), 2),
         "baseline_range_pct": round(100 * (max(base) - min(base)) / statistics.mean(base), 2),
         "settings": {"docs": a.docs, "clients": a.clients, "bulk_size": a.bulk_size, "interval_s": a.interval,
-                     "devices": "node-stats,host", "heap": a.heap},
+                     "devices": ",".join(devices), "heap": a.heap,
+                     **({"profile_interval_ms": a.profile_interval} if "profile" in devices else {})},
         "machine": f"{platform.node()} {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
                    f"load avg {os.getloadavg()[0]:.1f}, Python {platform.python_version()}",
     }

@@ -34,7 +34,7 @@ def test_ccr_profile_intervals_and_explicit_params_win():
 
 
 @pytest.mark.parametrize("devices, params, profile, message", [
-    ("node-stats,gc", None, None, "unknown telemetry device 'gc'"),
+    ("node-stats,gcc", None, None, "unknown telemetry device 'gcc'"),
     ("node-stats", {"node-stats-interval": 1}, None, "unknown telemetry parameter 'node-stats-interval'"),
     ("node-stats", {"node-stats-sample-interval": "soon"}, None, "must be a number of seconds"),
     ("node-stats", {"node-stats-sample-interval": 0}, None, "between 0.05 and 3600"),
@@ -98,3 +98,21 @@ def test_race_with_unknown_cluster_in_params_fails(capsys, tmp_path):
     ctx = TelemetryContext(targets={"default": ClusterTarget(hosts=["127.0.0.1:1"])})
     with pytest.raises(ConfigError, match="node-stats-clusters names unknown cluster"):
         create_devices(cfg, ctx)
+
+
+def test_rally_jvm_devices_take_rallys_parameters_and_write_rallys_options() -> None:
+    from bench.provision.model import NODE_LOGS
+    from bench.telemetry.jvm import jvm_options
+
+    config = resolve_telemetry("jfr,gc,jit,heapdump", {"recording-template": "profile", "jfr-duration": "5m",
+                                                      "gc-log-config": "gc*=debug"}, None)
+    assert config.jvm_devices() == ["jfr", "gc", "jit", "heapdump"]
+    assert config.device_params("jfr") == {"recording-template": "profile", "jfr-delay": None, "jfr-duration": "5m"}
+    options = jvm_options(config)
+    assert (f"-XX:StartFlightRecording=maxsize=0,maxage=0s,disk=true,dumponexit=true,filename={NODE_LOGS}/profile.jfr,"
+            "duration=5m,settings=profile") in options
+    assert f"-Xlog:gc*=debug:file={NODE_LOGS}/gc.log:utctime,uptimemillis,level,tags:filecount=0" in options
+    assert f"-XX:LogFile={NODE_LOGS}/jit.log" in options and f"-Dbench.node.logs={NODE_LOGS}" in options
+    assert options.count("-XX:+UnlockDiagnosticVMOptions") == 1
+    with pytest.raises(ConfigError, match="profile-interval must be between 1 and 1000 ms"):
+        resolve_telemetry("profile", {"profile-interval": 0}, None)

@@ -78,14 +78,16 @@ def connect_remote_clusters(topo: Topology, cluster: ClusterTopology, info: Clus
 
 
 def start_topology(provisioner: LocalProvisioner, topo: Topology, console: Console | None = None,
-                   timeout: float = 180.0, cpus: dict[str, frozenset[int] | None] | None = None) -> list[ClusterInfo]:
+                   timeout: float = 180.0, cpus: dict[str, frozenset[int] | None] | None = None,
+                   jvm_options: dict[str, list[str]] | None = None) -> list[ClusterInfo]:
     """Start every cluster of a provider-local topology; returns them in the topology's order (the first
     is the track's default target). Clusters already started are stopped by the provisioner's owner. ``cpus``:
     each cluster's CPU set (bench/cloud/pinning.py)."""
     if topo.provider != "local":
         raise ConfigError(f"topology {topo.name} has provider {topo.provider}; only provider local runs on "
                           f"this machine")
-    specs = {s.name: s for s in topo.cluster_specs(cpus)}
+    specs = {s.name: s.model_copy(update={"jvm_options": (jvm_options or {}).get(s.name, [])})
+             for s in topo.cluster_specs(cpus)}
     started: dict[str, ClusterInfo] = {}
     for c in start_order(topo):
         if console:

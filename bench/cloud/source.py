@@ -53,7 +53,8 @@ class LocalTopology(Provisioned):
     def provision(self, provisioner: LocalProvisioner, console: Console) -> list[ClusterInfo]:
         if self.pinning_note:
             console.print(self.pinning_note, highlight=False, markup=False)
-        return start_topology(provisioner, self.topology, console, cpus=self.cpus.clusters)
+        return start_topology(provisioner, self.topology, console, cpus=self.cpus.clusters,
+                              jvm_options={c.name: self.jvm_options(c.name) for c in self.topology.clusters})
 
 
 class CloudTopology(RaceClusters):

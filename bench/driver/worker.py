@@ -39,6 +39,7 @@ from bench.driver.messages import (
     WorkerError,
 )
 from bench.driver.params import SourceContext, param_source
+from bench.driver.profiling import profiled
 from bench.driver.runners.core import Context, with_retries
 from bench.driver.runners.registry import runner_for
 from bench.driver.runners.request_options import with_request_options
@@ -112,7 +113,8 @@ def worker_main(wid: int, commands: Commands, results: Results, extensions: dict
     # Ctrl-C in a terminal reaches the whole process group: the coordinator decides when we stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise_nofile_limit()
-    run_worker(wid, commands, results, extensions)
+    with profiled(wid):
+        run_worker(wid, commands, results, extensions)
 
 
 def run_worker(wid: int, commands: Commands, results: Results, extensions: dict[str, str] | None = None, *,

@@ -38,7 +38,15 @@ from bench.provision.distribution import obtain
 from bench.provision.guard import kill_survivors
 from bench.provision.host import this_host
 from bench.provision.java import resolve_java
-from bench.provision.model import ENGINES, ClusterInfo, ClusterSpec, EngineLayout, JavaFacts, NodeInfo
+from bench.provision.model import (
+    ENGINES,
+    ClusterInfo,
+    ClusterSpec,
+    EngineLayout,
+    JavaFacts,
+    NodeInfo,
+    node_jvm_options,
+)
 from bench.provision.osuser import NodeUser, chown_tree, make_traversable, node_user, popen_user_kwargs
 from bench.provision.plugin_download import PluginSource, obtain_plugin, plugin_source
 from bench.provision.plugin_install import install_failure
@@ -166,6 +174,7 @@ class LocalProvisioner:
         cluster.info.host, cluster.info.pinned = this_host(), spec.cpus is not None
         named = self._obtain_named_plugins(spec)
         pairs = portalloc.node_ports(spec.nodes, spec.http_port)  # fails before anything is started
+        launched: dict[str, float] = {}
         try:
             user = node_user()
             if user:
@@ -187,6 +196,7 @@ class LocalProvisioner:
                     self._add_user(node, layout, user, car.security.role, *auth)
             for node in cluster.nodes:
                 say(f"cluster {spec.name}: launching node {node.info.name}")
+                launched[node.info.name] = time.monotonic()
                 self._launch(node, layout, car, user, spec.cpus)
         finally:
             portalloc.release([p for pair in pairs for p in pair])
@@ -194,6 +204,9 @@ class LocalProvisioner:
         cluster.info.password = SecretStr(auth[1]) if auth else None
         say(f"cluster {spec.name}: waiting for {spec.nodes} node(s) to form a healthy cluster")
         self._wait_healthy(cluster, spec.nodes, auth, timeout)
+        healthy = time.monotonic()
+        for node in cluster.nodes:
+            node.info.startup_time_s = round(healthy - launched[node.info.name], 3)
         cluster.info.version = self._version(cluster, auth)
         if cluster.info.distribution is not None:  # a --distribution-path build's version is known only now
             cluster.info.distribution.version = cluster.info.version
@@ -258,7 +271,8 @@ class LocalProvisioner:
         (conf / layout.config_file).write_text(
             "# Written by bench from car " + ",".join(car.names) + "\n" + yaml.safe_dump(settings, sort_keys=False))
         (conf / "jvm.options.d").mkdir(exist_ok=True)
-        (conf / "jvm.options.d" / "bench.race.options").write_text("\n".join(car.heap_options() + car.jvm_options) + "\n")
+        options = car.heap_options() + car.jvm_options + node_jvm_options(spec.jvm_options, str(logs))
+        (conf / "jvm.options.d" / "bench.race.options").write_text("\n".join(options) + "\n")
         node = _Node(info=NodeInfo(name=name, http_port=http, transport_port=transport, home=home, log_dir=logs,
                                    data_dir=data),
                      cluster=spec.name, base=base, console_log=logs / "console.log", pid_file=base / "node.pid",

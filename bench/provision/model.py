@@ -11,6 +11,13 @@ from bench.provision.cpus import cpu_list_text
 from bench.provision.plugin_names import PluginRef
 
 Engine = Literal["elasticsearch", "opensearch"]
+NODE_LOGS = "${BENCH_NODE_LOGS}"  # in ClusterSpec.jvm_options: the node's log folder (kept with the trial)
+
+
+def node_jvm_options(options: list[str], logs: str) -> list[str]:
+    """A race's extra JVM options for one node, its log folder in place of NODE_LOGS."""
+    return [o.replace(NODE_LOGS, logs) for o in options]
+
 Checksum = Literal["auto", "sha1", "sha512", "none"]
 Algorithm = Literal["sha1", "sha512"]  # a checksum that is checked
 JdkSource = Literal["bundled", "system"]
@@ -75,6 +82,9 @@ class ClusterSpec(BaseModel):
     runtime_jdk: str | None = Field(default=None, pattern=r"^(bundled|[1-9][0-9]?)$")
     # The CPUs every node of the cluster is pinned to (sched_setaffinity before launch); None: not pinned.
     cpus: frozenset[int] | None = None
+    # JVM options a race adds after the car's (e.g. telemetry's flight recorder); NODE_LOGS in them stands for each
+    # node's own log folder, whose files are kept with the trial.
+    jvm_options: list[str] = Field(default_factory=list)
 
     @field_validator("car")
     @classmethod
@@ -127,6 +137,8 @@ class NodeInfo(BaseModel):
     log_dir: Path
     data_dir: Path | None = None
     cpus: list[int] | None = None  # what the kernel applies to the server JVM (Cpus_allowed_list), when pinned
+    # Rally's node_startup_time: from the node's launch until its cluster answered healthy
+    startup_time_s: float | None = None
 
 
 class ClusterInfo(BaseModel):
@@ -157,6 +169,9 @@ class ClusterInfo(BaseModel):
             out["distribution"] = self.distribution.model_dump(mode="json", exclude_none=True)
         if self.java is not None:
             out["java"] = {**self.java.model_dump(mode="json", exclude_none=True), "major": self.java.major}
+        startup = {n.name: n.startup_time_s for n in self.nodes if n.startup_time_s is not None}
+        if startup:
+            out["node_startup_time_s"] = startup
         return out
 
     @property

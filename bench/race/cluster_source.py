@@ -46,6 +46,17 @@ class RaceClusters(ABC):
     planned: list[PlannedCluster]  # what start() will start (empty when it starts nothing)
     driver_cpus: frozenset[int] | None = None  # the CPUs the load driver's local workers are pinned to
     pinning_note: str | None = None  # what CPU pinning did, or why it did not pin, in one line (stored)
+    _jvm_options: dict[str, list[str]] | None = None  # cluster -> JVM options the race adds (add_jvm_options)
+
+    def add_jvm_options(self, cluster: str, options: list[str]) -> None:
+        """JVM options the race adds for every node of a cluster this source starts (race hooks' ``jvm_options``)."""
+        if options:
+            if self._jvm_options is None:
+                self._jvm_options = {}
+            self._jvm_options.setdefault(cluster, []).extend(options)
+
+    def jvm_options(self, cluster: str) -> list[str]:
+        return list((self._jvm_options or {}).get(cluster, []))
 
     def take_over(self, opts: RaceOptions, console: Console) -> RaceResult | None:
         """Run the whole race instead of this process (None: the race runs here)."""
@@ -217,7 +228,8 @@ class LocalCluster(Provisioned):
                            plugin_names=self._plugin_names,
                            version=self._version, repository=o.distribution_repository,
                            distribution_path=o.distribution_path, http_port=o.http_port, runtime_jdk=o.runtime_jdk,
-                           cpus=self._cpus.clusters[DEFAULT_CLUSTER] if self._cpus else None)
+                           cpus=self._cpus.clusters[DEFAULT_CLUSTER] if self._cpus else None,
+                           jvm_options=self.jvm_options(DEFAULT_CLUSTER))
         console.print(f"Starting a {o.nodes}-node {self._engine} {self._version} cluster "
                       f"(car {'+'.join(o.car)}) on 127.0.0.1 ...", highlight=False)
         if self.pinning_note:

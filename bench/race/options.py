@@ -86,6 +86,7 @@ class RaceOptions(BaseModel):
     # --pinning=auto[:N]: the clusters bench starts here and the load driver on disjoint CPU sets (N equal slots;
     # bench/provision/pinning.py); off: none; None: a topology's own pinning, else none.
     pinning: str | None = Field(default=None, pattern=PINNING_PATTERN)
+    enable_driver_profiling: bool = False  # Rally's flag: the load-driver workers sampled (bench/driver/profiling.py)
     # --redline=task:NAME,p99:500ms,...: the highest throughput NAME sustains within the objective (bench/redline)
     redline: str | None = None
 

@@ -101,6 +101,11 @@ class RaceHook:
     def before_provisioning(self, race: RacePlan) -> None:
         """Refuse a race before any cluster starts and before its trial is stored (raise a BenchError)."""
 
+    def jvm_options(self, race: RacePlan, cluster: PlannedCluster) -> list[str]:
+        """JVM options for every node of a cluster bench starts, after the car's (``bench.provision.model.NODE_LOGS``
+        stands for each node's log folder, kept with the trial). Asked after ``before_provisioning``."""
+        return []
+
     def prepare(self, race: RaceTargets) -> RaceOptions:
         """Wire the running clusters for the schedule; returns the race's options (rewritten or as given)."""
         return race.opts

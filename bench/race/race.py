@@ -24,10 +24,12 @@ from bench import extensions
 from bench.driver.backends import OpenedPool, open_pool
 from bench.driver.coordinator import Coordinator, RunStep, StepDriver
 from bench.driver.failure_log import FailureLog
+from bench.driver.profiling import driver_profiling, keep_driver_profiles
 from bench.driver.progress import Progress
 from bench.driver.warmup import warmup_notes
 from bench.http.client import (
     DEFAULT_CLUSTER,
+    ClientOptions,
     ClusterTarget,
     RawHttp,
     check_cluster,
@@ -162,8 +164,19 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     if result is not None:
         return result
     hooks = race_hooks()
+    plan = RacePlan(opts, track, challenge, clusters.planned)
     for hook in hooks:
-        hook.before_provisioning(RacePlan(opts, track, challenge, clusters.planned))
+        hook.before_provisioning(plan)
+    for planned in clusters.planned:
+        clusters.add_jvm_options(planned.name, [o for hook in hooks for o in hook.jvm_options(plan, planned)])
+    with driver_profiling(opts.enable_driver_profiling) as profile_dir:
+        return _run(opts, console, resolved, track, challenge, warmups, client_options, clusters, hooks,
+                    profile_dir)
+
+
+def _run(opts: RaceOptions, console: Console, resolved: ResolvedTrack, track: Track, challenge: Challenge, warmups: list[str],
+         client_options: ClientOptions, clusters: RaceClusters, hooks: list[RaceHook],
+         profile_dir: Path | None) -> RaceResult:
     # A distributed driver's cluster is joined (or found unreachable, one line) before any cluster starts. The
     # coordinator closes the pool after the schedule; closing it here too covers a race failing before that.
     pool = open_pool(opts.load_driver, opts.worker_processes, opts.load_driver_hosts)
@@ -208,6 +221,7 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
                 facts, totals = asyncio.run(_drive_and_collect(
                     opts, store, trial.id, track, challenge, documents, targets, hooks, clusters, console, pool,
                     code_corpora))
+                keep_driver_profiles(profile_dir, trial.id)  # the workers wrote them when the pool closed
                 outcome.summary = _summary_of_stored(store, trial.id, totals, hidden, pool.pool.notes())
                 for hook in hooks:  # while the clusters still run
                     outcome.summary = hook.finish(RaceTargets(opts, track, challenge, targets, clusters.cars, console),
@@ -216,6 +230,7 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
                 outcome.store_interrupted(e)  # stored at once: stopping the nodes below can take seconds
                 raise
             finally:
+                keep_driver_profiles(profile_dir, trial.id)
                 for line in clusters.stop(keep=opts.keep_cluster):
                     console.print(line, highlight=False)
         summary, status = outcome.summary, outcome.status

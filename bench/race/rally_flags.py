@@ -2,7 +2,7 @@
 one line naming what bench does instead, so a copied Rally command line never fails with argparse's usage text.
 
 (The Rally flags bench does take -- ``--pipeline``, ``--track-repository``, ``--include-tasks``, ``--race-id``,
-``--user-tags``, ``--show-in-report``, ``--preserve-install``, ``--on-error`` ... -- are ordinary flags in
+``--user-tags``, ``--show-in-report``, ``--preserve-install``, ``--on-error``, ``--enable-driver-profiling`` ... -- are ordinary flags in
 ``bench.cli``.)
 """
 
@@ -27,13 +27,11 @@ REFUSED: dict[str, str] = {
     "--cluster-name": "bench names the clusters it starts itself; name clusters in a --topology file",
     "--kill-running-processes": "bench's nodes stop with the bench that started them; stop nodes a --keep-cluster "
                                 "race left running with 'bench stop TRIAL'",
-    "--enable-driver-profiling": "bench has no driver profiler flag: run 'python -m cProfile -o race.prof -m bench "
-                                 "race ...' for one",
     "--effective-start-date": "bench records the real start of every trial; tag trials with --user-tag instead",
     "--skip-rest-api-check": "bench checks the cluster once with GET _nodes before the race, and needs that answer",
     "--configuration-name": "bench reads one settings file, $BENCH_HOME/bench.ini: set BENCH_HOME for another",
 }
-_SWITCHES = {"--kill-running-processes", "--enable-driver-profiling", "--skip-rest-api-check"}
+_SWITCHES = {"--kill-running-processes", "--skip-rest-api-check"}
 
 
 def add_refused_flags(p: argparse.ArgumentParser) -> None:

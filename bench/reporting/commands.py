@@ -34,6 +34,9 @@ def add_report_parsers(sub: Any) -> list[argparse.ArgumentParser]:
     c.add_argument("--output", help="write to this file instead of the terminal")
     c.add_argument("--all", action="store_true",
                    help="the full table after the headline in the terminal (files and other formats always have it)")
+    c.add_argument("--figures-dir", metavar="DIR",
+                   help="also write the comparison's self-contained HTML figures (e.g. the profile device's "
+                        "differential flame graphs) into DIR, one file each")
     _noise_options(c)
 
     r = sub.add_parser("report", help="render a markdown or HTML report of a trial or a comparison")
@@ -114,6 +117,8 @@ def _compare(a: argparse.Namespace, console: Console) -> int:
     baseline, candidates = _selectors(a)
     with open_store() as store:
         cmp = _build_comparison(store, baseline, candidates, a)
+        if a.figures_dir:
+            _write_figures(store, cmp, a.figures_dir, console)
     if a.output:
         path = write_report(render_comparison(cmp, a.format), a.output, option="--output")
         console.print(f"Comparison written to {path}", highlight=False, markup=False)
@@ -124,6 +129,34 @@ def _compare(a: argparse.Namespace, console: Console) -> int:
         text = render_comparison(cmp, a.format, full=a.all) if a.format == "table" else render_comparison(cmp, a.format)
         console.print(text, highlight=False, markup=False, soft_wrap=True, end="")
     return 0
+
+
+def _write_figures(store: Any, cmp: Any, folder: str, console: Console) -> None:
+    """The figures sections draw as HTML of their own (not plotly charts), each as a page in ``folder``."""
+    import html
+    from pathlib import Path
+
+    from bench.reporting.plots import all_plots
+    from bench.reporting.render import plot_trials
+
+    notes: list[str] = []
+    figures = [p for p in all_plots(plot_trials(store, [cmp.baseline, *cmp.candidates]), notes) if p.figure is None]
+    out = Path(folder).expanduser()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for p in figures:
+            (out / f"{p.key}.html").write_text(
+                f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(p.title)}</title></head>"
+                f"<body>{p.html}</body></html>\n")
+    except OSError as e:
+        raise ConfigError(f"--figures-dir {out}: {e.strerror or e}") from None
+    for note in notes:
+        console.print(note, highlight=False, markup=False)
+    for p in figures:
+        console.print(f"Figure written to {out / (p.key + '.html')}: {p.title}", highlight=False, markup=False)
+    if not figures:
+        console.print(f"--figures-dir: the compared trials have no HTML figures (nothing written to {out})",
+                      highlight=False, markup=False)
 
 
 def _emit(report: Any, output: str | None, default_name: str, console: Console) -> None:

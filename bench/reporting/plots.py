@@ -45,7 +45,10 @@ class PlotTrial:
 class Plot:
     key: str  # file-name-safe id, e.g. "throughput-index-append"
     title: str
-    figure: go.Figure
+    figure: go.Figure | None
+    # A figure that is its own self-contained HTML (e.g. a flame graph) instead of a plotly figure: shown in HTML
+    # reports as it is, never exported as a PNG.
+    html: str = ""
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
@@ -227,6 +230,8 @@ def plotly_js() -> str:
 
 
 def figure_div(plot: Plot) -> str:
+    if plot.figure is None:
+        return plot.html
     return plot.figure.to_html(full_html=False, include_plotlyjs=False, div_id=f"plot-{plot.key}",
                                config={"displaylogo": False, "responsive": True})
 
@@ -240,6 +245,7 @@ def export_pngs(plots: list[Plot], folder: Path) -> list[Path]:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ConfigError(f"--plots-dir {folder}: cannot create it: {e.strerror or e}") from e
+    plots = [p for p in plots if p.figure is not None]
     paths = [folder / f"{p.key}.png" for p in plots]
     if not plots:
         return []

@@ -55,9 +55,9 @@ def race_context(targets: list[ClusterTarget], clusters: list[dict[str, Any]],
 async def start_telemetry(config: TelemetryConfig, ctx: TelemetryContext, store: Trials,
                           trial_id: str) -> TelemetryRunner | None:
     """Start the configured devices; their rows go to the trial store as they come. None: no devices."""
-    if not config.devices:
-        return None
     runner = TelemetryRunner(create_devices(config, ctx), lambda rows: store.add_telemetry(trial_id, rows))
+    if not runner.devices:
+        return None
     await runner.start()
     return runner
 

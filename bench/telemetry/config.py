@@ -32,6 +32,9 @@ class DeviceSpec:
     help: str
     params: tuple[ParamSpec, ...]
     end_only: bool = False  # sampled once, at the end of the race (segment-stats)
+    # configures the JVM of the nodes bench starts (jfr, gc, jit, heapdump) or attaches to local nodes' JVMs
+    # (profile); no sampling loop
+    jvm: bool = False
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}
@@ -91,6 +94,68 @@ DEVICES: dict[str, DeviceSpec] = {d.name: d for d in (
         ParamSpec("segment-stats-indices", "_all", "index pattern"),
         _clusters("segment-stats"),
     ), end_only=True),
+    DeviceSpec("transform-stats", "GET _transform/_stats: per transform pages, documents, searches, index "
+                                  "operations and times, and the throughput of the last sample (Elasticsearch)", (
+        ParamSpec("transform-stats-sample-interval", 1.0, "seconds between samples"),
+        ParamSpec("transform-stats-transforms", None, "transform ids: a list, or {cluster: [ids]} (default: all)"),
+        _clusters("transform-stats"),
+    )),
+    DeviceSpec("searchable-snapshots-stats", "GET _searchable_snapshots/stats per Lucene file type (Elasticsearch)", (
+        ParamSpec("searchable-snapshots-stats-sample-interval", 1.0, "seconds between samples"),
+        ParamSpec("searchable-snapshots-stats-indices", None, "index patterns (also per index): a pattern, a list, "
+                                                              "or {cluster: [patterns]}"),
+        _clusters("searchable-snapshots-stats"),
+    )),
+    DeviceSpec("data-stream-stats", "GET _data_stream/_stats: data streams, backing indices, store size", (
+        ParamSpec("data-stream-stats-sample-interval", 10.0, "seconds between samples"),
+        _clusters("data-stream-stats"),
+    )),
+    DeviceSpec("ingest-pipeline-stats", "GET _nodes/stats/ingest at the start and at the end: the change in "
+                                        "count, time and failures per node, pipeline and processor", (
+        _clusters("ingest-pipeline-stats"),
+    )),
+    DeviceSpec("disk-usage-stats", "POST <index>/_disk_usage once at the end: bytes per field (inverted index, "
+                                   "stored fields, doc values, points, norms, term vectors, knn vectors)", (
+        ParamSpec("disk-usage-stats-indices", None, "indices (comma-separated or a list; default: every "
+                                                    "non-hidden index)"),
+        ParamSpec("disk-usage-stats-timeout", 600.0, "seconds the disk usage API may take"),
+        ParamSpec("disk-usage-stats-flush", True, "flush=true (uncommitted data included)"),
+        _clusters("disk-usage-stats"),
+    ), end_only=True),
+    DeviceSpec("geoip-stats", "GET _ingest/geoip/stats once at the end: the GeoIP cache per node (Elasticsearch)", (
+        _clusters("geoip-stats"),
+    ), end_only=True),
+    DeviceSpec("master-node-stats", "which node is the elected master (GET _cluster/state/master_node)", (
+        ParamSpec("master-node-stats-sample-interval", 30.0, "seconds between samples"),
+        _clusters("master-node-stats"),
+    )),
+    DeviceSpec("segment-replication-stats", "GET _cat/segment_replication per shard: checkpoints and bytes "
+                                            "behind, lag, rejected requests (OpenSearch)", (
+        ParamSpec("segment-replication-stats-sample-interval", 1.0, "seconds between samples"),
+        ParamSpec("segment-replication-stats-indices", None, "index patterns: a pattern, a list, or "
+                                                             "{cluster: [patterns]}"),
+        _clusters("segment-replication-stats"),
+    )),
+    DeviceSpec("jfr", "Java Flight Recorder on every node bench starts, for the whole life of the node: "
+                      "profile.jfr in the node's logs, kept with the trial", (
+        ParamSpec("recording-template", None, "a JFR settings template: default, profile, or a .jfc file the "
+                                              "node's user can read (default: the JDK's default)"),
+        ParamSpec("jfr-delay", None, "delay before the recording starts, e.g. 30s"),
+        ParamSpec("jfr-duration", None, "length of the recording, e.g. 5m"),
+    ), jvm=True),
+    DeviceSpec("jit", "JIT compiler log (-XX:+LogCompilation) on every node bench starts: jit.log in the node's "
+                      "logs", (), jvm=True),
+    DeviceSpec("gc", "GC log (-Xlog) on every node bench starts: gc.log in the node's logs", (
+        ParamSpec("gc-log-config", "gc*=info,safepoint=info,age*=trace", "the -Xlog selection"),
+    ), jvm=True),
+    DeviceSpec("profile", "flame graphs of where each node's CPU goes: JFR execution sampling in every node of the "
+                          "race's clusters that runs on this machine, during the schedule; per node and task the "
+                          "collapsed stacks and a flame graph (HTML) kept with the trial, and in HTML reports", (
+        ParamSpec("profile-interval", 20.0, "milliseconds between execution samples of a thread"),
+        _clusters("profile"),
+    ), jvm=True),
+    DeviceSpec("heapdump", "a heap dump of every node bench starts, taken when the schedule ended "
+                           "(jcmd GC.heap_dump): heap_at_exit_<pid>.hprof in the node's logs", (), jvm=True),
 )}
 
 
@@ -109,7 +174,11 @@ class TelemetryConfig(BaseModel):
     profile: str | None = None
 
     def device_params(self, device: str) -> dict[str, Any]:
-        return {k: v for k, v in self.params.items() if k.startswith(device + "-")}
+        own = {p.name for p in DEVICES[device].params} if device in DEVICES else set()
+        return {k: v for k, v in self.params.items() if k.startswith(device + "-") or k in own}
+
+    def jvm_devices(self) -> list[str]:
+        return [d for d in self.devices if DEVICES[d].jvm]
 
 
 def profiles_dir() -> Path:
@@ -146,8 +215,8 @@ def _device_list(spec: str | list[str] | None, what: str) -> list[str]:
 
 
 def _owner(param: str) -> str | None:
-    return next((d for d in DEVICES if param.startswith(d + "-") and
-                 any(p.name == param for p in DEVICES[d].params)), None)
+    # Rally's names: most start with the device's, a few do not (jfr's recording-template)
+    return next((d for d in DEVICES if any(p.name == param for p in DEVICES[d].params)), None)
 
 
 def _check_value(param: str, value: Any, what: str) -> Any:
@@ -171,6 +240,21 @@ def _check_value(param: str, value: Any, what: str) -> Any:
         return ",".join(metrics)
     if param.endswith("-clusters") and value is not None:
         return [c.strip() for c in (value.split(",") if isinstance(value, str) else value) if str(c).strip()]
+    if param == "profile-interval":
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{what}: {param} must be a number of milliseconds, got {value!r}") from None
+        if not 1 <= v <= 1000:
+            raise ConfigError(f"{what}: {param} must be between 1 and 1000 ms, got {value!r}")
+        return v
+    if param == "disk-usage-stats-timeout":
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{what}: {param} must be a number of seconds, got {value!r}") from None
+    if param == "disk-usage-stats-flush" and not isinstance(value, bool):
+        raise ConfigError(f"{what}: {param} must be true or false, got {value!r}")
     if param == "ccr-stats-indices" and value is not None:
         if isinstance(value, str):
             return [i.strip() for i in value.split(",") if i.strip()]

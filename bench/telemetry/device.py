@@ -60,7 +60,8 @@ class Sampled:
 
 class Device:
     name: ClassVar[str]
-    end_only: ClassVar[bool] = False
+    end_only: ClassVar[bool] = False  # sampled once, at the end
+    bounds_only: ClassVar[bool] = False  # sampled at the start and at the end only (the summary reports the change)
 
     def __init__(self, params: dict[str, Any], ctx: TelemetryContext) -> None:
         self.params = params
@@ -79,6 +80,9 @@ class Device:
         return cluster_scopes(self.name, self.params.get(f"{self.name}-clusters"), self.ctx)
 
     async def open(self) -> None: ...
+
+    async def check(self) -> None:
+        """After ``open``, before the schedule: raise a ConfigError naming what the cluster cannot serve."""
 
     async def sample(self, scope: str, ts: float) -> Sampled:
         raise NotImplementedError

@@ -4,20 +4,53 @@ ended (also when it failed or was aborted, so the last samples are kept)."""
 from __future__ import annotations
 
 import contextlib
+import logging
+import time
 from collections.abc import AsyncIterator
 
-from bench.race.pipeline import RaceHook, RacePlan, RaceSchedule
+from bench.driver.samples import TelemetryRow
+from bench.race.pipeline import PlannedCluster, RaceHook, RacePlan, RaceSchedule
 from bench.telemetry import race_context, resolve_telemetry, start_telemetry
+from bench.telemetry.config import load_profile
+from bench.telemetry.feature_summary import STARTUP_DEVICE
+from bench.telemetry.jvm import heap_dumps, jvm_options
+from bench.util.errors import ConfigError
+
+log = logging.getLogger(__name__)
+PROFILE_DEVICE = "profile"  # attaches to the JVMs of local nodes, whoever started them (profile_hook.py)
+
+
+def _profile_devices(profile: str | None) -> list[str]:
+    return load_profile(profile).devices if profile else []
+
+
+def startup_rows(race: RaceSchedule) -> None:
+    """Rally's always-on node startup time: each started node's time from launch to a healthy cluster."""
+    now = time.time()
+    rows = [TelemetryRow(now, str(c.get("name")), node, STARTUP_DEVICE, "node_startup_time", float(secs))
+            for c in race.clusters for node, secs in (c.get("node_startup_time_s") or {}).items()]
+    if rows:
+        race.store.add_telemetry(race.trial_id, rows)
 
 
 class TelemetryHook(RaceHook):
     def before_provisioning(self, race: RacePlan) -> None:
         # bad devices, parameters or profiles fail before anything starts
-        resolve_telemetry(race.opts.telemetry, race.opts.telemetry_params, race.opts.telemetry_profile)
+        config = resolve_telemetry(race.opts.telemetry, race.opts.telemetry_params, race.opts.telemetry_profile)
+        jvm = [d for d in config.jvm_devices() if d != PROFILE_DEVICE]
+        if jvm and not race.clusters:
+            raise ConfigError(f"--telemetry: {', '.join(jvm)} configure{'s' if len(jvm) == 1 else ''} the JVM of the "
+                              "nodes bench starts, and this race starts none (--target-hosts or a cloud topology): "
+                              "leave them out, or let bench start the cluster")
+
+    def jvm_options(self, race: RacePlan, cluster: PlannedCluster) -> list[str]:
+        return jvm_options(resolve_telemetry(race.opts.telemetry, race.opts.telemetry_params,
+                                             race.opts.telemetry_profile))
 
     @contextlib.asynccontextmanager
     async def around_schedule(self, race: RaceSchedule) -> AsyncIterator[None]:
         o = race.opts
+        startup_rows(race)
         telemetry = await start_telemetry(
             resolve_telemetry(o.telemetry, o.telemetry_params, o.telemetry_profile),
             race_context(race.targets, race.clusters, race.node_processes, race.worker_pids),
@@ -27,3 +60,6 @@ class TelemetryHook(RaceHook):
         finally:
             if telemetry is not None:
                 await telemetry.stop()
+            if "heapdump" in (o.telemetry or []) or "heapdump" in _profile_devices(o.telemetry_profile):
+                for line in await heap_dumps(race.targets):
+                    log.info("%s", line)

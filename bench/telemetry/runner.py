@@ -31,14 +31,15 @@ STOP_TIMEOUT = 30.0  # the final samples must not hold up the end of a race for 
 
 def create_devices(config: TelemetryConfig, ctx: TelemetryContext) -> list[Device]:
     from bench.telemetry.ccr_stats import CcrStats
+    from bench.telemetry.feature_stats import FEATURE_DEVICES
     from bench.telemetry.host import Host
     from bench.telemetry.node_stats import NodeStats
     from bench.telemetry.rally_stats import RecoveryStats, SegmentStats, ShardStats
 
-    classes: dict[str, type[Device]] = {c.name: c for c in (NodeStats, CcrStats, Host, RecoveryStats,
-                                                           ShardStats, SegmentStats)}
-    assert set(classes) == set(DEVICES), "every configured device needs an implementation"
-    devices = [classes[name](config.device_params(name), ctx) for name in config.devices]
+    known: list[type[Device]] = [NodeStats, CcrStats, Host, RecoveryStats, ShardStats, SegmentStats, *FEATURE_DEVICES]
+    classes = {c.name: c for c in known}
+    assert set(classes) == {d for d, spec in DEVICES.items() if not spec.jvm}, "every sampling device needs a class"
+    devices = [classes[name](config.device_params(name), ctx) for name in config.devices if name in classes]
     for d in devices:
         d.scopes()  # unknown cluster names fail before the race starts
     return devices
@@ -64,8 +65,18 @@ class TelemetryRunner:
                     await d.close()  # whatever it opened before failing
                 except Exception:  # noqa: BLE001
                     pass
-                continue
+        try:
+            for d in self._opened:
+                await d.check()
+        except BaseException:
+            await self._close_all()  # a device the cluster cannot serve fails the race before the schedule
+            raise
+        for d in self._opened:
             if d.end_only:
+                continue
+            if d.bounds_only:
+                for scope in d.scopes():
+                    await self._take(d, scope)
                 continue
             for scope in d.scopes():
                 self._tasks.append(asyncio.create_task(self._loop(d, scope), name=f"telemetry-{d.name}-{scope}"))
@@ -81,15 +92,19 @@ class TelemetryRunner:
                 if pending:
                     await asyncio.wait(pending, timeout=5)
             for d in self._opened:
-                if d.end_only:
+                if d.end_only or d.bounds_only:
                     for scope in d.scopes():
                         await self._take(d, scope)
         finally:
-            for d in self._opened:
-                try:
-                    await d.close()
-                except Exception as e:  # noqa: BLE001
-                    log.warning("closing telemetry device %s: %s", d.name, redact.redact_text(str(e)))
+            await self._close_all()
+
+    async def _close_all(self) -> None:
+        for d in self._opened:
+            try:
+                await d.close()
+            except Exception as e:  # noqa: BLE001
+                log.warning("closing telemetry device %s: %s", d.name, redact.redact_text(str(e)))
+        self._opened = []
 
     async def _loop(self, device: Device, scope: str) -> None:
         interval = device.interval

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from bench.driver.loop_load import DEVICE as LOOP_DEVICE
 from bench.results.summary import MetricRow, Summary
+from bench.telemetry.feature_summary import Figure, feature_figures
 from bench.telemetry.runner import ERROR_METRIC, SAMPLE_METRIC
 
 if TYPE_CHECKING:
@@ -105,6 +106,7 @@ class TelemetrySummary(BaseModel):
     nodes: list[NodeTelemetry] = []
     followers: list[FollowerLag] = []
     driver: DriverCpu | None = None
+    features: list[Figure] = []  # the feature stats devices and node startup times (feature_summary.py)
     notes: list[str] = []
 
 
@@ -231,7 +233,8 @@ def summarize_telemetry(df: pd.DataFrame) -> TelemetrySummary:
     """``df``: ``TrialStore.telemetry(trial_id)``."""
     if df.empty:
         return TelemetrySummary()
-    s = TelemetrySummary(devices=_device_counts(df), nodes=_nodes(df), followers=_followers(df), driver=_driver(df))
+    s = TelemetrySummary(devices=_device_counts(df), nodes=_nodes(df), followers=_followers(df), driver=_driver(df),
+                         features=feature_figures(df))
     s.notes += _absence_notes(s.nodes, df)
     for c in s.devices:
         if c.failed or c.errors:
@@ -312,6 +315,8 @@ def telemetry_rows(data: dict[str, Any]) -> list[MetricRow]:
         add("Max driver CPU (100% = 1 core)", "driver", s.driver.max, "%")
         for w, v in sorted(s.driver.worker_median.items()):
             add("Median driver CPU per worker (100% = 1 core)", f"driver/{w}", v, "%")
+    for fig in s.features:
+        add(fig.metric, fig.scope, fig.value, fig.unit)
     for c in s.devices:
         scope = f"{c.device}@{c.cluster}"
         add("Telemetry samples", scope, c.samples, "")
