@@ -26,6 +26,7 @@ from bench.util.home import STORAGE_ERRNOS, bench_home, bench_home_path, storage
 
 if TYPE_CHECKING:
     from bench.race.options import RaceOptions
+    from bench.race.pipeline import RaceResult
 
 log = logging.getLogger("bench")
 
@@ -377,7 +378,7 @@ def _race(a: argparse.Namespace, console: Console) -> int:
         with open_store() as store:
             trial = store.get_trial(result.trial_id)
         print(_machine_report(trial, result.summary, a.report_format), end="")
-        return 1 if result.store_refused else 0
+        return _race_exit_code(result, opts.max_error_rate)
     result = run_race(opts, console=console)
     from bench.results.summary import status_label
 
@@ -386,11 +387,16 @@ def _race(a: argparse.Namespace, console: Console) -> int:
                   soft_wrap=True)
     console.print(f"\nTrial [bold]{result.trial_id}[/bold] stored ({status_label(result.status, result.summary)}).",
                   highlight=False)
+    return _race_exit_code(result, opts.max_error_rate)
+
+
+def _race_exit_code(result: RaceResult, max_error_rate: float | None) -> int:
+    """The race's exit code in every report format, with its one line on stderr (docs: exit codes)."""
     from bench.results.exit_status import EXIT_FAILED, run_exit_code
 
     if result.store_refused:
         return EXIT_FAILED  # its line was printed when the store was closed
-    code, line = run_exit_code(result.summary, opts.max_error_rate)
+    code, line = run_exit_code(result.summary, max_error_rate)
     if line is not None:
         stderr = Console(stderr=True, soft_wrap=True, emoji=False)
         stderr.print(f"error: trial {result.trial_id}: {redact.redact_text(line)} (exit {code})",
