@@ -47,6 +47,8 @@ def test_unmeasured_tasks_and_extension_reasons_come_before_the_error_rate() -> 
     assert unmeasured(partial) == []
     assert run_exit_code(partial, None) == (EXIT_OK, None)
     assert run_exit_code(partial, 0.99)[0] == EXIT_ERROR_RATE
+    # A task kept out of reporting (Rally's admin operations) succeeded without figures: measured as asked.
+    assert unmeasured(Summary(tasks=[_task("drop-ds", 1, 0, measured=False)])) == []
     assert over_error_rate(Summary(tasks=[_task("a", 100, 1)]), 0.01) == []  # 1 % is not over 1 %
     assert over_error_rate(Summary(tasks=[_task("a", 100, 2)]), 0.01) == [
         "task 'a' error rate 2.00 % (2 of 100 requests) is over --max-error-rate 1 %"]

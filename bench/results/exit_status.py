@@ -52,8 +52,10 @@ def unmeasured(summary: Summary | None) -> list[str]:
     for t in summary.tasks:
         if t.requests == 0:
             out.append(f"task '{t.task}' has only warmup samples")
-        elif t.throughput is None and not t.latency:
-            # Not "error rate 100 %": bulks whose items partly failed still indexed documents and have a throughput.
+        elif t.throughput is None and not t.latency and t.failed_requests >= t.requests:
+            # Not "error rate 100 %" alone: bulks whose items partly failed still indexed documents and have a
+            # throughput. And not "no throughput" alone: a task kept out of reporting (Rally's admin operations,
+            # include-in-reporting: false) succeeded without figures.
             out.append(f"every request of task '{t.task}' failed ({t.failed_requests} of {t.requests})")
     return out + list(summary.unmeasured)
 
