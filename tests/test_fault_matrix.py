@@ -86,11 +86,11 @@ def _gone(procs: list[psutil.Process], timeout: float = 10) -> list[psutil.Proce
 
 
 def race_with_fault(tmp_path: Path, target: str, fault: Callable[[psutil.Process], None] | None, *args: str,
-                    preexec: Callable[[], None] | None = None, clients: int = 4) -> Ended:
+                    preexec: Callable[[], None] | None = None, clients: int = 4, seconds: float = 6) -> Ended:
     """``bench race`` in its own process against ``target``; ``fault`` runs once 50 samples are stored (with
     the bench process); returns how it ended, after checking nothing it started is left running."""
     home = tmp_path / "home"
-    track = _search_track(tmp_path / "track", clients)
+    track = _search_track(tmp_path / "track", clients, seconds)
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "bench", "--quiet", "race", f"--track-path={track}",
                              f"--target-hosts={target}", *args], cwd=ROOT, env={**os.environ, "BENCH_HOME": str(home)},
@@ -193,7 +193,8 @@ def test_too_few_file_descriptors_for_the_clients_is_one_line_before_any_request
 def test_a_file_size_limit_reached_while_storing_samples_is_one_line(tmp_path, sink) -> None:
     target, _ = sink
     limit = 300_000
-    ended = race_with_fault(tmp_path, target, None,
+    # A long schedule: the race ends at the limit, however slowly a loaded machine fills the store.
+    ended = race_with_fault(tmp_path, target, None, seconds=120,
                             preexec=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
     assert ended.rc == EXIT_FAILED and ended.status == "failed"
     _one_line(ended.err, "bench.db", f"at most {limit:,} bytes (ulimit -f)")
