@@ -51,8 +51,8 @@ def resolve_track(name: str | None, path: str | Path | None, *, repository: str 
     if not uses_repository(name, path, repository, revision, kind):
         return ResolvedTrack(find_track(name, None), TrackSource(kind="built-in"))
     if not name:
-        raise ConfigError(f"{kind.flag}/{kind.revision_flag} need {kind.name_flag}=NAME (see 'bench list "
-                          f"{kind.section}')")
+        listing = f"bench list {kind.section}"
+        raise ConfigError(f"{kind.flag}/{kind.revision_flag} need {kind.name_flag}=NAME (see '{listing}')")
     try:
         repo = TrackRepository.open(repository or DEFAULT_REPOSITORY, revision=revision,
                                     version=None if revision else version(), offline=offline, progress=progress,
