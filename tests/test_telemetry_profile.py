@@ -27,8 +27,10 @@ def _profile(trial_id: str) -> ProfileSection:
 
 @pytest.mark.timeout(400)
 def test_profile_of_an_existing_local_node_gives_flame_graphs_per_task(es_target: str) -> None:
+    # small bulks: test mode's 1,000 documents in one 5,000-document bulk last ~15 ms, too short a window for
+    # 10 ms sampling to be sure of a sample on a loaded machine
     rc = main(["--quiet", "race", "--track=nginx", "--test-mode", f"--target-hosts={es_target}",
-               "--telemetry=profile", "--telemetry-params=profile-interval:10"])
+               "--track-params=bulk_size:10", "--telemetry=profile", "--telemetry-params=profile-interval:10"])
     assert rc == 0
     with TrialStore() as store:
         [trial] = store.list_trials()
