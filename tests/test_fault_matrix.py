@@ -47,12 +47,14 @@ class Ended:
     samples_at_fault: int
 
 
-def _search_track(folder: Path, clients: int = 4, seconds: float = 6) -> Path:
+def _search_track(folder: Path, clients: int = 4, seconds: float = 6, query_bytes: int = 0) -> Path:
+    """``query_bytes``: a match query of that many bytes (each request then allocates as much), else match_all."""
     folder.mkdir(parents=True, exist_ok=True)
+    query = {"match": {"f": "x" * query_bytes}} if query_bytes else {"match_all": {}}
     (folder / "track.json").write_text(json.dumps({
         "version": 2, "description": "a paced search loop", "indices": [{"name": "i"}],
         "schedule": [{"operation": {"name": "search", "operation-type": "search", "index": "i",
-                                    "body": {"query": {"match_all": {}}}},
+                                    "body": {"query": query}},
                       "clients": clients, "time-period": seconds, "target-throughput": 200}]}))
     return folder
 
@@ -86,11 +88,11 @@ def _gone(procs: list[psutil.Process], timeout: float = 10) -> list[psutil.Proce
 
 
 def race_with_fault(tmp_path: Path, target: str, fault: Callable[[psutil.Process], None] | None, *args: str,
-                    preexec: Callable[[], None] | None = None, clients: int = 4) -> Ended:
+                    preexec: Callable[[], None] | None = None, clients: int = 4, query_bytes: int = 0) -> Ended:
     """``bench race`` in its own process against ``target``; ``fault`` runs once 50 samples are stored (with
     the bench process); returns how it ended, after checking nothing it started is left running."""
     home = tmp_path / "home"
-    track = _search_track(tmp_path / "track", clients)
+    track = _search_track(tmp_path / "track", clients, query_bytes=query_bytes)
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "bench", "--quiet", "race", f"--track-path={track}",
                              f"--target-hosts={target}", *args], cwd=ROOT, env={**os.environ, "BENCH_HOME": str(home)},
@@ -198,6 +200,36 @@ def test_a_file_size_limit_reached_while_storing_samples_is_one_line(tmp_path, s
     assert ended.rc == EXIT_FAILED and ended.status == "failed"
     _one_line(ended.err, "bench.db", f"at most {limit:,} bytes (ulimit -f)")
     assert ended.samples > 0  # what was stored before the limit stays readable
+
+
+def test_a_worker_out_of_memory_fails_the_race_in_one_line_naming_memory(tmp_path, sink) -> None:
+    target, _ = sink
+
+    def limit_worker_memory(bench: psutil.Process) -> None:
+        # Below what the worker has mapped already: its next allocation of fresh memory fails (2 MB queries
+        # need some). Only the worker is limited, as a container or ulimit -v on a driver host would.
+        worker = _workers(bench)[0]
+        limit = worker.memory_info().vms - 150 * 2**20
+        worker.rlimit(psutil.RLIMIT_AS, (limit, limit))
+
+    ended = race_with_fault(tmp_path, target, limit_worker_memory, query_bytes=2_000_000)
+    # Out of memory is the load driver's failure, never the cluster's: no failed requests, a failed race.
+    assert ended.rc == EXIT_FAILED and ended.status == "failed"
+    _one_line(ended.err, "load driver worker bench-worker-0 ran out of memory (MemoryError)", "(ulimit -v)")
+    assert ended.samples >= ended.samples_at_fault > 0
+    with sqlite3.connect(tmp_path / "home" / "bench.db") as c:
+        assert c.execute("SELECT count(*) FROM samples WHERE error_type LIKE '%MemoryError%'").fetchone()[0] == 0
+
+
+def test_bench_itself_out_of_memory_is_one_line(tmp_path) -> None:
+    limit = 250 * 2**20  # enough to start Python, not to import the race's modules
+    track = _search_track(tmp_path / "track")
+    proc = subprocess.run([sys.executable, "-m", "bench", "--quiet", "race", f"--track-path={track}",
+                           "--target-hosts=127.0.0.1:1"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "BENCH_HOME": str(tmp_path / "home")},
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    assert proc.returncode == EXIT_FAILED, proc.stderr
+    _one_line(proc.stderr, "bench ran out of memory (MemoryError)", "limited to 250 MB (ulimit -v)")
 
 
 # -- files bench reads --------------------------------------------------------------------------------------------

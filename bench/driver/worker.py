@@ -49,6 +49,7 @@ from bench.driver.worker_extensions import load_extensions
 from bench.http.client import ClusterTarget, RawHttp
 from bench.provision.osuser import pdeathsig_preexec
 from bench.track.model import Task
+from bench.util.memory import out_of_memory
 from bench.util.errors import BenchError
 
 FLUSH_INTERVAL = 0.5
@@ -144,6 +145,10 @@ def run_worker(wid: int, commands: Commands, results: Results, extensions: dict[
             load = loop.run_until_complete(_run_step(wid, cmd.plan, results, stop, cancel, go, prepare_corpora))
         except BenchError as e:
             results.put(WorkerError(wid, str(e)))
+        except MemoryError:
+            results.put(WorkerError(wid, out_of_memory(
+                f"load driver worker bench-worker-{wid}", "raise the limit, or give its clients less to hold "
+                "(fewer clients per worker: more --worker-processes; smaller requests or bulks)")))
         except Exception as e:
             log.exception("worker %s failed", wid)
             results.put(WorkerError(wid, f"worker {wid}: {type(e).__name__}: {e}"))
@@ -350,6 +355,12 @@ async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Ev
             cn.cancel()
             for w in watchers:
                 w.cancel()
+            # A client that raised (a bad parameter, out of memory) ends the step: the others and the probe
+            # stop with it rather than be destroyed pending when the loop closes.
+            probe.stop()
+            for ts in by_task.values():
+                for t in ts:
+                    t.cancel()
             if cancelled:
                 results.put(Cancelled(wid, cancelled))
             if buffer:
