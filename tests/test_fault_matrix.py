@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import psutil
@@ -31,6 +32,7 @@ import zstandard
 from bench.results.exit_status import EXIT_BAD_INPUT, EXIT_ERROR_RATE, EXIT_FAILED, EXIT_OK
 from benchmarks.nullsink import free_port, start_in_background
 from tests.checkout import ROOT
+from tests.http_serving import serving
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("fault_injection")]
 
@@ -230,6 +232,34 @@ def test_bench_itself_out_of_memory_is_one_line(tmp_path) -> None:
                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
     assert proc.returncode == EXIT_FAILED, proc.stderr
     _one_line(proc.stderr, "bench ran out of memory (MemoryError)", "limited to 250 MB (ulimit -v)")
+
+
+class _WebPage(BaseHTTPRequestHandler):
+    """A web server that is not an engine: every request answered 200 with an HTML page."""
+
+    def _page(self) -> None:
+        body = b"<!DOCTYPE html><html><head><title>Welcome to nginx!</title></head><body>It works.</body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = _page
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_target_hosts_on_a_web_server_that_is_not_an_engine_is_one_line(tmp_path) -> None:
+    with serving(_WebPage) as web:
+        port = web.server_address[1]
+        proc = _bench(tmp_path, "race", f"--track-path={_search_track(tmp_path / 'track')}",
+                      f"--target-hosts=127.0.0.1:{port}")
+    assert proc.returncode == EXIT_FAILED, proc.stderr
+    _one_line(proc.stderr, f"http://127.0.0.1:{port} does not look like Elasticsearch/OpenSearch",
+              "answered HTTP 200 with an HTML page titled 'Welcome to nginx!'", "--target-hosts")
+    assert _trial(tmp_path / "home")[0] == "failed" and _samples(tmp_path / "home") == 0
 
 
 # -- files bench reads --------------------------------------------------------------------------------------------
