@@ -49,8 +49,8 @@ from bench.driver.worker_extensions import load_extensions
 from bench.http.client import ClusterTarget, RawHttp
 from bench.provision.osuser import pdeathsig_preexec
 from bench.track.model import Task
-from bench.util.memory import out_of_memory
 from bench.util.errors import BenchError
+from bench.util.memory import out_of_memory
 
 FLUSH_INTERVAL = 0.5
 
