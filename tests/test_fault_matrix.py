@@ -214,7 +214,7 @@ def test_a_worker_out_of_memory_fails_the_race_in_one_line_naming_memory(tmp_pat
         limit = worker.memory_info().vms - 150 * 2**20
         worker.rlimit(psutil.RLIMIT_AS, (limit, limit))
 
-    ended = race_with_fault(tmp_path, target, limit_worker_memory, query_bytes=2_000_000)
+    ended = race_with_fault(tmp_path, target, limit_worker_memory, query_bytes=2_000_000, clients=32)
     # Out of memory is the load driver's failure, never the cluster's: no failed requests, a failed race.
     assert ended.rc == EXIT_FAILED and ended.status == "failed"
     _one_line(ended.err, "load driver worker bench-worker-0 ran out of memory (MemoryError)", "(ulimit -v)")
@@ -232,6 +232,16 @@ def test_bench_itself_out_of_memory_is_one_line(tmp_path) -> None:
                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
     assert proc.returncode == EXIT_FAILED, proc.stderr
     _one_line(proc.stderr, "bench ran out of memory (MemoryError)", "limited to 250 MB (ulimit -v)")
+
+
+def test_bench_unable_to_start_a_thread_is_one_line(tmp_path, sink) -> None:
+    # Enough to import everything and run, not to give the race's threads their stacks.
+    target, _ = sink
+    limit = 270 * 2**20
+    ended = race_with_fault(tmp_path, target, None,
+                            preexec=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    assert ended.rc == EXIT_FAILED
+    _one_line(ended.err, "could not start a thread", "limited to 270 MB (ulimit -v)")
 
 
 class _WebPage(BaseHTTPRequestHandler):

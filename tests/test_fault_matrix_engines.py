@@ -25,9 +25,12 @@ import pytest
 
 from bench.provision.distribution import distribution_url, download_archive
 from bench.provision.model import ClusterInfo
-from bench.results.exit_status import EXIT_ERROR_RATE, EXIT_FAILED
+from bench.results.exit_status import EXIT_ERROR_RATE, EXIT_FAILED, EXIT_UNMEASURED
+from tests.ccr_pair import CcrPairInfo, connect, os_ccr_pair, plugin_path, write_ccr_track  # noqa: F401
+from tests.ccr_pair import http as ccr_http
 from tests.checkout import ROOT
 from tests.esnode import default_cache
+from tests.http_serving import files_handler, serving
 from tests.test_cli_errors import one_line_error
 from tests.test_fault_matrix import _search_track, sink  # noqa: F401 - sink is a fixture
 from tests.test_faults import LONG_TRACK, RaceProcess, jvms_of, no_jvm_left, start_race, stored_trial
@@ -64,10 +67,21 @@ def _none_left(procs: list[psutil.Process], timeout: float = 15) -> None:
 # -- an engine node stopped (SIGSTOP) while measuring --------------------------------------------------------------
 
 def test_a_node_bench_started_stopped_while_measuring_fails_the_race(tmp_path: Path, race) -> None:
-    home = tmp_path / "home"
-    r = start_race(race, home, f"--track-path={_track(tmp_path / 'track')}", "--car=defaults,512mheap")
-    trial_id = r.wait_trial()
-    r.wait_for("search samples", lambda: r.samples() > 20, 180)
+    # Two faults, one race (a node start is the expensive part): the distribution archive in the download cache
+    # is damaged, and the node started from the good copy bench fetches again is stopped while measuring.
+    cache = tmp_path / "cache"
+    real = _real_zip()
+    files = {ZIP_PATH: real.read_bytes(), f"{ZIP_PATH}.sha1": hashlib.sha1(real.read_bytes()).hexdigest().encode()}
+    with serving(files_handler(files)) as mirror:
+        template = f"http://127.0.0.1:{mirror.server_address[1]}/es/{{version}}/elasticsearch-{{version}}.zip"
+        archive = _damaged_cache(cache, template)
+        home = tmp_path / "home"
+        r = start_race(race, home, f"--track-path={_track(tmp_path / 'track')}", "--car=defaults,512mheap",
+                       f"--distribution-version={VERSION}", f"--distribution-repository={template}",
+                       env={"BENCH_CACHE": str(cache)})
+        trial_id = r.wait_trial()
+        r.wait_for("search samples", lambda: r.samples() > 20, 180)
+    assert archive.read_bytes() == files[ZIP_PATH]  # fetched again and verified before it was unpacked
     [server] = [p for p in jvms_of(trial_id) if "org.elasticsearch.bootstrap.Elasticsearch" in " ".join(p.cmdline())]
     children = _children(r)
     at_fault = r.samples()
@@ -81,7 +95,10 @@ def test_a_node_bench_started_stopped_while_measuring_fails_the_race(tmp_path: P
     print(f"a stopped node: bench exited {took:.1f} s after the SIGSTOP")
     assert took < 25
     assert rc == EXIT_FAILED
-    one_line_error(r.stderr, "node default-0 was stopped (SIGSTOP?) for more than 5 s", "logs: ")
+    note, error = [line for line in r.stderr.splitlines() if line.strip()]
+    assert note == (f"Note: the cached distribution {archive} does not match its sha1 checksum (it is damaged); it "
+                    "was downloaded again and verified")
+    one_line_error(error, "node default-0 was stopped (SIGSTOP?) for more than 5 s", "logs: ")
     trial, taken = stored_trial(home, trial_id)
     assert trial.status == "failed" and "was stopped (SIGSTOP?)" in (trial.error or "")
     assert taken >= at_fault > 0
@@ -96,7 +113,10 @@ def test_a_target_node_stopped_while_measuring_times_out_and_fails_a_threshold(t
     [node] = es_cluster.nodes
     assert node.pid is not None
     server = psutil.Process(node.pid)
-    track = _track(tmp_path / "track", LONG_TRACK.replace('"time-period": 120', '"time-period": 12'))
+    # The index exists before the race: a create-index could take longer than the 1 s timeout on a busy machine.
+    index = f"fault-stopped-{tmp_path.name.lower()[-8:]}"
+    assert ccr_http("PUT", f"{es_cluster.hosts[0]}/{index}")[0] == 200
+    track = _track(tmp_path / "track", SEARCH_ONLY.replace("{index}", index))
     home = tmp_path / "home"
     target = es_cluster.hosts[0].removeprefix("http://")
     r = start_race(race, home, f"--track-path={track}", f"--target-hosts={target}",
@@ -107,12 +127,20 @@ def test_a_target_node_stopped_while_measuring_times_out_and_fails_a_threshold(t
     at_fault = r.samples()
     with _stopped(server):
         rc = r.wait_exit(60)
+    ccr_http("DELETE", f"{es_cluster.hosts[0]}/{index}")
     assert rc == EXIT_ERROR_RATE, r.stderr
     one_line_error(r.stderr, "task 'search-loop' error rate", "is over --max-error-rate 1 %")
     assert "request timed out" in r.stdout
     trial, taken = stored_trial(home, trial_id)
     assert trial.status == "complete" and taken >= at_fault > 0
     _none_left(children)
+
+
+SEARCH_ONLY = """{
+  "version": 2, "description": "a search loop on an index that exists", "indices": [{"name": "{index}"}],
+  "schedule": [{"operation": {"name": "search-loop", "operation-type": "search", "index": "{index}",
+                              "body": {"query": {"match_all": {}}}}, "clients": 2, "time-period": 12}]
+}"""
 
 
 @contextlib.contextmanager
@@ -122,6 +150,55 @@ def _stopped(p: psutil.Process) -> Iterator[None]:
         yield
     finally:
         p.resume()
+
+
+# -- the CCR follower's node killed during a CCR race ----------------------------------------------------------------
+
+@pytest.fixture
+def lone_follower(tmp_path: Path, os_ccr_pair: CcrPairInfo, local_engines) -> Iterator[str]:  # noqa: F811
+    """A follower cluster of this test's own (its node is killed), following the session pair's leader, which
+    stays up for the other CCR tests."""
+    plugin = plugin_path()
+    assert plugin is not None  # os_ccr_pair skipped otherwise
+    prov, info = local_engines.start_cluster(tmp_path / "follower", car=["defaults", "512mheap"],
+                                             name="follower", engine="opensearch", version="2.19.1",
+                                             plugins=[plugin], timeout=300)
+    try:
+        _, nodes = ccr_http("GET", f"{os_ccr_pair.leader_url}/_nodes/transport")
+        connect(info.hosts[0], [n["transport"]["publish_address"] for n in nodes["nodes"].values()])
+        yield info.hosts[0]
+    finally:
+        prov.stop_all()
+
+
+def test_the_followers_node_killed_during_a_ccr_race_fails_the_sync_and_exits_4(
+        tmp_path: Path, os_ccr_pair: CcrPairInfo, lone_follower: str) -> None:  # noqa: F811
+    index = "fault-follower-killed"
+    os_ccr_pair.fresh(index)
+    track = write_ccr_track(tmp_path / "track", docs=20_000)
+    pair = CcrPairInfo(os_ccr_pair.leader_url, lone_follower)
+    home = tmp_path / "home"
+    r = RaceProcess(home, [f"--track-path={track}", f"--target-hosts={pair.target_hosts}",
+                           f"--track-params=index:{index},sync_timeout:10"])
+    try:
+        trial_id = r.wait_trial()
+        r.wait_for("bulk samples", lambda: r.samples() > 10, 120)  # following, while the leader is indexed
+        children = _children(r)
+        at_fault = r.samples()
+        _, nodes = ccr_http("GET", f"{lone_follower}/_nodes/process")
+        [pid] = [n["process"]["id"] for n in nodes["nodes"].values()]
+        psutil.Process(pid).kill()
+        rc = r.wait_exit(120)
+    finally:
+        r.cleanup()
+        os_ccr_pair.stop_replication(index)
+    # The follower is no target bench started: its loss shows in the sync, which cannot succeed, and a run
+    # whose sync failed measured no replication.
+    assert rc == EXIT_UNMEASURED, r.stderr
+    one_line_error(r.stderr, "not measured", "sync")
+    trial, taken = stored_trial(home, trial_id)
+    assert trial.status == "complete" and taken >= at_fault > 0
+    _none_left(children)
 
 
 # -- the metrics store killed while measuring ----------------------------------------------------------------------
@@ -178,15 +255,20 @@ VERSION = "8.19.21"
 ZIP_PATH = f"/es/{VERSION}/elasticsearch-{VERSION}.zip"
 
 
-def _damaged_cache(cache: Path, template: str) -> Path:
-    """``cache`` holding the real zip for ``template``'s URL, with its recorded sha1 beside it, then damaged as a
-    disk error or a copy cut short would: 64 bytes in the middle flipped."""
+def _real_zip() -> Path:
+    """The real Maven zip in the session's download cache (there already: the session cluster runs it)."""
     saved = os.environ.get("BENCH_CACHE")
     os.environ["BENCH_CACHE"] = default_cache()
     try:
-        real = download_archive(distribution_url("elasticsearch", VERSION))
+        return download_archive(distribution_url("elasticsearch", VERSION))
     finally:
         os.environ["BENCH_CACHE"] = saved if saved is not None else default_cache()
+
+
+def _damaged_cache(cache: Path, template: str) -> Path:
+    """``cache`` holding the real zip for ``template``'s URL, with its recorded sha1 beside it, then damaged as a
+    disk error or a copy cut short would: 64 bytes in the middle flipped."""
+    real = _real_zip()
     url = template.replace("{version}", VERSION)
     folder = cache / "distributions" / f"{Path(url).name}-{hashlib.sha1(url.encode()).hexdigest()[:10]}"
     folder.mkdir(parents=True)

@@ -17,3 +17,12 @@ def out_of_memory(who: str, remedy: str) -> str:
     limit = address_space_limit()
     limited = f" with its address space limited to {limit / 2**20:,.0f} MB (ulimit -v)" if limit else ""
     return f"{who} ran out of memory (MemoryError){limited}: {remedy}"
+
+
+def no_thread(who: str) -> str:
+    """``who`` could not start a thread (CPython's ``RuntimeError: can't start new thread``): a thread's stack
+    did not fit the address space, or the process limit was reached."""
+    limit = address_space_limit()
+    why = (f"its address space is limited to {limit / 2**20:,.0f} MB (ulimit -v) and a thread's stack did not "
+           "fit" if limit else "the system's limit on processes and threads (ulimit -u) may be reached")
+    return f"{who} could not start a thread: {why}; raise the limit"
