@@ -90,14 +90,16 @@ def _gone(procs: list[psutil.Process], timeout: float = 10) -> list[psutil.Proce
 
 
 def race_with_fault(tmp_path: Path, target: str, fault: Callable[[psutil.Process], None] | None, *args: str,
-                    preexec: Callable[[], None] | None = None, clients: int = 4, query_bytes: int = 0) -> Ended:
+                    preexec: Callable[[], None] | None = None, clients: int = 4, query_bytes: int = 0,
+                    env: dict[str, str] | None = None) -> Ended:
     """``bench race`` in its own process against ``target``; ``fault`` runs once 50 samples are stored (with
     the bench process); returns how it ended, after checking nothing it started is left running."""
     home = tmp_path / "home"
     track = _search_track(tmp_path / "track", clients, query_bytes=query_bytes)
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "bench", "--quiet", "race", f"--track-path={track}",
-                             f"--target-hosts={target}", *args], cwd=ROOT, env={**os.environ, "BENCH_HOME": str(home)},
+                             f"--target-hosts={target}", *args], cwd=ROOT,
+                            env={**os.environ, "BENCH_HOME": str(home), **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec)
     bench = psutil.Process(proc.pid)
     children: list[psutil.Process] = []
@@ -214,7 +216,10 @@ def test_a_worker_out_of_memory_fails_the_race_in_one_line_naming_memory(tmp_pat
         limit = worker.memory_info().vms - 150 * 2**20
         worker.rlimit(psutil.RLIMIT_AS, (limit, limit))
 
-    ended = race_with_fault(tmp_path, target, limit_worker_memory, query_bytes=2_000_000, clients=32)
+    # A fixed mmap threshold (glibc's is raised after each free otherwise, and freed heap reused): every 2 MB
+    # query is a fresh mapping, so the limit is met by the next request, not by chance.
+    ended = race_with_fault(tmp_path, target, limit_worker_memory, query_bytes=2_000_000,
+                            env={"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=131072"})
     # Out of memory is the load driver's failure, never the cluster's: no failed requests, a failed race.
     assert ended.rc == EXIT_FAILED and ended.status == "failed"
     _one_line(ended.err, "load driver worker bench-worker-0 ran out of memory (MemoryError)", "(ulimit -v)")

@@ -139,10 +139,14 @@ def run_worker(wid: int, commands: Commands, results: Results, extensions: dict[
         listener = threading.Thread(target=_listen, args=(commands, loop, stop, cancel, go), daemon=True)
         listener.start()
         load: LoopLoad | None = None
+        out_of_memory_seen: list[MemoryError] = []
+        loop.set_exception_handler(functools.partial(_on_loop_error, out_of_memory_seen, stop, cancel))
         try:
             # Every step (cheap after the first): a failure to load is reported where the coordinator listens.
             load_extensions(extensions or {})
             load = loop.run_until_complete(_run_step(wid, cmd.plan, results, stop, cancel, go, prepare_corpora))
+            if out_of_memory_seen:
+                raise out_of_memory_seen[0]
         except BenchError as e:
             results.put(WorkerError(wid, str(e)))
         except MemoryError:
@@ -157,6 +161,20 @@ def run_worker(wid: int, commands: Commands, results: Results, extensions: dict[
             results.put(StepDone(wid, load))
             listener.join()
             loop.close()
+
+
+def _on_loop_error(seen: list[MemoryError], stop: asyncio.Event, cancel: asyncio.Event,
+                   loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Out of memory inside the event loop's own machinery (a socket read) closes that connection, which its
+    request would report as a connection error: the step ends instead, and the worker reports the memory."""
+    error = context.get("exception")
+    if not isinstance(error, MemoryError):
+        loop.default_exception_handler(context)
+        return
+    if not seen:
+        seen.append(error)
+        stop.set()
+        cancel.set()
 
 
 def _routing_watchers(jobs: list[tuple[Any, ...]], https: dict[str, RawHttp], targets: list[ClusterTarget],
