@@ -23,6 +23,7 @@ from bench.trials.filter import add_race_filters
 from bench.util import redact
 from bench.util.errors import BenchError, ConfigError
 from bench.util.home import STORAGE_ERRNOS, bench_home, bench_home_path, storage_error
+from bench.util.memory import no_thread, out_of_memory
 
 if TYPE_CHECKING:
     from bench.race.options import RaceOptions
@@ -801,6 +802,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("[bold red]interrupted[/bold red]")
         return 130
+    except MemoryError:
+        err.print(f"error: {out_of_memory('bench', 'raise the limit or run it where more memory is free')}",
+                  highlight=False, markup=False, style="red")
+        return 1
+    except RuntimeError as e:
+        if "can't start new thread" not in str(e):  # CPython's only sign of it: no type of its own
+            raise
+        err.print(f"error: {no_thread('bench')}", highlight=False, markup=False, style="red")
+        return 1
     except OSError as e:
         # A read-only or full disk under any code path is the user's to fix, not a bug to show a traceback for.
         if e.errno not in STORAGE_ERRNOS:

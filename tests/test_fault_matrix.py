@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import psutil
@@ -31,6 +32,7 @@ import zstandard
 from bench.results.exit_status import EXIT_BAD_INPUT, EXIT_ERROR_RATE, EXIT_FAILED, EXIT_OK
 from benchmarks.nullsink import free_port, start_in_background
 from tests.checkout import ROOT
+from tests.http_serving import serving
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("fault_injection")]
 
@@ -47,12 +49,14 @@ class Ended:
     samples_at_fault: int
 
 
-def _search_track(folder: Path, clients: int = 4, seconds: float = 6) -> Path:
+def _search_track(folder: Path, clients: int = 4, seconds: float = 6, query_bytes: int = 0) -> Path:
+    """``query_bytes``: a match query of that many bytes (each request then allocates as much), else match_all."""
     folder.mkdir(parents=True, exist_ok=True)
+    query = {"match": {"f": "x" * query_bytes}} if query_bytes else {"match_all": {}}
     (folder / "track.json").write_text(json.dumps({
         "version": 2, "description": "a paced search loop", "indices": [{"name": "i"}],
         "schedule": [{"operation": {"name": "search", "operation-type": "search", "index": "i",
-                                    "body": {"query": {"match_all": {}}}},
+                                    "body": {"query": query}},
                       "clients": clients, "time-period": seconds, "target-throughput": 200}]}))
     return folder
 
@@ -86,14 +90,16 @@ def _gone(procs: list[psutil.Process], timeout: float = 10) -> list[psutil.Proce
 
 
 def race_with_fault(tmp_path: Path, target: str, fault: Callable[[psutil.Process], None] | None, *args: str,
-                    preexec: Callable[[], None] | None = None, clients: int = 4, seconds: float = 6) -> Ended:
+                    preexec: Callable[[], None] | None = None, clients: int = 4, seconds: float = 6,
+                    query_bytes: int = 0, env: dict[str, str] | None = None) -> Ended:
     """``bench race`` in its own process against ``target``; ``fault`` runs once 50 samples are stored (with
     the bench process); returns how it ended, after checking nothing it started is left running."""
     home = tmp_path / "home"
-    track = _search_track(tmp_path / "track", clients, seconds)
+    track = _search_track(tmp_path / "track", clients, seconds, query_bytes=query_bytes)
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "bench", "--quiet", "race", f"--track-path={track}",
-                             f"--target-hosts={target}", *args], cwd=ROOT, env={**os.environ, "BENCH_HOME": str(home)},
+                             f"--target-hosts={target}", *args], cwd=ROOT,
+                            env={**os.environ, "BENCH_HOME": str(home), **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec)
     bench = psutil.Process(proc.pid)
     children: list[psutil.Process] = []
@@ -207,6 +213,77 @@ def test_a_file_size_limit_reached_while_storing_samples_is_one_line(tmp_path, s
         assert listed.returncode == 0 and "interrupted" in listed.stdout, listed.stdout + listed.stderr
     else:
         assert ended.status == "failed"
+
+
+def test_a_worker_out_of_memory_fails_the_race_in_one_line_naming_memory(tmp_path, sink) -> None:
+    target, _ = sink
+
+    def limit_worker_memory(bench: psutil.Process) -> None:
+        # Below what the worker has mapped already: its next allocation of fresh memory fails (2 MB queries
+        # need some). Only the worker is limited, as a container or ulimit -v on a driver host would.
+        worker = _workers(bench)[0]
+        limit = worker.memory_info().vms - 150 * 2**20
+        worker.rlimit(psutil.RLIMIT_AS, (limit, limit))
+
+    # A fixed mmap threshold (glibc's is raised after each free otherwise, and freed heap reused): every 2 MB
+    # query is a fresh mapping, so the limit is met by the next request, not by chance.
+    ended = race_with_fault(tmp_path, target, limit_worker_memory, query_bytes=2_000_000,
+                            env={"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=131072"})
+    # Out of memory is the load driver's failure, never the cluster's: no failed requests, a failed race.
+    assert ended.rc == EXIT_FAILED and ended.status == "failed"
+    _one_line(ended.err, "load driver worker bench-worker-0 ran out of memory (MemoryError)", "(ulimit -v)")
+    assert ended.samples >= ended.samples_at_fault > 0
+    with sqlite3.connect(tmp_path / "home" / "bench.db") as c:
+        assert c.execute("SELECT count(*) FROM samples WHERE error_type LIKE '%MemoryError%'").fetchone()[0] == 0
+
+
+def test_bench_itself_out_of_memory_is_one_line(tmp_path) -> None:
+    limit = 250 * 2**20  # enough to start Python, not to import the race's modules
+    track = _search_track(tmp_path / "track")
+    proc = subprocess.run([sys.executable, "-m", "bench", "--quiet", "race", f"--track-path={track}",
+                           "--target-hosts=127.0.0.1:1"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "BENCH_HOME": str(tmp_path / "home")},
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    assert proc.returncode == EXIT_FAILED, proc.stderr
+    _one_line(proc.stderr, "bench ran out of memory (MemoryError)", "limited to 250 MB (ulimit -v)")
+
+
+def test_bench_unable_to_start_a_thread_is_one_line(tmp_path, sink) -> None:
+    # Enough to import everything and run, not to give the race's threads their stacks.
+    target, _ = sink
+    limit = 270 * 2**20
+    ended = race_with_fault(tmp_path, target, None,
+                            preexec=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    assert ended.rc == EXIT_FAILED
+    _one_line(ended.err, "could not start a thread", "limited to 270 MB (ulimit -v)")
+
+
+class _WebPage(BaseHTTPRequestHandler):
+    """A web server that is not an engine: every request answered 200 with an HTML page."""
+
+    def _page(self) -> None:
+        body = b"<!DOCTYPE html><html><head><title>Welcome to nginx!</title></head><body>It works.</body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = _page
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_target_hosts_on_a_web_server_that_is_not_an_engine_is_one_line(tmp_path) -> None:
+    with serving(_WebPage) as web:
+        port = web.server_address[1]
+        proc = _bench(tmp_path, "race", f"--track-path={_search_track(tmp_path / 'track')}",
+                      f"--target-hosts=127.0.0.1:{port}")
+    assert proc.returncode == EXIT_FAILED, proc.stderr
+    _one_line(proc.stderr, f"http://127.0.0.1:{port} does not look like Elasticsearch/OpenSearch",
+              "answered HTTP 200 with an HTML page titled 'Welcome to nginx!'", "--target-hosts")
+    assert _trial(tmp_path / "home")[0] == "failed" and _samples(tmp_path / "home") == 0
 
 
 # -- files bench reads --------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Rows computed from incomplete telemetry say so in every format: a follower paused for part of the race has its
 CCR lag rows marked partial (its maximum a lower bound, "≥") in the table, markdown, CSV, JSON, the HTML and
-markdown reports and compare, which shows them without judging them."""
+markdown reports and compare, which shows them without judging them; so are the rows of a node missing from some
+node-stats samples (down, restarting), whose counters lose what happened meanwhile."""
 
 from __future__ import annotations
 
@@ -101,3 +102,60 @@ def test_compare_shows_partial_rows_without_judging_them(trials, capsys) -> None
     assert "Partial rows (computed from incomplete telemetry" in text and f"[partial: {paused[:8]}]" in text
     rows = list(csv.reader(io.StringIO(_cli(capsys, "compare", clean, paused, "--format=csv"))))
     assert any("Max CCR lag" in r and any("[partial:" in c for c in r) for r in rows)
+
+
+NODE_REASON = ("node absent from 2 of 5 node-stats samples (down or not answering): counts miss what it did "
+               "meanwhile")
+
+
+def _node_rows(down: set[int]) -> list[TelemetryRow]:
+    """node-stats samples of a two-node cluster, one a second; node-1 is missing from the samples in ``down``
+    and comes back restarted (its GC counter starts again from zero)."""
+    rows = []
+    for t in range(5):
+        rows.append(TelemetryRow(t, "default", "node-0", "node-stats", "jvm.gc.collectors.young.collection_count",
+                                 10.0 * t))
+        if t not in down:
+            count = 10.0 * t if not down or t < min(down) else 1.0 * (t - max(down))
+            rows.append(TelemetryRow(t, "default", "node-1", "node-stats",
+                                     "jvm.gc.collectors.young.collection_count", count))
+        rows.append(TelemetryRow(t, "default", "", "node-stats", "_sample", 1.0))
+    return rows
+
+
+def _node_trial(store: TrialStore, down: set[int]) -> str:
+    info = TrialInfo(id=f"{len(store.list_trials()) + 1}" * 32, track="t", challenge="c", start_time=utcnow())
+    store.create_trial(info)
+    store.add_telemetry(info.id, _node_rows(down))
+    summary = attach_telemetry(Summary(), store.telemetry(info.id))
+    assert summary is not None
+    store.set_summary(info.id, summary)
+    store.finish_trial(info.id, "complete")
+    return info.id
+
+
+def test_counts_of_a_node_that_was_down_are_partial_in_every_format(capsys, tmp_path) -> None:
+    with TrialStore() as store:
+        whole = _node_trial(store, set())
+        down = _node_trial(store, {2, 3})
+    table = _cli(capsys, "show", down, "--all")
+    # node-1's count is a lower bound of its work: the samples while it was down (and its restart) are lost.
+    assert re.search(r"Young GC count\s+default/node-1\s+\S+ \(partial: " + re.escape(NODE_REASON), table), table
+    assert re.search(r"Young GC count\s+default/node-0\s+40.00\s*$", table, re.M), table
+    assert "partial" not in _cli(capsys, "show", whole, "--all")
+    assert f"(partial: {NODE_REASON})" in _cli(capsys, "show", down, "--report-format=markdown")
+    data = json.loads(_cli(capsys, "show", down, "--report-format=json"))
+    by_node = {r["task"]: r for r in data["rows"] if r["metric"] == "Young GC count"}
+    assert by_node["default/node-1"]["partial"] == NODE_REASON and "partial" not in by_node["default/node-0"]
+    rows = list(csv.DictReader(io.StringIO(_cli(capsys, "show", down, "--report-format=csv"))))
+    assert {r["Task"]: r["Partial"] for r in rows if r["Metric"] == "Young GC count"} == {
+        "default/node-0": "", "default/node-1": NODE_REASON}
+    for fmt in ("markdown", "html"):
+        out = tmp_path / f"r.{fmt}"
+        assert main(["--quiet", "report", down, f"--format={fmt}", f"--output={out}"]) == 0
+        assert NODE_REASON in out.read_text(), fmt
+    capsys.readouterr()
+    compared = json.loads(_cli(capsys, "compare", whole, down, "--format=json"))
+    records = compared["rows"] if isinstance(compared, dict) else compared
+    [row] = [r for r in records if r["metric"] == "Young GC count" and r["task"].startswith("default/node-1")]
+    assert row["result"] == "not judged"  # 1 GC against 40 says nothing: the node was down

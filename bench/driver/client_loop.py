@@ -147,6 +147,8 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
                 raise
             except ParamError:
                 raise  # a bad track parameter stops the race at its first use instead of failing every request
+            except MemoryError:
+                raise  # the load driver's, not the cluster's: never a failed request
             except Exception as e:  # noqa: BLE001 - every failure of a request is data, not a crash
                 res = result_from_exception(e)
             t1 = time.monotonic()

@@ -203,6 +203,9 @@ class Coordinator:
                 if problem:
                     errors.append(problem)
                     stop_all()
+                    # The race has failed: requests in flight to a node that died or froze are not waited for
+                    # (a frozen one would hold each for its whole timeout).
+                    self.pool.broadcast(Cancel())
                 if stopping and self._stop_overdue():
                     errors.append(f"load driver workers did not stop within {WORKER_TIMEOUT:.0f} s")
                     break

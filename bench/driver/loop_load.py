@@ -61,9 +61,12 @@ class LoopProbe:
             await asyncio.sleep(PROBE_INTERVAL)
             self._lags.append(max(0.0, time.monotonic() - before - PROBE_INTERVAL))
 
-    def result(self) -> LoopLoad:
+    def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
+
+    def result(self) -> LoopLoad:
+        self.stop()
         lags = np.array(self._lags or [0.0]) * 1000.0
         return LoopLoad(seconds=time.monotonic() - self._wall, cpu_seconds=time.thread_time() - self._cpu,
                         lag_p50_ms=float(np.percentile(lags, 50)), lag_p99_ms=float(np.percentile(lags, 99)),

@@ -50,6 +50,7 @@ from bench.http.client import ClusterTarget, RawHttp
 from bench.provision.osuser import pdeathsig_preexec
 from bench.track.model import Task
 from bench.util.errors import BenchError
+from bench.util.memory import out_of_memory
 
 FLUSH_INTERVAL = 0.5
 
@@ -138,12 +139,20 @@ def run_worker(wid: int, commands: Commands, results: Results, extensions: dict[
         listener = threading.Thread(target=_listen, args=(commands, loop, stop, cancel, go), daemon=True)
         listener.start()
         load: LoopLoad | None = None
+        out_of_memory_seen: list[MemoryError] = []
+        loop.set_exception_handler(functools.partial(_on_loop_error, out_of_memory_seen, stop, cancel))
         try:
             # Every step (cheap after the first): a failure to load is reported where the coordinator listens.
             load_extensions(extensions or {})
             load = loop.run_until_complete(_run_step(wid, cmd.plan, results, stop, cancel, go, prepare_corpora))
+            if out_of_memory_seen:
+                raise out_of_memory_seen[0]
         except BenchError as e:
             results.put(WorkerError(wid, str(e)))
+        except MemoryError:
+            results.put(WorkerError(wid, out_of_memory(
+                f"load driver worker bench-worker-{wid}", "raise the limit, or give its clients less to hold "
+                "(fewer clients per worker: more --worker-processes; smaller requests or bulks)")))
         except Exception as e:
             log.exception("worker %s failed", wid)
             results.put(WorkerError(wid, f"worker {wid}: {type(e).__name__}: {e}"))
@@ -152,6 +161,20 @@ def run_worker(wid: int, commands: Commands, results: Results, extensions: dict[
             results.put(StepDone(wid, load))
             listener.join()
             loop.close()
+
+
+def _on_loop_error(seen: list[MemoryError], stop: asyncio.Event, cancel: asyncio.Event,
+                   loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Out of memory inside the event loop's own machinery (a socket read) closes that connection, which its
+    request would report as a connection error: the step ends instead, and the worker reports the memory."""
+    error = context.get("exception")
+    if not isinstance(error, MemoryError):
+        loop.default_exception_handler(context)
+        return
+    if not seen:
+        seen.append(error)
+        stop.set()
+        cancel.set()
 
 
 def _routing_watchers(jobs: list[tuple[Any, ...]], https: dict[str, RawHttp], targets: list[ClusterTarget],
@@ -350,6 +373,12 @@ async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Ev
             cn.cancel()
             for w in watchers:
                 w.cancel()
+            # A client that raised (a bad parameter, out of memory) ends the step: the others and the probe
+            # stop with it rather than be destroyed pending when the loop closes.
+            probe.stop()
+            for ts in by_task.values():
+                for t in ts:
+                    t.cancel()
             if cancelled:
                 results.put(Cancelled(wid, cancelled))
             if buffer:

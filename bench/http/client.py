@@ -17,6 +17,7 @@ import functools
 import json
 import logging
 import os
+import re
 import socket
 import ssl
 from pathlib import Path
@@ -449,6 +450,17 @@ def timed_out(url: str, options: ClientOptions) -> ClusterError:
                         f"--client-options): is the cluster overloaded, or --target-hosts wrong?")
 
 
+def _what_it_was(body: bytes, content_type: str) -> str:
+    """An answer that is not a node list, in a few words: its type and, for a page, its title."""
+    text = body[:4096].decode(errors="replace")
+    title = re.search(r"<title[^>]*>(.*?)</title>", text, re.I | re.S)
+    if title:
+        return f"an HTML page titled {' '.join(title.group(1).split())[:80]!r}"
+    if not body.strip():
+        return "an empty body"
+    return f"{content_type or 'a body'} ({len(body):,} bytes)"
+
+
 async def check_cluster(target: ClusterTarget) -> dict[str, Any]:
     """Connect once and read what the race needs to know, without ``GET /`` (absent in some builds).
 
@@ -464,6 +476,7 @@ async def check_cluster(target: ClusterTarget) -> dict[str, Any]:
                                                "nodes.*.attributes,nodes.*.transport_address") as resp:
                 body = await resp.read()
                 status = resp.status
+                content_type = resp.content_type
         except TimeoutError:  # aiohttp's connect/read timeouts too; their text is often empty
             raise timed_out(url, target.options) from None
         except (aiohttp.ClientError, OSError) as e:
@@ -475,13 +488,17 @@ async def check_cluster(target: ClusterTarget) -> dict[str, Any]:
                            f"or api_key in --client-options")
     if status == 403:
         raise ClusterError(f"{url} refused the request (HTTP 403): the user lacks the 'monitor' privilege")
-    if status >= 400:
-        snippet = " ".join(body[:200].decode(errors="replace").split())  # one line, even for an HTML page
-        raise ClusterError(f"{url} answered HTTP {status} to GET _nodes: {redact.redact_text(snippet)}")
     try:
         data = json.loads(body)
     except ValueError:
-        raise ClusterError(f"{url} does not look like Elasticsearch/OpenSearch: GET _nodes did not answer JSON") from None
+        data = None
+    if status >= 400 and data is not None:
+        snippet = " ".join(body[:200].decode(errors="replace").split())  # one line
+        raise ClusterError(f"{url} answered HTTP {status} to GET _nodes: {redact.redact_text(snippet)}")
+    if not isinstance(data, dict) or not isinstance(data.get("nodes"), dict):
+        raise ClusterError(f"{url} does not look like Elasticsearch/OpenSearch: GET _nodes answered HTTP {status} "
+                           f"with {_what_it_was(body, content_type)}, not a node list; is the port in "
+                           "--target-hosts the engine's HTTP port (9200 by default)?")
     nodes = data.get("nodes", {})
     versions = sorted({n.get("version", "?") for n in nodes.values()})
     flavor = {n.get("build_flavor") for n in nodes.values()}

@@ -152,9 +152,20 @@ def _download_locked(url: str, archive: Path, algo: str | None) -> Path:
         if algo is None or expected is None or _file_digest(archive, algo) == expected:
             log.info("using cached distribution %s", archive)
             return archive
-        log.warning("cached distribution %s does not match its %s checksum; downloading it again", archive, algo)
+        # Damaged in the cache (a disk error, a copy that was cut short): never unpacked, fetched again.
+        damaged = f"the cached distribution {archive} does not match its {algo} checksum (it is damaged)"
         archive.unlink()
+        try:
+            _fetch_verified(url, archive, algo, expected)
+        except ProvisionError as e:
+            raise type(e)(f"{damaged} and was deleted; downloading it again failed: {e}") from None
+        notice(f"{damaged}; it was downloaded again and verified")
+        return archive
+    return _fetch_verified(url, archive, algo, expected)
 
+
+def _fetch_verified(url: str, archive: Path, algo: str | None, expected: str | None) -> Path:
+    """Download url to archive through a part file, renamed only once it matched ``expected``."""
     part = part_path(archive)
     try:
         _fetch(url, part)

@@ -49,6 +49,7 @@ def stop_tree(proc: subprocess.Popen, grace: float, settle: float | None = None)
     for p in tree:
         try:
             p.terminate()
+            p.resume()  # a stopped (SIGSTOP) process acts on the SIGTERM only once continued
         except psutil.NoSuchProcess:
             pass
     try:

@@ -49,6 +49,16 @@ def release(ports: list[int]) -> None:
         _reserved.difference_update(ports)
 
 
+def _ephemeral_range() -> str:
+    """`` (net.ipv4.ip_local_port_range 32768-60999)`` where Linux says, else nothing."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = f.read().split()
+    except (OSError, ValueError):
+        return ""
+    return f" (net.ipv4.ip_local_port_range {low}-{high})"
+
+
 def _free_ports(n: int) -> list[int]:
     socks: list[socket.socket] = []
     ports: list[int] = []
@@ -56,7 +66,13 @@ def _free_ports(n: int) -> list[int]:
         while len(ports) < n:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             socks.append(s)
-            s.bind((HOST, 0))
+            try:
+                s.bind((HOST, 0))
+            except OSError as e:
+                raise ProvisionError(f"no free port on {HOST} for the nodes' HTTP and transport ports: every port "
+                                     f"of the range the system picks from{_ephemeral_range()} is taken "
+                                     f"({e.strerror or e}); free some, widen the range, or give the nodes "
+                                     "ports with --http-port") from None
             port = s.getsockname()[1]
             if port not in _reserved:
                 ports.append(port)

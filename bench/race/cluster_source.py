@@ -14,6 +14,7 @@ then the built-in ones: existing hosts (``--target-hosts``), then the local prov
 from __future__ import annotations
 
 import threading
+import time
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -38,6 +39,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from bench.race.options import RaceOptions
+
+
+# How long a node bench started may be stopped (SIGSTOP, a debugger) before the race fails, as for workers.
+NODE_STOPPED_GRACE = 5.0
 
 
 class RaceClusters(ABC):
@@ -170,13 +175,27 @@ class Provisioned(RaceClusters):
         if provisioner is None:
             return None
 
+        stopped_since: dict[str, float] = {}
+
         def check() -> str | None:
+            now = time.monotonic()
             for node, procs in provisioner.processes().items():
+                # Point at the trial's copy of the logs: the node's own folder is deleted when it is stopped.
+                cluster = next((c for c, info in provisioner.clusters.items()
+                                if any(n.name == node for n in info.nodes)), "")
+                logs = provisioner.trial_dir / "logs" / cluster / node
                 if not any(_running(p) for p in procs):
-                    # Point at the trial's copy of the logs: the node's own folder is deleted when it is stopped.
-                    cluster = next((c for c, info in provisioner.clusters.items()
-                                    if any(n.name == node for n in info.nodes)), "")
-                    return f"node {node} died during the race (logs: {provisioner.trial_dir / 'logs' / cluster / node})"
+                    return f"node {node} died during the race (logs: {logs})"
+                if not any(_stopped(p) for p in procs):
+                    stopped_since.pop(node, None)
+                    continue
+                # A stopped node answers nothing, yet its process is alive: every request would wait its
+                # timeout and count as failed, as if the cluster were slow. A short stop may be a debugger.
+                since = stopped_since.setdefault(node, now)
+                if now - since > NODE_STOPPED_GRACE:
+                    return (f"node {node} was stopped (SIGSTOP?) for more than {NODE_STOPPED_GRACE:.0f} s during "
+                            f"the race and answered nothing meanwhile; resume it with SIGCONT within "
+                            f"{NODE_STOPPED_GRACE:.0f} s or do not stop it (logs: {logs})")
             return None
 
         return check
@@ -192,6 +211,13 @@ class Provisioned(RaceClusters):
                     for n in info.nodes}
 
         return processes
+
+
+def _stopped(p: Any) -> bool:
+    try:
+        return p.status() in ("stopped", "tracing-stop")
+    except Exception:  # noqa: BLE001 - psutil raises NoSuchProcess and friends
+        return False
 
 
 def _running(p: Any) -> bool:

@@ -76,6 +76,10 @@ class NodeTelemetry(BaseModel):
     flush_time_ms: float | None = None
     write_rejections: float | None = None
     peak_heap_bytes: float | None = None
+    # node-stats samples of its cluster in which this node was not there (down, restarting, not answering): its
+    # rows cover the other samples only, counters lose what happened meanwhile (a restart resets them).
+    absent_samples: int = 0
+    cluster_samples: int = 0
 
 
 class FollowerLag(BaseModel):
@@ -143,6 +147,7 @@ def _device_counts(df: pd.DataFrame) -> list[DeviceCount]:
 
 def _nodes(df: pd.DataFrame) -> list[NodeTelemetry]:
     ns = df[(df["device"] == "node-stats") & (df["node"] != "")]
+    marks = df[(df["device"] == "node-stats") & (df["metric"] == SAMPLE_METRIC)]
     host = df[(df["device"] == "host") & ~df["cluster"].isin(["host", "driver"])]
     keys = list(dict.fromkeys([*zip(ns["cluster"], ns["node"]), *zip(host["cluster"], host["node"])]))
     out = []
@@ -170,6 +175,11 @@ def _nodes(df: pd.DataFrame) -> list[NodeTelemetry]:
             setattr(t, f"{what}_time_ms", _delta(n, f"indices.{section}.total_time_in_millis"))
         t.write_rejections = _delta(n, "thread_pool.write.rejected")
         t.peak_heap_bytes = _stat(n, "jvm.mem.heap_used_in_bytes", "max")
+        if not n.empty:
+            # Every sample of the cluster, failed ones too (a one-node cluster that is down answers nothing).
+            taken = set(marks.loc[marks["cluster"] == cluster, "timestamp"])
+            t.cluster_samples = len(taken)
+            t.absent_samples = len(taken - set(n["timestamp"]))
         out.append(t)
     return out
 
@@ -283,6 +293,7 @@ def telemetry_rows(data: dict[str, Any]) -> list[MetricRow]:
 
     for n in s.nodes:
         scope = f"{n.cluster}/{n.node}"
+        node_rows = len(rows)
         add("Median CPU usage (node-stats)", scope, n.cpu_median, "%")
         add("Max CPU usage (node-stats)", scope, n.cpu_max, "%")
         add("Median process CPU (host, 100% = 1 core)", scope, n.host_cpu_median, "%")
@@ -308,6 +319,10 @@ def telemetry_rows(data: dict[str, Any]) -> list[MetricRow]:
             add(f"{what.capitalize()} time", scope, getattr(n, f"{what}_time_ms"), "s", 1000.0)
         add("Write thread pool rejections", scope, n.write_rejections, "")
         add("Peak heap used", scope, n.peak_heap_bytes, "MB", MB)
+        partial = node_partial(n.absent_samples, n.cluster_samples)
+        if partial:
+            for i in range(node_rows, len(rows)):
+                rows[i] = rows[i].model_copy(update={"partial": partial})
     for f in s.followers:
         add_follower_lag_rows(add, f"{f.cluster}/{f.index}", f, f.missing_samples)
     if s.driver is not None:
@@ -334,6 +349,14 @@ HEADLINE_METRICS = frozenset({
 
 def is_headline_metric(metric: str) -> bool:
     return metric in HEADLINE_METRICS
+
+
+def node_partial(absent: int, samples: int) -> str | None:
+    """Why a node's rows are partial: the node-stats samples of its cluster it was missing from (None: none)."""
+    if not absent:
+        return None
+    return (f"node absent from {absent} of {samples} node-stats samples (down or not answering): counts miss "
+            "what it did meanwhile")
 
 
 def lag_partial(missing: int, known: int) -> str | None:

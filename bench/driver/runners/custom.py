@@ -137,7 +137,7 @@ def adapt_runner(reg: RunnerRegistration, clients: EsClients, default_cluster: s
                     value = await runner(es, p)
             else:
                 value = await runner(es, p)
-        except (asyncio.CancelledError, TrackCodeError):
+        except (asyncio.CancelledError, TrackCodeError, MemoryError):
             raise
         except (asyncio.TimeoutError, TimeoutError, ConnectionError):
             raise  # bench's own counting (client_loop) of timeouts and connection failures
