@@ -156,6 +156,9 @@ class Task(_RallyModel):
     # thousands of clients do not all send their first request in the same instant. Within warmup.
     ramp_up_time_period: float | None = Field(default=None, ge=0)
     time_period: float | None = Field(default=None, gt=0)
+    # OpenSearch Benchmark: after the time period, clients stop one after another over this period, client i
+    # (0-based) of n at (i + 1) / n of it, so the last one runs the whole of it. Its requests are measured, as in OSB.
+    ramp_down_time_period: float | None = Field(default=None, ge=0)
     warmup_iterations: int | None = Field(default=None, ge=0)
     iterations: int | None = Field(default=None, ge=1)
     # In ``throughput_unit`` (Rally's "10 docs/s"): ops/s paces requests, any other unit paces the runner's
@@ -191,6 +194,25 @@ class Task(_RallyModel):
                 raise ValueError(f"task '{self.name}': ramp-up-time-period ({self.ramp_up_time_period:g} s) needs a "
                                  "warmup-time-period at least as long, so no client starts while measuring")
         return self
+
+    @model_validator(mode="after")
+    def _ramp_down_after_time_period(self) -> "Task":
+        # OSB's loader rules (osbenchmark/workload/loader.py parse_task), word for word in substance.
+        if self.ramp_down_time_period is not None:
+            if self.iterations is not None or self.warmup_iterations is not None:
+                raise ValueError(f"task '{self.name}': ramp-down-time-period cannot be mixed with iterations: use "
+                                 "time-period (and warmup-time-period)")
+            if self.time_period is None:
+                raise ValueError(f"task '{self.name}': ramp-down-time-period "
+                                 f"({self.ramp_down_time_period:g} s) needs a time-period")
+            if self.time_period < self.ramp_down_time_period:
+                raise ValueError(f"task '{self.name}': time-period ({self.time_period:g} s) must be at least the "
+                                 f"ramp-down-time-period ({self.ramp_down_time_period:g} s)")
+        return self
+
+    def stop_delay(self, client_index: int) -> float:
+        """Seconds after the time period at which client ``client_index`` (0-based) stops (OSB's ramp-down)."""
+        return (self.ramp_down_time_period or 0.0) * (client_index + 1) / self.clients
 
     def start_delay(self, client_index: int) -> float:
         """Seconds after the task's start at which client ``client_index`` (0-based) starts (ramp-up)."""
