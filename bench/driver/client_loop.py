@@ -150,7 +150,7 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
                 raise  # a bad track parameter stops the race at its first use instead of failing every request
             except Exception as e:  # noqa: BLE001 - every failure of a request is data, not a crash
                 res = result_from_exception(e)
-            t1 = time.monotonic()
+            t1 = time.monotonic() - res.after_response
             if pacer is not None:
                 pacer.after_request(t1 - client_start, res.units if res.success else 0, res.unit)
             if feedback is not None:
