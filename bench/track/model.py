@@ -91,6 +91,14 @@ class DocumentsSpec(_RallyModel):
     # Absolute path of the uncompressed, ready-to-read file; set when the corpus is prepared.
     local_path: Path | None = Field(default=None, exclude=True)
 
+    @field_validator("source_format", mode="before")
+    @classmethod
+    def _bulk_only(cls, v: Any) -> Any:
+        if v in ("hdf5", "bigann"):  # OpenSearch Benchmark's vector data set corpora
+            raise ValueError(f"source-format {v!r} is a vector data set, which bench reads from a file only: give "
+                             f"the operations its path in data_set_path instead of a corpus")
+        return v
+
 
 # The document properties a corpus may set for all its document sets (Rally's loader, _create_corpora).
 # Documents per document set in test mode (Rally's --test-mode): bench.track.testmode and corpus preparation.
