@@ -17,7 +17,7 @@ from bench.driver.runners.core import Runner
 from bench.driver.runners.custom import EsClients, adapt_runner
 from bench.http.client import ClusterTarget
 from bench.track.dependencies import activate as activate_dependencies
-from bench.track.formats import format_at
+from bench.track.formats import OSB, format_at
 from bench.track.model import Task, Track
 from bench.track.plugins import TrackPlugins, load_plugins, plugins_of
 from bench.track.rally_view import RallyTrack
@@ -59,7 +59,7 @@ class TrackCode:
             raise TrackError(f"{plan.track.root / code} is gone: the load driver cannot import it")
         self.plugins: TrackPlugins = plugins
         self.view = RallyTrack(plan.track, plan.challenge)
-        self.clients = EsClients(targets, connections)
+        self.clients = EsClients(targets, connections, opensearch=format_at(Path(plan.track.root)) is OSB)
         self.default_cluster = default_cluster
         self._sources: dict[str, Any] = {}  # task name -> the task's source (partitioned per client)
 

@@ -228,3 +228,44 @@ def test_point_in_time_settings_and_model_operations(tmp_path, knn_cluster):
     assert settings["persistent"]["search.concurrent.max_slice_count"] == "2"
     pits = json.loads(urllib.request.urlopen(f"{host}/_search/point_in_time/_all").read())
     assert pits["pits"] == []  # each iteration deleted its point in time
+
+
+WORKLOAD_PY = '''
+from opensearchpy import AsyncOpenSearch
+from osbenchmark.worker_coordinator.runner import Retry, Runner
+
+
+class NodeCount(Runner):
+    async def __call__(self, opensearch, params):
+        assert isinstance(opensearch, AsyncOpenSearch), type(opensearch)
+        health = await opensearch.transport.perform_request("GET", "/_cluster/health")
+        await opensearch.indices.create(index=params["index"], body={"settings": {"number_of_replicas": 0}})
+        await opensearch.index(index=params["index"], body={"n": 1}, refresh=True)
+        count = await opensearch.count(index=params["index"])
+        return {"weight": 1, "unit": "ops", "nodes": health["number_of_nodes"], "docs": count["count"]}
+
+
+async def missing(opensearch, params):
+    await opensearch.get(index="no-such-index", id="1")
+
+
+def register(registry):
+    registry.register_runner("node-count", Retry(NodeCount()), async_runner=True)
+    registry.register_runner("missing", missing, async_runner=True)
+'''
+
+
+def test_workload_runners_get_opensearch_py(tmp_path, knn_cluster):
+    root = tmp_path / "w"
+    root.mkdir()
+    (root / "workload.py").write_text(WORKLOAD_PY)
+    (root / "workload.json").write_text(json.dumps({"version": 2, "indices": [], "corpora": [], "schedule": [
+        {"operation": {"name": "clean", "operation-type": "delete-index", "index": "osbpy"}},
+        {"operation": {"name": "nodes", "operation-type": "node-count", "index": "osbpy"}},
+        {"operation": {"name": "gone", "operation-type": "missing"}}]}))
+    target = knn_cluster.hosts[0].removeprefix("http://")
+    main(["--quiet", "race", f"--workload-path={root}", f"--target-hosts={target}"])
+    with TrialStore() as store:
+        df = store.samples(store.list_trials()[0].id).set_index("task")
+    assert bool(df.loc["nodes", "success"]) and json.loads(df.loc["nodes", "meta"]) == {"nodes": 1, "docs": 1}
+    assert not bool(df.loc["gone", "success"]) and df.loc["gone", "error_type"] == "http-404"
