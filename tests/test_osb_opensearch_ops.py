@@ -25,6 +25,7 @@ from bench.driver.vector_data import VectorDataSet
 from bench.provision.model import ClusterInfo
 from bench.track.loader import load_track
 from bench.trials.sqlite import TrialStore
+from bench.trials.summary import stored_summary
 from bench.util.download import fetch
 from bench.util.errors import ProvisionError, TrackError
 from tests.esnode import default_cache
@@ -172,7 +173,9 @@ def test_vector_search_reports_recall_against_exact_neighbours(tmp_path, knn_clu
     target = knn_cluster.hosts[0].removeprefix("http://")
     assert main(["--quiet", "race", f"--workload-path={root}", f"--target-hosts={target}"]) == 0
     with TrialStore() as store:
-        df = store.samples(store.list_trials()[0].id)
+        trial_id = store.list_trials()[0].id
+        df = store.samples(trial_id)
+        summary = stored_summary(store, trial_id)
     assert df["success"].all()
     assert df.loc[df["task"] == "load", "units"].sum() == 600
 
@@ -187,6 +190,11 @@ def test_vector_search_reports_recall_against_exact_neighbours(tmp_path, knn_clu
     # With query i answered and query i-1's neighbours as truth, recall is their overlap over K.
     expected = sorted(len(set(truth[i]) & set(truth[i - 1])) / K for i in range(30))
     assert sorted(m["recall@k"] for m in metas("exact-wrong")) == expected
+    # The report's rows, as OSB names them: the mean over the task's requests.
+    assert summary is not None
+    rows = {(r.task, r.metric): r.value for _, r in summary.labelled_rows() if r.metric.startswith("Mean recall")}
+    assert rows[("exact", "Mean recall@k")] == 1.0 and rows[("exact", "Mean recall@1")] == 1.0
+    assert rows[("exact-wrong", "Mean recall@k")] == pytest.approx(np.mean(expected), abs=1e-12)
     hnsw = metas("hnsw")
     assert len(hnsw) == 30 and np.mean([m["recall@k"] for m in hnsw]) >= 0.9
     assert all(m["recall_time_ms"] >= 0 for m in hnsw)
@@ -269,3 +277,20 @@ def test_workload_runners_get_opensearch_py(tmp_path, knn_cluster):
         df = store.samples(store.list_trials()[0].id).set_index("task")
     assert bool(df.loc["nodes", "success"]) and json.loads(df.loc["nodes", "meta"]) == {"nodes": 1, "docs": 1}
     assert not bool(df.loc["gone", "success"]) and df.loc["gone", "error_type"] == "http-404"
+
+
+def test_recall_section_means_measured_successful_requests():
+    import pandas as pd
+
+    from bench.results.vector_recall import recall_section, section_rows
+
+    df = pd.DataFrame({
+        "task": ["q", "q", "q", "q", "other"],
+        "warmup": [True, False, False, False, False],
+        "success": [True, True, True, False, True],
+        "meta": ['{"recall@k": 0.0}', '{"recall@k": 0.5, "recall@1": 1.0}', '{"recall@k": 1.0, "recall@1": 0.0}',
+                 '{"recall@k": 0.0}', None]})
+    section = recall_section(df)
+    assert section == {"q": {"recall@k": {"mean": 0.75, "count": 2}, "recall@1": {"mean": 0.5, "count": 2}}}
+    assert [(r.metric, r.value) for r in section_rows(section)] == [("Mean recall@k", 0.75), ("Mean recall@1", 0.5)]
+    assert recall_section(df[df["task"] == "other"]) is None
