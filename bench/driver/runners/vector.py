@@ -15,6 +15,7 @@ import asyncio
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from bench.driver import recall
@@ -52,6 +53,11 @@ def check_vector(name: str, op_type: str, params: dict[str, Any], *, track_file:
                                  f"only; give its path in {key.replace('_corpus', '_path')}")
         if not _text(params, "data_set_path"):
             raise TrackError(f"{where} has no data_set_path: give the path of the {fmt} data set file")
+        for key in ("data_set_path", "neighbors_data_set_path", "parents_data_set_path"):
+            # Checked at load, not when the clients are built: a missing file is the workload's problem, in one line.
+            if _text(params, key) and not Path(params[key]).is_file():
+                raise TrackError(f"{where} has {key} {params[key]!r}, which is not a file: download the data set "
+                                 f"there or give the path of your copy")
         if not isinstance(params.get("field"), str) or not params["field"]:
             raise TrackError(f"{where} needs 'field': the name of the vector field")
         if params.get("field", "").count(".") > 1:
