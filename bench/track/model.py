@@ -281,6 +281,14 @@ class Challenge(_RallyModel):
         return ([self.problem] if self.problem else []) + [t.problem for t in self.tasks() if t.problem]
 
 
+class QueryRandomization(BaseModel):
+    """OpenSearch Benchmark's query randomization settings (``--randomization-*``, OSB's defaults)."""
+
+    repeat_frequency: float = Field(default=0.3, ge=0, le=1)
+    n: int = Field(default=5000, ge=1)
+    alpha: float = Field(default=1.0, gt=0)
+
+
 class Track(_RallyModel):
     name: str
     description: str = ""
@@ -300,6 +308,8 @@ class Track(_RallyModel):
     undefined_params: list[str] = Field(default_factory=list)
     # rally: a track (track.json); osb: an OpenSearch Benchmark workload (workload.json, test procedures).
     format: Literal["rally", "osb"] = "rally"
+    # Set by the race from --randomization-enabled: its search tasks randomize their range queries.
+    randomization: QueryRandomization | None = Field(default=None, exclude=True)
 
     @property
     def words(self) -> tuple[str, str, str]:
