@@ -77,6 +77,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="the trial's id (Rally's race id, OSB's test run id: a UUID or hex; default: a new one)")
     r.add_argument("--track-params", "--workload-params", dest="track_params", help="k:v,k2:v2 or a JSON file")
     r.add_argument("--ignore-unused-track-params", action="store_true")
+    r.add_argument("--randomization-enabled", action="store_true",
+                   help="OSB's query randomization: search tasks get new range query values from the workload's "
+                        "standard value sources")
+    r.add_argument("--randomization-repeat-frequency", type=float, default=0.3,
+                   help="share of searches that repeat one of the standard values (default 0.3)")
+    r.add_argument("--randomization-n", type=int, default=5000, help="how many standard values (default 5000)")
+    r.add_argument("--randomization-alpha", type=float, default=1.0,
+                   help="Zipf exponent of which standard value repeats (default 1)")
     r.add_argument("--challenge", "--test-procedure", dest="challenge",
                    help="the challenge (an OSB workload's test procedure) to run; default: the track's default")
     r.add_argument("--car", default="defaults", help="car and mixins, e.g. defaults,4gheap,security")
@@ -285,6 +293,23 @@ def _osb_flags(a: argparse.Namespace) -> Literal["tracks", "workloads"]:
     return "workloads"
 
 
+def _randomization(a: argparse.Namespace) -> Any:
+    """OSB's --randomization-* flags as the race's QueryRandomization (None: off), each bad value one line."""
+    from bench.track.model import QueryRandomization
+
+    if not a.randomization_enabled:
+        return None
+    if not 0 <= a.randomization_repeat_frequency <= 1:
+        raise ConfigError(f"--randomization-repeat-frequency={a.randomization_repeat_frequency:g}: use a share "
+                          f"between 0 and 1")
+    if a.randomization_n < 1:
+        raise ConfigError(f"--randomization-n={a.randomization_n}: use a positive number of standard values")
+    if not a.randomization_alpha > 0:
+        raise ConfigError(f"--randomization-alpha={a.randomization_alpha:g}: use a positive Zipf exponent")
+    return QueryRandomization(repeat_frequency=a.randomization_repeat_frequency, n=a.randomization_n,
+                              alpha=a.randomization_alpha)
+
+
 def _params(spec: str | None, what: str) -> dict[str, Any]:
     from bench.track.params import parse_params
 
@@ -347,6 +372,7 @@ def _race(a: argparse.Namespace, console: Console) -> int:
     try:
         opts = RaceOptions(
             track=a.track, track_path=a.track_path, track_params=_params(a.track_params, "--track-params"),
+            randomization=_randomization(a),
             track_repository=a.track_repository, track_revision=a.track_revision, repository_kind=kind,
             pipeline=a.pipeline,
             include_tasks=a.include_tasks or [], exclude_tasks=a.exclude_tasks or [], race_id=a.race_id,

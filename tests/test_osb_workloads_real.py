@@ -15,14 +15,14 @@ from bench.track.loader import load_track
 from bench.util.errors import BenchError
 from tests.checkout import ROOT
 
-# bench info loads these (2026-11-26). vectorsearch's runners import opensearch-py (not installed with bench);
-# neural_search needs its index_name/index_body workload params.
+# bench info loads these (2026-11-26). vectorsearch declares its vector data sets as corpora (bench reads them
+# from data_set_path only); neural_search needs its index_name/index_body workload params.
 INFO_LOADS = {"big5", "clickbench", "eventdata", "geonames", "geopoint", "geopointshape", "geoshape", "http_logs",
               "nested", "noaa", "noaa_semantic_search", "nyc_taxis", "percolator", "pmc", "so",
               "treccovid_semantic_search"}
 # ... and a race: the default test procedure runnable (treccovid's needs the ML Commons model operations).
 RACE_LOADS = INFO_LOADS - {"treccovid_semantic_search"}
-REFUSED = {"vectorsearch": "opensearch-py", "neural_search": "--workload-params=index_name:VALUE"}
+REFUSED = {"vectorsearch": "vector data set, which bench reads from a file only", "neural_search": "--workload-params=index_name:VALUE"}
 
 
 def test_osb_workloads_load_as_bench_info_loads_them(real_track_trees):

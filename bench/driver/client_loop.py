@@ -45,9 +45,10 @@ class Bounds:
 
     @staticmethod
     def of(task: Task, start_at: float, corpus_requests: int | None = None, *,
-           finite_source: bool = False) -> "Bounds":
+           finite_source: bool = False, client_index: int = 0) -> "Bounds":
         warmup_end = start_at + (task.warmup_time_period or 0.0)
-        deadline = warmup_end + task.time_period if task.time_period is not None else None
+        deadline = warmup_end + task.time_period + task.stop_delay(client_index) \
+            if task.time_period is not None else None
         iterations = task.iterations
         if iterations is None and deadline is None and task.operation.operation_type != "bulk" \
                 and not finite_source:
@@ -94,7 +95,7 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
     A request cancelled in flight (an interruption) is neither a success nor a failure: it is only
     counted through ``on_cancel``, never recorded."""
     b = Bounds.of(task, start_at, source.count if isinstance(source, CorpusSource) else None,
-                  finite_source=getattr(source, "finite", False))
+                  finite_source=getattr(source, "finite", False), client_index=client_id)
     # The task's own schedule unless a track's scheduler replaces it.
     pacer = Pacer(task, seed=client_id) if offsets is None else None
     feedback = offsets if isinstance(offsets, RallySchedule) else None
@@ -151,7 +152,7 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
                 raise  # the load driver's, not the cluster's: never a failed request
             except Exception as e:  # noqa: BLE001 - every failure of a request is data, not a crash
                 res = result_from_exception(e)
-            t1 = time.monotonic()
+            t1 = time.monotonic() - res.after_response
             if pacer is not None:
                 pacer.after_request(t1 - client_start, res.units if res.success else 0, res.unit)
             if feedback is not None:

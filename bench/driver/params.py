@@ -25,6 +25,7 @@ from bench.driver.bulk.shard_routing import ShardTable
 from bench.driver.param_types import param_bool, param_float, param_int
 from bench.driver.runners.core import search_body
 from bench.driver.runners.registry import callable_name
+from bench.driver.runners.vector import SOURCES as VECTOR_SOURCES
 from bench.track.model import DocumentsSpec, Task
 from bench.util.errors import ConfigError, TrackError
 
@@ -286,6 +287,8 @@ def param_source(task: Task, sc: SourceContext) -> Iterator[dict[str, Any]]:
     if op.operation_type == "bulk":
         return bulk_source(task, sc.documents, client=sc.client, gzip_bodies=sc.gzip_bodies(op.params),
                            default_index=sc.default_index)
+    if op.operation_type in VECTOR_SOURCES and "param-source" not in op.params:
+        return VECTOR_SOURCES[op.operation_type](task, sc.client)
     if op.operation_type == "search" and any(k in op.params for k in ("random-from", "random-size", "random-match")):
         return search_source(task, client=sc.client)
     return static_source(task)

@@ -49,7 +49,7 @@ class _TaskProgress:
     def planned(self) -> float | None:
         t = self.task
         if t.time_period is not None:
-            return (t.warmup_time_period or 0) + t.time_period
+            return (t.warmup_time_period or 0) + t.time_period + (t.ramp_down_time_period or 0)
         return None
 
 

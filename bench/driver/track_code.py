@@ -7,17 +7,19 @@ named in the step's plan, so the registrations it uses are exactly the ones the 
 from __future__ import annotations
 
 import itertools
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.driver.custom_schedule import RallySchedule
 from bench.driver.custom_sources import client_source, make_source, operation_spec
+from bench.driver.randomize import DEFAULT_INFO, RandomizationInfo, RandomizedSearchSource
 from bench.driver.runners.core import Runner
 from bench.driver.runners.custom import EsClients, adapt_runner
 from bench.http.client import ClusterTarget
 from bench.track.dependencies import activate as activate_dependencies
-from bench.track.formats import format_at
+from bench.track.formats import OSB, format_at
 from bench.track.model import Task, Track
 from bench.track.plugins import TrackPlugins, load_plugins, plugins_of
 from bench.track.rally_view import RallyTrack
@@ -59,9 +61,11 @@ class TrackCode:
             raise TrackError(f"{plan.track.root / code} is gone: the load driver cannot import it")
         self.plugins: TrackPlugins = plugins
         self.view = RallyTrack(plan.track, plan.challenge)
-        self.clients = EsClients(targets, connections)
+        self.randomization = plan.track.randomization
+        self.clients = EsClients(targets, connections, opensearch=format_at(Path(plan.track.root)) is OSB)
         self.default_cluster = default_cluster
         self._sources: dict[str, Any] = {}  # task name -> the task's source (partitioned per client)
+        self._standard: dict[str, dict[str, list[Any]]] = {}  # task name -> field -> its standard values
 
     def parts(self, task: Task, client: int) -> ClientParts:
         op = task.operation
@@ -77,10 +81,23 @@ class TrackCode:
         elif reg is not None:
             # Rally's default source for a track's runner: the operation's specification, the same every time.
             out.source = itertools.repeat(operation_spec(task))
+        elif self.randomization is not None and op.operation_type == "search":
+            out.source = self._randomized(task, client)
         sched = self.plugins.schedulers.get(task.schedule or "")
         if sched is not None:
             out.offsets = RallySchedule(task.schedule or "", sched, task, getattr(out.source, "source", None))
         return out
+
+    def _randomized(self, task: Task, client: int) -> RandomizedSearchSource:
+        assert self.randomization is not None
+        name = task.operation.name
+        registered = self.plugins.randomization_info.get(name)
+        info = DEFAULT_INFO if registered is None else RandomizationInfo(
+            str(registered[0]), [list(o) for o in registered[1]], list(registered[2] or []))
+        sources = {f: fn for (op, f), fn in self.plugins.standard_value_sources.items() if op == name}
+        return RandomizedSearchSource(task, self.randomization, info, sources,
+                                      self._standard.setdefault(task.name, {}),
+                                      seed=zlib.crc32(f"{task.name}:{client}".encode()))
 
     async def close(self) -> None:
         await self.clients.close()

@@ -219,6 +219,31 @@ def es_client(target: ClusterTarget, *, connections: int = 8) -> Any:
     return AsyncElasticsearch(target.urls(), **kw)
 
 
+def opensearch_client(target: ClusterTarget, *, connections: int = 8) -> Any:
+    """opensearch-py's AsyncOpenSearch for one cluster: what OpenSearch Benchmark hands a workload's own runners
+    (elasticsearch-py refuses clusters that are not Elasticsearch). Imported lazily, as es_client."""
+    from opensearchpy import AIOHttpConnection, AsyncOpenSearch
+
+    o = target.options
+    kw: dict[str, Any] = dict(
+        connection_class=AIOHttpConnection,
+        timeout=o.timeout,
+        http_compress=o.http_compress,
+        maxsize=max(1, connections),
+        retry_on_timeout=False,
+        max_retries=0,
+    )
+    ctx = ssl_context(target)
+    if ctx is not None:
+        kw["ssl_context"] = ctx
+        kw["use_ssl"] = True
+    if o.api_key is not None:
+        kw["headers"] = {"Authorization": f"ApiKey {o.api_key.get_secret_value()}"}
+    elif o.basic_auth_user is not None:
+        kw["http_auth"] = (o.basic_auth_user, o.basic_auth_password.get_secret_value() if o.basic_auth_password else "")
+    return AsyncOpenSearch(target.urls(), **kw)
+
+
 class RawHttp:
     """The client every runner uses: round-robins over a cluster's hosts, each through a ``bench.http.http1``
     pool of keep-alive connections (prepared bulk bodies go to the socket uncopied, a search's constant head is

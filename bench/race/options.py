@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bench.provision.pinning import PINNING_PATTERN
+from bench.track.model import QueryRandomization
 from bench.util import redact
 from bench.util.errors import ConfigError
 
@@ -36,6 +37,7 @@ class RaceOptions(BaseModel):
     pipeline: Pipeline | None = None
     track_params: dict[str, Any] = Field(default_factory=dict)
     ignore_unused_track_params: bool = False
+    randomization: QueryRandomization | None = None  # OSB's --randomization-*: None = off
     challenge: str | None = None
     car: list[str] = Field(default_factory=lambda: ["defaults"])
     car_params: dict[str, Any] = Field(default_factory=dict)

@@ -26,6 +26,7 @@ from bench.driver.coordinator import Coordinator, RunStep, StepDriver
 from bench.driver.failure_log import FailureLog
 from bench.driver.profiling import driver_profiling, keep_driver_profiles
 from bench.driver.progress import Progress
+from bench.driver.randomize import unrandomizable_searches
 from bench.driver.warmup import warmup_notes
 from bench.http.client import (
     DEFAULT_CLUSTER,
@@ -119,10 +120,13 @@ def load_race_track(opts: RaceOptions, resolved: ResolvedTrack | None = None
     folder = (resolved or resolve_race_track(opts)).dir
     track = load_track(folder, opts.track_params, ignore_unused=opts.ignore_unused_track_params,
                        test_mode=opts.test_mode, offline=opts.offline)
+    track.randomization = opts.randomization
     chosen = track.find_challenge(opts.challenge)
     filtered = filter_challenge(chosen, opts.include_tasks, opts.exclude_tasks)
     track.challenges = [filtered if c is chosen else c for c in track.challenges]
     challenge = track.challenge(filtered.name)
+    if opts.randomization is not None:
+        unrandomizable_searches(track, challenge)
     warmups = warmup_notes(track, challenge)  # a warmup that would hold a whole task fails before any machine exists
     return track, challenge, warmups
 

@@ -54,7 +54,8 @@ def _measure(t: Task) -> str:
     if t.iterations is not None:
         return f"{t.iterations} it"
     if t.time_period is not None:
-        return f"{t.time_period:g} s"
+        ramp_down = f", ramp-down {t.ramp_down_time_period:g} s" if t.ramp_down_time_period else ""
+        return f"{t.time_period:g} s{ramp_down}"
     return "corpus" if t.operation.operation_type == "bulk" else "1 it"
 
 

@@ -48,6 +48,7 @@ PARALLEL_DEFAULTS = (
     "clients",
     "warmup-time-period",
     "ramp-up-time-period",
+    "ramp-down-time-period",
     "time-period",
     "warmup-iterations",
     "iterations",

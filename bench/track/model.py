@@ -91,6 +91,14 @@ class DocumentsSpec(_RallyModel):
     # Absolute path of the uncompressed, ready-to-read file; set when the corpus is prepared.
     local_path: Path | None = Field(default=None, exclude=True)
 
+    @field_validator("source_format", mode="before")
+    @classmethod
+    def _bulk_only(cls, v: Any) -> Any:
+        if v in ("hdf5", "bigann"):  # OpenSearch Benchmark's vector data set corpora
+            raise ValueError(f"source-format {v!r} is a vector data set, which bench reads from a file only: give "
+                             f"the operations its path in data_set_path instead of a corpus")
+        return v
+
 
 # The document properties a corpus may set for all its document sets (Rally's loader, _create_corpora).
 # Documents per document set in test mode (Rally's --test-mode): bench.track.testmode and corpus preparation.
@@ -156,6 +164,9 @@ class Task(_RallyModel):
     # thousands of clients do not all send their first request in the same instant. Within warmup.
     ramp_up_time_period: float | None = Field(default=None, ge=0)
     time_period: float | None = Field(default=None, gt=0)
+    # OpenSearch Benchmark: after the time period, clients stop one after another over this period, client i
+    # (0-based) of n at (i + 1) / n of it, so the last one runs the whole of it. Its requests are measured, as in OSB.
+    ramp_down_time_period: float | None = Field(default=None, ge=0)
     warmup_iterations: int | None = Field(default=None, ge=0)
     iterations: int | None = Field(default=None, ge=1)
     # In ``throughput_unit`` (Rally's "10 docs/s"): ops/s paces requests, any other unit paces the runner's
@@ -191,6 +202,25 @@ class Task(_RallyModel):
                 raise ValueError(f"task '{self.name}': ramp-up-time-period ({self.ramp_up_time_period:g} s) needs a "
                                  "warmup-time-period at least as long, so no client starts while measuring")
         return self
+
+    @model_validator(mode="after")
+    def _ramp_down_after_time_period(self) -> "Task":
+        # OSB's loader rules (osbenchmark/workload/loader.py parse_task), word for word in substance.
+        if self.ramp_down_time_period is not None:
+            if self.iterations is not None or self.warmup_iterations is not None:
+                raise ValueError(f"task '{self.name}': ramp-down-time-period cannot be mixed with iterations: use "
+                                 "time-period (and warmup-time-period)")
+            if self.time_period is None:
+                raise ValueError(f"task '{self.name}': ramp-down-time-period "
+                                 f"({self.ramp_down_time_period:g} s) needs a time-period")
+            if self.time_period < self.ramp_down_time_period:
+                raise ValueError(f"task '{self.name}': time-period ({self.time_period:g} s) must be at least the "
+                                 f"ramp-down-time-period ({self.ramp_down_time_period:g} s)")
+        return self
+
+    def stop_delay(self, client_index: int) -> float:
+        """Seconds after the time period at which client ``client_index`` (0-based) stops (OSB's ramp-down)."""
+        return (self.ramp_down_time_period or 0.0) * (client_index + 1) / self.clients
 
     def start_delay(self, client_index: int) -> float:
         """Seconds after the task's start at which client ``client_index`` (0-based) starts (ramp-up)."""
@@ -251,6 +281,14 @@ class Challenge(_RallyModel):
         return ([self.problem] if self.problem else []) + [t.problem for t in self.tasks() if t.problem]
 
 
+class QueryRandomization(BaseModel):
+    """OpenSearch Benchmark's query randomization settings (``--randomization-*``, OSB's defaults)."""
+
+    repeat_frequency: float = Field(default=0.3, ge=0, le=1)
+    n: int = Field(default=5000, ge=1)
+    alpha: float = Field(default=1.0, gt=0)
+
+
 class Track(_RallyModel):
     name: str
     description: str = ""
@@ -270,6 +308,8 @@ class Track(_RallyModel):
     undefined_params: list[str] = Field(default_factory=list)
     # rally: a track (track.json); osb: an OpenSearch Benchmark workload (workload.json, test procedures).
     format: Literal["rally", "osb"] = "rally"
+    # Set by the race from --randomization-enabled: its search tasks randomize their range queries.
+    randomization: QueryRandomization | None = Field(default=None, exclude=True)
 
     @property
     def words(self) -> tuple[str, str, str]:

@@ -20,6 +20,20 @@ def supported_operation_types() -> frozenset[str]:
 
 BULK = "bulk"
 
+_PROTO = ("OpenSearch Benchmark sends it over gRPC/protobuf (the transport-grpc module), which bench has no client "
+          "for; use its REST form ({rest})")
+_ML = "it is an ML Commons plugin operation, and bench does not run ML Commons operations yet"
+# OpenSearch Benchmark's operation types bench refuses, and why: each is a one-line error when the workload loads.
+NOT_BUILT = {
+    "proto-bulk": _PROTO.format(rest="bulk"),
+    "proto-search": _PROTO.format(rest="search"),
+    "proto-vector-search": _PROTO.format(rest="vector-search"),
+    "proto-bulk-vector-data-set": _PROTO.format(rest="bulk-vector-data-set"),
+    "produce-stream-message": "it writes to Kafka (OpenSearch's pull-based ingestion); bench has no Kafka client",
+    **{t: _ML for t in ("register-ml-model", "deploy-ml-model", "delete-ml-model", "create-ml-connector",
+                         "delete-ml-connector", "register-remote-ml-model")},
+}
+
 
 def check_operation(name: str, op_type: str, params: dict[str, Any], *, track_file: str) -> None:
     """Raise TrackError when the type is unknown or a mandatory parameter is missing or mistyped."""
@@ -27,6 +41,9 @@ def check_operation(name: str, op_type: str, params: dict[str, Any], *, track_fi
     if plugins is not None and plugins.runs(op_type):
         return  # the track's own runner (track.py) runs this type: its parameters are its business
     spec = runner_spec(op_type)
+    if spec is None and op_type in NOT_BUILT:
+        raise TrackError(f"{track_file}: operation '{name}' has operation-type '{op_type}', which bench does not run: "
+                         f"{NOT_BUILT[op_type]}")
     if spec is None:
         raise TrackError(
             f"{track_file}: operation '{name}' has unsupported operation-type '{op_type}': "

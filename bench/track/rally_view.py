@@ -107,6 +107,7 @@ class RallyTask(_Named):
         self.warmup_time_period = task.warmup_time_period
         self.time_period = task.time_period
         self.ramp_up_time_period = task.ramp_up_time_period
+        self.ramp_down_time_period = task.ramp_down_time_period
         self.target_throughput = task.target_throughput
         self.target_interval = task.target_interval
         self.schedule = task.schedule

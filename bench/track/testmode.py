@@ -32,6 +32,8 @@ def apply_test_mode(track: Track) -> Track:
                 task.ramp_up_time_period = None  # ramp-up must fit in the warmup (Rally does the same)
             if task.time_period is not None:
                 task.time_period = min(task.time_period, TEST_MODE_MAX_TIME_PERIOD)
+                if task.ramp_down_time_period is not None:  # it must fit in the time period
+                    task.ramp_down_time_period = min(task.ramp_down_time_period, task.time_period)
             if task.warmup_iterations is not None:
                 task.warmup_iterations = 0
             if task.iterations is not None:

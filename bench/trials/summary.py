@@ -37,13 +37,27 @@ def driver_loop_enricher(summary: Summary | None, trials: TrialReader, trial_id:
     return summary.with_section(SECTION, section.model_dump(mode="json"), busy_notes(section))
 
 
+def vector_recall_enricher(summary: Summary | None, trials: TrialReader, trial_id: str) -> Summary | None:
+    """The core's recall section of vector searches (``bench.results.vector_recall``), when any sample has one."""
+    from bench.results.vector_recall import SECTION, recall_section
+
+    if summary is None:
+        return summary
+    section = recall_section(trials.samples(trial_id))
+    return summary if section is None else summary.with_section(SECTION, section)
+
+
 def _register_core_sections() -> None:
-    """The core's own stored sections: the load driver's event loop."""
+    """The core's own stored sections: the load driver's event loop, vector search recall."""
+    from bench.results import vector_recall
     from bench.results.driver_loop import SECTION, section_rows
     from bench.results.sections import register_section
 
     register_enricher(SECTION, driver_loop_enricher)
     register_section(SECTION, rows=section_rows, title="Load driver", order=14)
+    register_enricher(vector_recall.SECTION, vector_recall_enricher)
+    register_section(vector_recall.SECTION, rows=vector_recall.section_rows, title="Vector search recall", order=12,
+                     headline=lambda metric: metric in ("Mean recall@k", "Mean recall@1"))
 
 
 _register_core_sections()

@@ -20,9 +20,11 @@ from bench.driver.runners.core import Context, Result, Runner
 from bench.util.errors import TrackError
 
 ALLOWED = ("open-point-in-time", "close-point-in-time", "search", "paginated-search", "composite-agg",
-           "raw-request", "sleep", "submit-async-search", "get-async-search", "delete-async-search", "field-caps")
+           "raw-request", "sleep", "submit-async-search", "get-async-search", "delete-async-search", "field-caps",
+           # OpenSearch Benchmark's, on OpenSearch's point-in-time API
+           "create-point-in-time", "delete-point-in-time", "list-all-point-in-time")
 
-NAMED = ("open-point-in-time", "submit-async-search")  # requests whose id later ones refer to by name
+NAMED = ("open-point-in-time", "submit-async-search", "create-point-in-time")  # requests whose id later ones refer to by name
 
 
 class _Failed(Exception):

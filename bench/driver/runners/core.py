@@ -32,6 +32,9 @@ class Result:
     bytes_received: int = 0  # response body bytes (k6's data_received, Loadgen's transfer)
     status: int = 0  # HTTP status of the (last) response, 0 when none
     meta: dict[str, Any] | None = None  # what a track's runner returned besides weight/unit/success (sample meta)
+    # Seconds the runner spent after the answer had arrived (a vector search's recall): not the request's time,
+    # as OSB's request_context_holder leaves it out.
+    after_response: float = 0.0
 
 
 @dataclass

@@ -29,7 +29,7 @@ from typing import Any
 
 from bench.driver.param_types import ParamError
 from bench.driver.runners.core import Context, Result, Runner
-from bench.http.client import ClusterTarget, es_client
+from bench.http.client import ClusterTarget, es_client, opensearch_client
 from bench.track.plugins import RunnerRegistration
 
 _KNOWN = ("weight", "unit", "success", "error-type", "error-description", "http-status")
@@ -41,17 +41,20 @@ class TrackCodeError(ParamError):
 
 
 class EsClients:
-    """One elasticsearch-py AsyncElasticsearch per cluster for a worker's step, made in the step's event loop on
-    first use (bench's own operations never need them) and closed when the step ends."""
+    """One client per cluster for a worker's step -- elasticsearch-py's AsyncElasticsearch for a Rally track,
+    opensearch-py's AsyncOpenSearch for an OpenSearch Benchmark workload (``opensearch``), as each tool hands its
+    runners -- made in the step's event loop on first use (bench's own operations never need them) and closed when
+    the step ends."""
 
-    def __init__(self, targets: list[ClusterTarget], connections: int) -> None:
+    def __init__(self, targets: list[ClusterTarget], connections: int, *, opensearch: bool = False) -> None:
         self._targets = targets
         self._connections = connections
+        self._make = opensearch_client if opensearch else es_client
         self._clients: dict[str, Any] | None = None
 
     def get(self) -> dict[str, Any]:
         if self._clients is None:
-            self._clients = {t.name: es_client(t, connections=self._connections) for t in self._targets}
+            self._clients = {t.name: self._make(t, connections=self._connections) for t in self._targets}
         return self._clients
 
     async def close(self) -> None:
@@ -97,9 +100,12 @@ def to_result(value: Any, reg: RunnerRegistration) -> Result:
 
 
 def _failure(e: Exception) -> Result | None:
-    """A failed request for what elasticsearch-py raises; None for anything else."""
+    """A failed request for what elasticsearch-py or opensearch-py raises; None for anything else."""
     import elasticsearch
 
+    failed = _opensearch_failure(e)
+    if failed is not None:
+        return failed
     if isinstance(e, elasticsearch.UnsupportedProductError):
         # Not a failed request: every request would fail the same way (elasticsearch-py checks the product).
         raise TrackCodeError(f"the elasticsearch-py client of a track's runner refuses this cluster: {e.message} "
@@ -117,6 +123,26 @@ def _failure(e: Exception) -> Result | None:
         return Result(success=False, error_type="connection", detail=f"connection error: {e.message}")
     if isinstance(e, elasticsearch.TransportError):
         return Result(success=False, error_type="transport", detail=f"{type(e).__name__}: {e.message}")
+    return None
+
+
+def _opensearch_failure(e: Exception) -> Result | None:
+    """opensearch-py's exceptions: a TransportError carries the HTTP status, or "N/A" when no answer came."""
+    import opensearchpy
+
+    if isinstance(e, opensearchpy.ConnectionTimeout):
+        return Result(success=False, error_type="timeout", detail="request timed out")
+    if isinstance(e, opensearchpy.ConnectionError):
+        return Result(success=False, error_type="connection", detail=f"connection error: {e.error}")
+    if isinstance(e, opensearchpy.TransportError):
+        status = e.status_code if isinstance(e.status_code, int) else 0
+        info = e.info
+        reason = e.error
+        if isinstance(info, dict) and isinstance(info.get("error"), dict):
+            reason = f"{info['error'].get('type')}: {info['error'].get('reason')}"
+        if not status:
+            return Result(success=False, error_type="transport", detail=f"{type(e).__name__}: {reason}")
+        return Result(success=False, error_type=f"http-{status}", detail=f"HTTP {status}: {reason}", status=status)
     return None
 
 

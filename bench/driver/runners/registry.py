@@ -16,8 +16,10 @@ from bench import extensions
 from bench.driver.runners import admin as admin_runners
 from bench.driver.runners import composite as composite_runner
 from bench.driver.runners import ml_transform as ml_transform_runners
+from bench.driver.runners import opensearch_ops as opensearch_runners
 from bench.driver.runners import search as search_runners
 from bench.driver.runners import snapshot as snapshot_runners
+from bench.driver.runners import vector as vector_runners
 from bench.driver.runners.core import CORE_RUNNERS, Runner
 from bench.util.errors import BenchError, ConfigError
 
@@ -45,7 +47,9 @@ _SPECS: dict[str, RunnerSpec] = {t: RunnerSpec(t, r, req) for t, (r, req) in COR
 # Rally's other operation types, one module per kind, each with its load-time check.
 for _module, _check in ((admin_runners, admin_runners.check_admin), (search_runners, search_runners.check_search),
                         (snapshot_runners, snapshot_runners.check_snapshot),
-                        (ml_transform_runners, ml_transform_runners.check_ml_transform)):
+                        (ml_transform_runners, ml_transform_runners.check_ml_transform),
+                        (opensearch_runners, opensearch_runners.check_opensearch_ops),
+                        (vector_runners, vector_runners.check_vector)):
     for _type, (_runner, _required) in _module.RUNNERS.items():
         _SPECS[_type] = RunnerSpec(_type, _runner, _required, _check)
 

@@ -1,7 +1,7 @@
 """``osbenchmark.worker_coordinator.runner``: OSB's ``Runner`` base class (Rally's), ``Retry`` and ``mandatory``.
 
-A workload's runner receives bench's elasticsearch-py ``AsyncElasticsearch`` (the JSON calls OSB's opensearch-py
-client makes are the same on the wire) and the operation's params, as in OSB.
+A workload's runner receives opensearch-py's ``AsyncOpenSearch``, the client OSB hands it, and the operation's
+params, as in OSB.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class Retry(Runner, Delegator):
         return self
 
     async def __call__(self, es: Any, params: dict[str, Any]) -> Any:
-        import elasticsearch
+        import opensearchpy
 
         until_success = params.get("retry-until-success", self.retry_until_success)
         attempts = sys.maxsize if until_success else params.get("retries", 0) + 1
@@ -51,12 +51,12 @@ class Retry(Runner, Delegator):
                 if last or not on_error or not isinstance(value, dict) or value.get("success", True):
                     return value
                 await asyncio.sleep(wait)
-            except (socket.timeout, elasticsearch.ConnectionError, elasticsearch.ConnectionTimeout):
+            except (socket.timeout, opensearchpy.ConnectionError, opensearchpy.ConnectionTimeout):
                 if last or not on_timeout:
                     raise
                 await asyncio.sleep(wait)
-            except elasticsearch.ApiError as e:
-                if last or not on_timeout or e.meta.status != 408:
+            except opensearchpy.TransportError as e:
+                if last or not on_timeout or e.status_code != 408:
                     raise
                 await asyncio.sleep(wait)
         return None
