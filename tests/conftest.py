@@ -118,6 +118,12 @@ def fault_injection() -> None:
 
 
 @pytest.fixture(scope="session")
+def sustained_load() -> None:
+    """Marks a test ``load``: its race must run tens of seconds of paced load against a local server to mean
+    anything (a redline's knee, a server that stalls on a schedule, throughput read in every second)."""
+
+
+@pytest.fixture(scope="session")
 def es_cluster(tmp_path_factory: pytest.TempPathFactory, local_engines: LocalEngines) -> Iterator[ClusterInfo]:
     """One real single-node Elasticsearch for the whole session (benchmark-only races use it)."""
     provisioner, info = local_engines.start_cluster(tmp_path_factory.mktemp("session-cluster"),

@@ -45,7 +45,7 @@ def _expected_latency(due: np.ndarray) -> np.ndarray:
 
 
 def test_a_freezing_server_shows_in_latency_as_the_analytic_distribution_and_in_service_time_only_in_flight(
-        tmp_path, stalling_sink):
+        tmp_path, stalling_sink, sustained_load):
     track = write_track(tmp_path / "t", [
         {"operation": {"name": "q", "operation-type": "search", "index": "logs", "body": {"query": {"match_all": {}}}},
          # ramp-up spreads the clients' due times 5 ms apart; 20 s hold exactly two seconds of stall

@@ -55,7 +55,7 @@ def _section() -> tuple[RedlineSection, object]:
     return RedlineSection.model_validate(summary.sections[SECTION]), samples
 
 
-def test_redline_finds_the_known_knee_of_the_null_sink_within_the_tolerance(tmp_path, slow_sink):
+def test_redline_finds_the_known_knee_of_the_null_sink_within_the_tolerance(tmp_path, slow_sink, sustained_load):
     knee = CLIENTS / DELAY  # 100 requests/s: above it requests queue and latency grows without bound
     track = _track(tmp_path)
     assert race(f"--track-path={track}", f"--target-hosts={slow_sink}",
@@ -125,7 +125,7 @@ def test_redline_against_a_real_elasticsearch_stores_every_step_and_a_sustained_
     assert any(r.metric.startswith("Redline sustained throughput") and r.unit == "docs/s" for r in summary.rows())
 
 
-def test_two_redlines_compare_side_by_side_and_report_their_curves(tmp_path, slow_sink, capsys):
+def test_two_redlines_compare_side_by_side_and_report_their_curves(tmp_path, slow_sink, sustained_load, capsys):
     from bench.cli import main
 
     ids = []

@@ -85,7 +85,7 @@ def slow_sink():
         p.join(10)
 
 
-def test_known_throughput_reads_its_target_in_every_second_and_in_min_median_max(tmp_path, slow_sink):
+def test_known_throughput_reads_its_target_in_every_second_and_in_min_median_max(tmp_path, slow_sink, sustained_load):
     # Bulks of 100 documents paced at 20/s over 4 clients (2,000 docs/s), and searches paced at 20/s over 4
     # clients, each request answered after 150 ms: the true throughput is known in advance, in every second.
     # The ramp-up starts the clients 50 ms apart, so requests are in flight at every instant, also when the

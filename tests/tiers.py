@@ -8,7 +8,8 @@ A test's markers follow from the fixtures it requests, directly or through other
 - ``netns_hosts`` (network namespaces as hosts) gives ``netns``;
 - ``real_track_trees`` (sweeps over the real rally-tracks/OSB trees: minutes, though nothing starts) gives
   ``tracks``; ``fault_injection`` (the fault matrix: processes killed, files damaged, limits reached) gives
-  ``faults``;
+  ``faults``; ``sustained_load`` (races whose point is tens of seconds of paced load: a redline's knee, a
+  stalling server, per-second throughput) gives ``load``;
 - a test with none of these is ``unit``: ``pytest -m unit`` (``nox -s unit``) needs no Java, no Ray, no root.
 
 The tier guard (tests/tier_guard.py) is on in every run: a test that starts an engine node, a Ray node or a
@@ -26,7 +27,7 @@ from tests import tier_guard
 
 LIVE_MARKERS = tuple(tier_guard.FIXTURES)  # cluster, ray, netns
 # Tiers that start nothing the guard watches but are too slow for the unit tier.
-SLOW_FIXTURES = {"tracks": "real_track_trees", "faults": "fault_injection"}
+SLOW_FIXTURES = {"tracks": "real_track_trees", "faults": "fault_injection", "load": "sustained_load"}
 MARKER_OF_FIXTURE = {fixture: marker for marker, fixture in {**tier_guard.FIXTURES, **SLOW_FIXTURES}.items()}
 NOT_UNIT = (*LIVE_MARKERS, *SLOW_FIXTURES)
 
