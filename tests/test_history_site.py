@@ -227,3 +227,25 @@ def test_ten_real_nights_make_a_site_with_the_step_annotations_and_failed_night(
     artifacts.mkdir(exist_ok=True)
     _chromium(tmp_path, "--window-size=1400,1600", f"--screenshot={artifacts / 'history-site.png'}",
               (site / "nightly-site.html").as_uri())
+
+
+def test_a_night_failing_before_its_trial_exists_is_a_failed_night_with_its_error(tmp_path, capsys):
+    track = tmp_path / "track"
+    track.mkdir()
+    # a track that changed under the nightly job: it no longer takes the parameters the experiment gives
+    (track / "track.json").write_text('{"version": 2, "indices": [{"name": "i"}], "schedule": []}')
+    f = tmp_path / "exp.yml"
+    f.write_text(EXP.format(track=track, target="127.0.0.1:9", rate=10))
+    assert main(["--quiet", "experiment", str(f)]) != 0
+    with TrialStore() as store:
+        [trial] = store.list_trials()
+    # the race failed loading its track, before a trial of its own: the experiment stored the failure
+    why = "does not use the track parameter(s) bulk_size, target, time_period"
+    assert trial.status == "failed" and trial.error and why in trial.error, trial
+    assert trial.user_tags["experiment"] == "nightly-site" and trial.user_tags["variant"] == "paced"
+    site = tmp_path / "site"
+    capsys.readouterr()
+    assert main(["history", "site", str(f), f"--output={site}"]) == 0, capsys.readouterr().err
+    [night] = (site / "nights" / "nightly-site").glob(f"{trial.user_tags['experiment-run'].lower()}*.html")
+    assert why in night.read_text() and "failed" in night.read_text()
+    assert why in (site / "nightly-site.html").read_text()  # the experiment page lists the failed night

@@ -338,9 +338,13 @@ def runs_of(store: TrialReader, name: str) -> dict[str, list[TrialInfo]]:
     return dict(sorted(runs.items(), key=lambda kv: max(t.start_time for t in kv[1]), reverse=True))
 
 
+def race_key_of(t: TrialInfo) -> tuple[str, str, str]:
+    """(variant, repetition, track index): which planned race a trial ran."""
+    return t.user_tags.get(TAG_VARIANT, ""), t.user_tags.get(TAG_REPETITION, ""), t.user_tags.get(TAG_TRACK, "")
+
+
 def completed_keys(trials: list[TrialInfo]) -> set[tuple[str, str, str]]:
-    return {(t.user_tags.get(TAG_VARIANT, ""), t.user_tags.get(TAG_REPETITION, ""), t.user_tags.get(TAG_TRACK, ""))
-            for t in trials if t.status == "complete"}
+    return {race_key_of(t) for t in trials if t.status == "complete"}
 
 
 class ExperimentResult(BaseModel):
@@ -388,6 +392,7 @@ def run_experiment(exp: ExperimentFile, *, store: TrialReader, resume: bool = Fa
             say(f"{label}: done before, skipped")
             continue
         opts = race_options(exp, race, run_id=run_id)
+        tried = {t.id for t in runs_of(store, exp.name).get(run_id, [])}
         say(f"{label} ...")
         try:
             r = run_race(opts)
@@ -397,6 +402,8 @@ def run_experiment(exp: ExperimentFile, *, store: TrialReader, resume: bool = Fa
         except Exception as e:  # noqa: BLE001 - one failed race must not lose the others
             result.failed.append(f"{race.variant}#{race.repetition}: {e}")
             say(f"{label}: failed: {e}")
+            if not _has_trial(store, exp.name, run_id, race.key, before=tried):
+                record_failed_race(opts, str(e))
             continue
         trial_id = getattr(r, "trial_id", None)
         if trial_id:
@@ -406,6 +413,28 @@ def run_experiment(exp: ExperimentFile, *, store: TrialReader, resume: bool = Fa
             result.failed.append(f"{race.variant}#{race.repetition}: {status}")
         say(f"{label}: trial {str(trial_id)[:12]} {status}")
     return result
+
+
+def _has_trial(store: TrialReader, name: str, run_id: str, key: tuple[str, str, str], *, before: set[str]) -> bool:
+    """Whether the race of ``key`` stored a trial of its own (one not in ``before``) in this run."""
+    return any(t.id not in before for t in runs_of(store, name).get(run_id, []) if race_key_of(t) == key)
+
+
+def record_failed_race(opts: RaceOptions, error: str) -> None:
+    """A failed trial for a race that failed before it stored one (its track no longer loads, its cluster did not
+    start): a night that failed early is then a failed night with its error in history, never a silent hole."""
+    from bench.trials.open import open_store
+    from bench.trials.sqlite import new_trial_id, utcnow
+    from bench.util.redact import redact_text
+
+    track = opts.track or (Path(opts.track_path).name if opts.track_path else "")
+    trial = TrialInfo(id=new_trial_id(), track=track, challenge=opts.challenge or "",
+                      car=[] if opts.target_hosts else list(opts.car), track_params=opts.track_params,
+                      user_tags=opts.user_tags, pipeline=opts.pipeline or "", test_mode=opts.test_mode,
+                      start_time=utcnow())
+    with open_store() as store:
+        store.create_trial(trial)
+        store.finish_trial(trial.id, "failed", redact_text(error))
 
 
 def run_verdicts(store: TrialReader, name: str, run_id: str) -> list[tuple[int, str]]:
