@@ -54,10 +54,15 @@ DEFAULT_DIR = Path("/work/shared/tracks-real/rally-tracks")
 TIMEOUT_S = 300.0
 LACKS = "the cluster lacks "  # bench.driver.missing_feature.LACKS
 SEPARATOR = " — "
-# Failures that follow from an earlier one (the index, template, data stream or pipeline it should have created).
+# Failures that follow from an earlier one (the index, template, data stream or pipeline it should have created):
+# bench's own "waiting for it cannot succeed"; a composable template whose component templates failed; documents
+# into an index created without the mapping settings (field limit) its failed template or create-index held.
 _CONSEQUENCES = re.compile(r"index_not_found_exception|no such index|no matching index template|"
                            r"data_stream_not_found|data stream .* not found|pipeline with id \[.*\] does not exist|"
-                           r"resource_not_found_exception|all shards failed|no_shard_available", re.I)
+                           r"resource_not_found_exception|all shards failed|no_shard_available|"
+                           r"does not exist, so waiting for it cannot succeed|"
+                           r"specifies component templates \[.*\] that do not exist|"
+                           r"Limit of total fields \[\d+\] has been exceeded", re.I)
 _LOAD_ERRORS = re.compile(r"track\.json|track\.py|the track needs|dependencies|refers to|unknown challenge")
 
 OUTCOMES = ("completes cleanly", "completes, causes named", "completes, causes unnamed", "fails: cluster lacks",

@@ -13,10 +13,18 @@ import pytest
 
 from bench.cli import main
 from bench.driver.missing_feature import LACKS, explain, missing_feature
+from bench.driver.runners.core import error_reason
 from bench.trials.sqlite import TrialStore
 
 
 @pytest.mark.parametrize(("message", "lacks"), [
+    # OpenSearch 3.6.0's answers as bench reports them, the innermost cause after the wrapper (census, 2026-11-26)
+    ("HTTP 400: x_content_parse_exception: [1:28] [component_template] failed to parse field [template] (caused by "
+     "x_content_parse_exception: [1:15] [template] unknown field [lifecycle])",
+     "data stream lifecycle (a template's lifecycle): needs Elasticsearch ≥ 8.11"),
+    ("HTTP 400: illegal_argument_exception: composable template [vector-index-template] template after composition "
+     "is invalid (caused by mapper_parsing_exception: No handler for type [dense_vector] declared on field [emb])",
+     "the field type dense_vector: needs Elasticsearch ≥ 7.3"),
     ("HTTP 400: mapper_parsing_exception: Failed to parse mapping: No handler for type [scaled_float] declared on "
      "field [price]", "the field type scaled_float: needs the mapper-extras module"),
     ("HTTP 400: mapper_parsing_exception: No handler for type [match_only_text] declared on field [message]",
@@ -79,6 +87,19 @@ def test_engine_messages_name_what_the_cluster_lacks(message, lacks):
 ])
 def test_other_failures_are_left_as_they_are(message):
     assert missing_feature(message) is None and explain(message) == message
+
+
+def test_an_error_says_its_innermost_cause_when_it_says_something_else():
+    wrapped = {"type": "illegal_argument_exception", "reason": "template after composition is invalid",
+               "caused_by": {"type": "illegal_argument_exception", "reason": "invalid composite mappings",
+                             "caused_by": {"type": "mapper_parsing_exception",
+                                           "reason": "No handler for type [dense_vector] declared on field [emb]"}}}
+    assert error_reason(wrapped) == ("illegal_argument_exception: template after composition is invalid (caused by "
+                                     "mapper_parsing_exception: No handler for type [dense_vector] declared on "
+                                     "field [emb])")
+    same = {"type": "x", "reason": "index [i] missing", "caused_by": {"type": "x", "reason": "index [i] missing"}}
+    assert error_reason(same) == "x: index [i] missing"
+    assert error_reason({"type": "x", "reason": "r"}) == "x: r"
 
 
 def test_explaining_twice_adds_nothing():

@@ -18,7 +18,7 @@ from bench.cli import main
 from bench.compare.mismatch import mismatch_warnings
 from bench.compare.model import Side, TrialData
 from bench.track.model import Challenge, DocumentsSpec, Track
-from bench.track.synthetic import START, compile_mapping, date_renderer, document_lines
+from bench.track.synthetic import START, compile_mapping, date_renderer, document_lines, fit_to_size, mean_bytes
 from bench.track.synthetic_corpora import Declarations, corpora_text, mapping_for, plan_synthetic
 from bench.trials.model import TrialInfo
 from bench.trials.sqlite import TrialStore
@@ -66,6 +66,40 @@ def test_same_seed_same_bytes_other_seed_other_documents():
     # the action line precedes every document when the corpus includes action-and-meta-data
     lines = list(document_lines(gen, 3, 2, {"create": {"_index": "logs-x"}}))
     assert all(ln.split(b"\n")[0] == b'{"create":{"_index":"logs-x"}}' for ln in lines)
+
+
+def test_a_wide_mapping_is_thinned_to_the_published_mean_size_and_a_narrow_one_is_left_whole():
+    # a mapping of 30 event types with 20 fields each, as github_archive's payloads: every field in every document
+    # is several times what the track publishes
+    wide = {"mappings": {"properties": {"@timestamp": {"type": "date"}, **{
+        f"payload{t}": {"properties": {f"f{k}": {"type": "text" if k % 2 else "keyword"} for k in range(20)}}
+        for t in range(30)}}}}
+    whole = mean_bytes(compile_mapping(wide), 5)
+    target = whole / 6
+    gen = fit_to_size(wide, timestamp=True, average_bytes=target, seed=5)
+    assert 0.01 <= gen.presence < 0.3
+    assert abs(mean_bytes(gen, 11) - target) < 0.25 * target  # measured on other documents than it was fit on
+    docs = [json.loads(line) for line in document_lines(gen, 11, 200)]
+    assert all("@timestamp" in d for d in docs)  # a data stream needs it in every document
+    fields = [sum(len(v) for v in d.values() if isinstance(v, dict)) for d in docs]
+    assert len(set(fields)) > 10 and max(fields) < 600 * 0.5  # documents differ in which fields they carry
+    assert not any(v == {} or v == [] for d in docs for v in d.values())  # an object with no field is left out
+    # same inputs, same bytes
+    again = fit_to_size(wide, timestamp=True, average_bytes=target, seed=5)
+    assert b"".join(document_lines(gen, 1, 50)) == b"".join(document_lines(again, 1, 50))
+    # documents about their published size (or smaller) are made with every field, as before
+    narrow = fit_to_size(MAPPING, timestamp=False, average_bytes=mean_bytes(compile_mapping(MAPPING), 5), seed=5)
+    assert narrow.presence == 1.0
+    assert b"".join(document_lines(narrow, 3, 20)) == b"".join(document_lines(compile_mapping(MAPPING), 3, 20))
+    assert fit_to_size(wide, timestamp=True, average_bytes=None, seed=5).presence == 1.0
+
+
+def test_a_document_set_keeps_its_published_mean_size_through_test_mode():
+    d = DocumentsSpec.model_validate({"source-file": "a.json.bz2", "document-count": 1000,
+                                      "uncompressed-bytes": 4_500_000})
+    assert d.average_bytes == 4500.0
+    d.document_count, d.uncompressed_bytes = 10, None  # what test mode does
+    assert d.average_bytes == 4500.0
 
 
 @pytest.mark.parametrize(("fmt", "expected"), [

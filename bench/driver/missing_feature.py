@@ -149,6 +149,12 @@ _MAPPER_SCRIPT = re.compile(r"unknown parameter \[(?:script|on_script_error)\] o
 _COMPATIBLE = re.compile(r"Content-Type header \[application/vnd\.elasticsearch\+json; ?compatible-with=\d+\] is not "
                          r"supported")
 _SOURCE_MODE = re.compile(r"unknown parameter \[mode\] on mapper \[_source\]")
+# Template keys of newer Elasticsearch versions ("[template] unknown field [lifecycle]" from OpenSearch's parser).
+_TEMPLATE_KEYS = {"lifecycle": "data stream lifecycle (a template's lifecycle): needs Elasticsearch ≥ 8.11 "
+                               "(OpenSearch has none)",
+                  "data_stream_options": "data stream options (a template's data_stream_options, the failure "
+                                         "store): needs Elasticsearch ≥ 8.19 (OpenSearch has none)"}
+_TEMPLATE_KEY = re.compile(r"\[template\] unknown field \[(\w+)\]")
 _LICENCE = re.compile(r"current license is non-compliant for \[([\w -]+)\]", re.I)
 _PIPELINE = re.compile(r"pipeline with id \[([^\]]+)\] does not exist", re.I)
 
@@ -209,6 +215,8 @@ def missing_feature(message: str) -> str | None:
     if _COMPATIBLE.search(message):
         return ("Elasticsearch's versioned media type, which elasticsearch-py (the track's own code) sends: needs "
                 "Elasticsearch")
+    if (m := _TEMPLATE_KEY.search(message)) and m.group(1) in _TEMPLATE_KEYS:
+        return _TEMPLATE_KEYS[m.group(1)]
     if _SOURCE_MODE.search(message):
         return "synthetic _source (_source.mode): needs Elasticsearch ≥ 8.4 (OpenSearch has none)"
     if m := _LICENCE.search(message):

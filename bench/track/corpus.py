@@ -34,7 +34,7 @@ import zstandard
 from bench.track.generators import generate_file
 from bench.track.model import TEST_MODE_DOCS, Challenge, DocumentsSpec, Track
 from bench.track.notices import warn
-from bench.track.synthetic import compile_mapping, document_lines, safe_name
+from bench.track.synthetic import document_lines, fit_to_size, safe_name
 from bench.track.synthetic_corpora import corpora_facts, plan_synthetic
 from bench.util.activity import say
 from bench.util.download import fetch
@@ -351,19 +351,23 @@ def _file_lock(corpus: str, d: DocumentsSpec) -> contextlib.AbstractContextManag
 def _synthesized(corpus: str, d: DocumentsSpec, docs: int) -> Path:
     s = d.synthetic
     assert s is not None
-    gen = compile_mapping(s.mappings, timestamp=s.data_stream)
+    gen = fit_to_size(s.mappings, timestamp=s.data_stream, average_bytes=s.average_bytes, seed=s.document_seed)
+    s.presence = gen.presence
     if gen.unknown_types:
         kinds = "; ".join(f"{t} ({', '.join(f[:3])}{', ...' if len(f) > 3 else ''})"
                           for t, f in sorted(gen.unknown_types.items()))
         warn(f"corpus {corpus}: bench has no value generator for field type(s) {kinds} of {s.mapping_of}: those "
              "fields are left out of the synthetic documents")
-    key = json.dumps([SYNTHETIC_VERSION, s.mappings, s.action, s.data_stream], sort_keys=True)
+    key = json.dumps([SYNTHETIC_VERSION, s.mappings, s.action, s.data_stream]
+                     + ([gen.presence] if gen.presence < 1.0 else []), sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     stem = safe_name(Path(_strip_compression(d.source_file)).stem)
     path = data_dir() / corpus / f"synthetic-{stem}-seed{s.document_seed}-n{docs}-{digest}.json"
     with exclusive(lock_file_for(path), waiting=f"corpus {corpus}: waiting for another bench generating {path.name}"):
         if not path.is_file():
-            say(f"corpus {corpus}: generating {docs:,} synthetic documents from the mapping of {s.target}")
+            thinned = (f", each field present with probability {gen.presence:g} to match the published documents' "
+                       f"mean size ({s.average_bytes:,.0f} bytes)") if gen.presence < 1.0 and s.average_bytes else ""
+            say(f"corpus {corpus}: generating {docs:,} synthetic documents from the mapping of {s.target}{thinned}")
             _write_atomically(path, document_lines(gen, s.document_seed, docs, s.action))
         _check_lines(path, d, docs)
     return path

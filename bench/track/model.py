@@ -73,6 +73,8 @@ class SyntheticSpec(BaseModel):
     target: str
     action: dict[str, Any] | None = None  # the action line before each document (includes-action-and-meta-data)
     data_stream: bool = False
+    average_bytes: float | None = None  # the published documents' mean size, when the track declares it
+    presence: float = 1.0  # set when generated: the probability of each field being in a document
 
 
 class DocumentsSpec(_RallyModel):
@@ -90,6 +92,14 @@ class DocumentsSpec(_RallyModel):
     synthetic: SyntheticSpec | None = Field(default=None, exclude=True)
     # Absolute path of the uncompressed, ready-to-read file; set when the corpus is prepared.
     local_path: Path | None = Field(default=None, exclude=True)
+    # The published documents' mean size (uncompressed-bytes / document-count), kept when test mode drops the sizes.
+    average_bytes: float | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _average(self) -> "DocumentsSpec":
+        if self.average_bytes is None and self.uncompressed_bytes and self.document_count:
+            self.average_bytes = self.uncompressed_bytes / self.document_count
+        return self
 
     @field_validator("source_format", mode="before")
     @classmethod

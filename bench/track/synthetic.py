@@ -42,9 +42,22 @@ class Generated:
 
     fields: list[tuple[str, Value]]
     unknown_types: dict[str, list[str]] = field(default_factory=dict)
+    presence: float = 1.0  # the probability of each field but @timestamp being in a document (fit_to_size)
 
     def document(self, rnd: random.Random, i: int) -> dict[str, Any]:
-        return {name: gen(rnd, i) for name, gen in self.fields}
+        return _present(self.fields, rnd, i)
+
+
+_MISSING: Any = object()  # a field left out of this document (fields present with a probability below 1)
+
+
+def _present(fields: list[tuple[str, Value]], rnd: random.Random, i: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, gen in fields:
+        value = gen(rnd, i)
+        if value is not _MISSING:
+            out[name] = value
+    return out
 
 
 def _words(rnd: random.Random, lo: int, hi: int) -> str:
@@ -273,7 +286,12 @@ def properties_of(mappings: dict[str, Any]) -> dict[str, Any]:
     return dict(m.get("properties") or {})
 
 
-def _compile(props: dict[str, Any], prefix: str, unknown: dict[str, list[str]]) -> list[tuple[str, Value]]:
+def _sometimes(gen: Value, presence: float) -> Value:
+    return lambda rnd, i: gen(rnd, i) if rnd.random() < presence else _MISSING
+
+
+def _compile(props: dict[str, Any], prefix: str, unknown: dict[str, list[str]],
+             presence: float = 1.0) -> list[tuple[str, Value]]:
     out: list[tuple[str, Value]] = []
     for name in sorted(props):
         fdef = props[name] if isinstance(props[name], dict) else {}
@@ -282,7 +300,7 @@ def _compile(props: dict[str, Any], prefix: str, unknown: dict[str, list[str]]) 
         if ftype == "alias":
             continue  # an alias has no value of its own; the engines refuse one
         if ftype in _OBJECTS or ftype is None:
-            inner = _compile(dict(fdef.get("properties") or {}), f"{path}.", unknown)
+            inner = _compile(dict(fdef.get("properties") or {}), f"{path}.", unknown, presence)
             if not inner:
                 continue  # no field mapped inside (or no type at all): the mapping names nothing to send
             out.append((name, _object(inner, nested=ftype == "nested")))
@@ -293,30 +311,63 @@ def _compile(props: dict[str, Any], prefix: str, unknown: dict[str, list[str]]) 
         if gen is None:
             unknown.setdefault(str(ftype), []).append(path)
             continue
-        out.append((name, gen))
+        out.append((name, gen if presence >= 1.0 or path == "@timestamp" else _sometimes(gen, presence)))
     return out
 
 
 def _object(inner: list[tuple[str, Value]], *, nested: bool) -> Value:
-    def one(rnd: random.Random, i: int) -> dict[str, Any]:
-        return {n: g(rnd, i) for n, g in inner}
+    def one(rnd: random.Random, i: int) -> Any:
+        return _present(inner, rnd, i) or _MISSING  # an object none of whose fields came is left out too
+
     if nested:
-        return lambda rnd, i: [one(rnd, i) for _ in range(rnd.randint(1, 3))]
+        def many(rnd: random.Random, i: int) -> Any:
+            objects = [o for o in (one(rnd, i) for _ in range(rnd.randint(1, 3))) if o is not _MISSING]
+            return objects or _MISSING
+        return many
     return one
 
 
-def compile_mapping(mappings: dict[str, Any], *, timestamp: bool = False) -> Generated:
+def compile_mapping(mappings: dict[str, Any], *, timestamp: bool = False, presence: float = 1.0) -> Generated:
     """The generator of documents for ``mappings``; ``timestamp``: always give ``@timestamp`` (a data stream needs
-    it even when its template leaves it to the engine's default mapping)."""
+    it even when its template leaves it to the engine's default mapping); ``presence``: the probability of each
+    other field being in a document."""
     unknown: dict[str, list[str]] = {}
     props = properties_of(mappings)
-    fields = _compile(props, "", unknown)
+    fields = _compile(props, "", unknown, presence)
     if timestamp and "@timestamp" not in props:
         fields.insert(0, ("@timestamp", _leaf("date", {}, "@timestamp")))  # type: ignore[arg-type]
     if not fields and not unknown:
         # Nothing mapped: a dynamically mapped text field, so the documents are not empty.
         fields = [("message", _leaf("text", {}, "message"))]  # type: ignore[list-item]
-    return Generated(fields, unknown)
+    return Generated(fields, unknown, presence)
+
+
+_SAMPLE = 64  # documents generated to measure the mean size
+_SLACK = 1.25  # documents up to this much larger than the declared mean are left whole
+
+
+def mean_bytes(gen: Generated, seed: int) -> float:
+    return sum(len(line) for line in document_lines(gen, seed, _SAMPLE)) / _SAMPLE
+
+
+def fit_to_size(mappings: dict[str, Any], *, timestamp: bool, average_bytes: float | None, seed: int) -> Generated:
+    """The generator for ``mappings`` whose documents have about ``average_bytes`` on average (the track's
+    declared ``uncompressed-bytes`` / ``document-count``), when documents with every mapped field would be much
+    larger: each field but ``@timestamp`` is then present with the probability that brings the mean there. Real
+    documents of a wide mapping fill a few of its fields (a GitHub event carries one payload type of dozens); every
+    field in every document made github_archive's synthetic documents 6x its published ones."""
+    gen = compile_mapping(mappings, timestamp=timestamp)
+    if not average_bytes or average_bytes <= 0:
+        return gen
+    size = mean_bytes(gen, seed)
+    if size <= average_bytes * _SLACK:
+        return gen
+    presence = 1.0
+    for _ in range(3):  # the size is not linear in the presence (names, nesting): refine twice
+        presence = round(max(0.01, min(1.0, presence * average_bytes / size)), 4)
+        gen = compile_mapping(mappings, timestamp=timestamp, presence=presence)
+        size = mean_bytes(gen, seed)
+    return gen
 
 
 def document_lines(gen: Generated, seed: int, count: int, action: dict[str, Any] | None = None) -> Iterator[bytes]:

@@ -158,7 +158,8 @@ def plan_synthetic(track: Track, challenge: Challenge, wanted: list[tuple[str, D
         if d.includes_action_and_meta_data:
             action = {"create" if stream else "index": {"_index": target}}
         d.synthetic = SyntheticSpec(seed=seed, document_seed=document_seed(seed, corpus, d), mappings=mapping,
-                                    mapping_of=source, target=target, action=action, data_stream=stream)
+                                    mapping_of=source, target=target, action=action, data_stream=stream,
+                                    average_bytes=d.average_bytes)
 
 
 def corpora_facts(wanted: list[tuple[str, DocumentsSpec]]) -> list[dict[str, Any]]:
@@ -169,6 +170,8 @@ def corpora_facts(wanted: list[tuple[str, DocumentsSpec]]) -> list[dict[str, Any
         if d.synthetic is not None:
             fact.update(origin="synthetic", seed=d.synthetic.seed, target=d.synthetic.target,
                         mapping=d.synthetic.mapping_of)
+            if d.synthetic.presence < 1.0:
+                fact["field_presence"] = d.synthetic.presence
         elif d.generator is not None:
             fact.update(origin="generator", generator=d.generator.name, seed=d.generator.seed)
         else:

@@ -57,11 +57,22 @@ class Context:
 Runner = Callable[[Context, dict[str, Any]], Awaitable[Result]]
 
 
+def error_reason(err: dict[str, Any]) -> str:
+    """``type: reason``, and the innermost ``caused_by`` when it says something else: an engine wraps what it
+    could not parse ("failed to parse field [template]") around the cause ("unknown field [lifecycle]")."""
+    text = f"{err.get('type')}: {err.get('reason')}"
+    inner, depth = err.get("caused_by"), 0
+    while isinstance(inner, dict) and isinstance(inner.get("caused_by"), dict) and depth < 10:
+        inner, depth = inner["caused_by"], depth + 1
+    if isinstance(inner, dict) and inner.get("reason") and str(inner.get("reason")) not in text:
+        text += f" (caused by {inner.get('type')}: {inner.get('reason')})"
+    return text
+
+
 def _fail(status: int, body: Any, *, units: int = 1, unit: str = "ops", bytes_sent: int = 0) -> Result:
     reason = None
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        err = body["error"]
-        reason = f"{err.get('type')}: {err.get('reason')}"
+        reason = error_reason(body["error"])
     elif body:
         reason = str(body)[:300]
     return Result(units=units, unit=unit, bytes_sent=bytes_sent, success=False, error_type=f"http-{status}",
