@@ -179,7 +179,8 @@ def start_cluster(distribution: str, work: Path, plugins: list[Path] | None = No
     engine, _, version = distribution.partition(":")
     major = int(version.split(".")[0])
     jdk = "25" if engine == "opensearch" and major >= 3 else None  # OpenSearch 3 needs Java 21+
-    prov = LocalProvisioner("census", work / "trial")
+    # an id of its own: two censuses at once must not share (and wipe) each other's node folders
+    prov = LocalProvisioner(f"census-{os.getpid()}", work / "trial")
     spec = ClusterSpec(engine=engine, version=version, repository="maven-integ-test", runtime_jdk=jdk,
                        car=["defaults"], plugins=list(plugins or []))  # type: ignore[arg-type]
     info = prov.start(spec, timeout=300)
