@@ -527,12 +527,14 @@ def clear_node_folder(base: Path) -> None:
     running node."""
     if not base.exists():
         return
+    pid: int | None = None
     try:
         pid = int((base / "node.pid").read_text().strip())
-        running = str(base) in " ".join(psutil.Process(pid).cmdline())
+        if str(base) not in " ".join(psutil.Process(pid).cmdline()):
+            pid = None  # a reused pid: not this folder's node
     except (OSError, ValueError, psutil.Error):
-        running = False
-    if running:
+        pid = None
+    if pid is not None:
         raise ProvisionError(f"{base} belongs to a node that is still running (pid {pid}): another bench started "
                              "it under the same trial id; stop that node or give this run another id")
     shutil.rmtree(base)
