@@ -1,12 +1,15 @@
-"""The run census: every track of a rally-tracks checkout, its default challenge in test mode on generated corpora,
-against one local cluster, and what became of it.
+"""The run census: every track of a rally-tracks checkout (or workload of an opensearch-benchmark-workloads
+checkout), its default challenge (test procedure) in test mode on generated corpora, against one local cluster, and
+what became of it.
 
 Each track folder (as ``rally_tracks_compat.py`` finds them) runs as a user would run it::
 
     bench race --track-path=FOLDER --test-mode --generate-corpora --target-hosts=127.0.0.1:PORT --on-error=continue
 
+and each OSB workload folder (one with a ``workload.json``) as an OSB user would, with ``--workload-path=FOLDER``.
+
 in a process group of its own, killed after ``--timeout`` seconds (a hang is an outcome, not a wait). Between
-tracks the cluster is emptied (indices, data streams, templates, pipelines), so one track's leftovers cannot fail
+tracks the cluster is emptied (indices, data streams, templates, ingest and search pipelines, points in time), so one track's leftovers cannot fail
 the next. Each run is then read back from the trial store and sorted into one outcome:
 
 - ``completes cleanly``: the race ended and no request failed;
@@ -21,9 +24,11 @@ the next. Each run is then read back from the trial store and sorted into one ou
 
 The cluster: ``--distribution ENGINE:VERSION`` (default ``opensearch:3.6.0``: Maven's integ-test build, which carries
 OpenSearch's modules — painless, mapper-extras, ingest-common, parent-join, percolator, analysis-common, …), started
-by bench for the census and stopped after it, or ``--target-hosts`` for a running one::
+by bench for the census and stopped after it, with ``--plugin ZIP`` installed into it (the k-NN plugin for OSB's
+vector workloads), or ``--target-hosts`` for a running one::
 
     python benchmarks/rally_census.py [DIR] [--distribution opensearch:3.6.0] [--timeout 300] [--only TRACK ...]
+    python benchmarks/rally_census.py ../shared/tracks-real/osb-workloads --plugin opensearch-knn-3.6.0.0.zip
     python benchmarks/rally_census.py --reclassify census.json   # the table of a stored census, read again
 """
 
@@ -63,7 +68,8 @@ _CONSEQUENCES = re.compile(r"index_not_found_exception|no such index|no matching
                            r"does not exist, so waiting for it cannot succeed|"
                            r"specifies component templates \[.*\] that do not exist|"
                            r"Limit of total fields \[\d+\] has been exceeded", re.I)
-_LOAD_ERRORS = re.compile(r"track\.json|track\.py|the track needs|dependencies|refers to|unknown challenge")
+_LOAD_ERRORS = re.compile(r"(track|workload)\.(json|py)|the (track|workload) needs|dependencies|refers to|"
+                          r"unknown (challenge|test procedure)|refused at load")
 
 OUTCOMES = ("completes cleanly", "completes, causes named", "completes, causes unnamed", "fails: cluster lacks",
             "fails: file missing from the checkout", "fails: download unreachable here", "fails in bench",
@@ -161,38 +167,52 @@ def _http(url: str, method: str = "GET", body: Any = None) -> tuple[int, Any]:
 
 
 def empty_cluster(base: str) -> None:
-    """Delete what a track may have left: data streams, indices, templates, pipelines (each call may be refused by
-    a cluster without the feature: nothing to delete then)."""
-    for path in ("_data_stream/*?expand_wildcards=all", "*,-.*?expand_wildcards=all", "_index_template/*",
-                 "_component_template/*", "_template/*", "_ingest/pipeline/*"):
+    """Delete what a track may have left: data streams, indices, templates, ingest and search pipelines, points in
+    time (each call may be refused by a cluster without the feature: nothing to delete then)."""
+    for path in ("_search/point_in_time/_all", "_data_stream/*?expand_wildcards=all", "*,-.*?expand_wildcards=all",
+                 "_index_template/*", "_component_template/*", "_template/*", "_ingest/pipeline/*",
+                 "_search/pipeline/*"):
         _http(f"{base}/{path}", "DELETE")
 
 
-def start_cluster(distribution: str, work: Path) -> tuple[Any, str, str]:
-    """A one-node cluster started by bench's provisioner: (provisioner, host:port, description)."""
+def start_cluster(distribution: str, work: Path, plugins: list[Path] | None = None) -> tuple[Any, str, str]:
+    """A one-node cluster started by bench's provisioner, with ``plugins`` (zips) installed: (provisioner,
+    host:port, description)."""
     from bench.provision.local import LocalProvisioner
     from bench.provision.model import ClusterSpec
 
     engine, _, version = distribution.partition(":")
     major = int(version.split(".")[0])
     jdk = "25" if engine == "opensearch" and major >= 3 else None  # OpenSearch 3 needs Java 21+
-    prov = LocalProvisioner("census", work / "trial")
+    # an id of its own: two censuses at once must not share (and wipe) each other's node folders
+    prov = LocalProvisioner(f"census-{os.getpid()}", work / "trial")
     spec = ClusterSpec(engine=engine, version=version, repository="maven-integ-test", runtime_jdk=jdk,
-                       car=["defaults"])  # type: ignore[arg-type]
+                       car=["defaults"], plugins=list(plugins or []))  # type: ignore[arg-type]
     info = prov.start(spec, timeout=300)
     node = info.nodes[0]
     host = f"{node.host}:{node.http_port}"
     _http(f"http://{host}/_cluster/settings", "PUT", {"persistent": {"action.destructive_requires_name": False}})
-    _, plugins = _http(f"http://{host}/_nodes/plugins")
-    modules = sorted({m["name"] for n in ((plugins or {}).get("nodes") or {}).values() for m in n.get("modules", [])})
-    return prov, host, f"{engine} {version} (Maven integ-test build, {len(modules)} modules: {', '.join(modules)})"
+    _, installed = _http(f"http://{host}/_nodes/plugins")
+    nodes = ((installed or {}).get("nodes") or {}).values()
+    modules = sorted({m["name"] for n in nodes for m in n.get("modules", [])})
+    added = sorted({f"{p['name']} {p.get('version', '')}".strip() for n in nodes for p in n.get("plugins", [])})
+    with_plugins = f"; plugins: {', '.join(added)}" if added else ""
+    return prov, host, (f"{engine} {version} (Maven integ-test build, {len(modules)} modules: {', '.join(modules)}"
+                        f"{with_plugins})")
 
 
 # ---------------------------------------------------------------- one track
 
 
+def path_flag(track_dir: Path) -> str:
+    """How a user names this folder to ``bench race``: ``--workload-path`` for an OSB workload (a ``workload.json``
+    and no ``track.json``), else ``--track-path``."""
+    osb = (track_dir / "workload.json").is_file() and not (track_dir / "track.json").is_file()
+    return "--workload-path" if osb else "--track-path"
+
+
 def run_track(track_dir: Path, name: str, host: str, timeout: float, seed: int, env: dict[str, str]) -> Run:
-    cmd = [sys.executable, "-m", "bench", "--quiet", "race", f"--track-path={track_dir}", "--test-mode",
+    cmd = [sys.executable, "-m", "bench", "--quiet", "race", f"{path_flag(track_dir)}={track_dir}", "--test-mode",
            f"--generate-corpora={seed}", f"--target-hosts={host}", "--on-error=continue"]
     run = Run(track=name)
     t0 = time.monotonic()
@@ -244,8 +264,10 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
 
 
-def markdown(rows: list[dict[str, Any]], cluster: str) -> str:
-    lines = [f"Cluster: {cluster}", "", "| track | challenge | outcome | requests (failed) | s | causes |",
+def markdown(rows: list[dict[str, Any]], cluster: str, osb: bool = False) -> str:
+    """The census table; ``osb``: in OSB's words (workload, test procedure)."""
+    head = "| workload | test procedure |" if osb else "| track | challenge |"
+    lines = [f"Cluster: {cluster}", "", f"{head} outcome | requests (failed) | s | causes |",
              "|---|---|---|---|---|---|"]
     for r in rows:
         causes = "; ".join(dict.fromkeys(r["causes"]))
@@ -258,7 +280,7 @@ def markdown(rows: list[dict[str, Any]], cluster: str) -> str:
     lacking = Counter(c for r in rows for c in r["causes"] if r["outcome"] in ("completes, causes named",
                                                                              "fails: cluster lacks"))
     if lacking:
-        lines += ["", "What the cluster lacked (tracks):", ""]
+        lines += ["", f"What the cluster lacked ({'workloads' if osb else 'tracks'}):", ""]
         lines += [f"- {c}: {n}" for c, n in lacking.most_common()]
     return "\n".join(lines)
 
@@ -277,13 +299,16 @@ def reclassify(path: Path) -> str:
         run.last_line = re.sub(r"^(bench: )?(error: )?", "", run.last_line)
         outcome, causes = classify(run)
         rows.append({**asdict(run), "outcome": outcome, "causes": causes})
-    return markdown(rows, data["cluster"])
+    return markdown(rows, data["cluster"], bool(data.get("osb")))
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("dir", nargs="?", default=str(DEFAULT_DIR), help="a rally-tracks checkout")
+    ap.add_argument("dir", nargs="?", default=str(DEFAULT_DIR), help="a rally-tracks checkout (or an "
+                                                                     "opensearch-benchmark-workloads one)")
     ap.add_argument("--distribution", default="opensearch:3.6.0", help="ENGINE:VERSION of the cluster bench starts")
+    ap.add_argument("--plugin", action="append", default=[], metavar="ZIP",
+                    help="install this plugin zip into the cluster bench starts (repeatable)")
     ap.add_argument("--target-hosts", help="use this running cluster (host:port) instead of starting one")
     ap.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds a track may run before it counts as "
                                                                      "hanging")
@@ -300,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     base = Path(a.dir).expanduser().resolve()
     dirs = [d for d in track_dirs(base) if not a.only or str(d.relative_to(base)) in a.only]
     if not dirs:
-        print(f"{base}: no track.json below it (or none of --only); pass a checkout of elastic/rally-tracks",
+        print(f"{base}: no track.json or workload.json below it (or none of --only); pass a checkout of "
+              "elastic/rally-tracks or opensearch-project/opensearch-benchmark-workloads",
               file=sys.stderr)
         return 2
     home = Path(a.home) if a.home else Path(tempfile.mkdtemp(prefix="bench-census-"))
@@ -310,8 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.target_hosts:
         host, cluster = a.target_hosts, f"the running cluster at {a.target_hosts}"
     else:
-        prov, host, cluster = start_cluster(a.distribution, home)
-    print(f"census: {len(dirs)} tracks against {cluster}; BENCH_HOME={home}", file=sys.stderr, flush=True)
+        prov, host, cluster = start_cluster(a.distribution, home, [Path(p).expanduser().resolve() for p in a.plugin])
+    osb = all(path_flag(d) == "--workload-path" for d in dirs)
+    print(f"census: {len(dirs)} {'workloads' if osb else 'tracks'} against {cluster}; BENCH_HOME={home}", file=sys.stderr, flush=True)
     rows = []
     try:
         for d in dirs:
@@ -323,11 +350,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"census: {name}: {outcome} ({run.seconds:.0f} s) {'; '.join(causes)[:300]}", file=sys.stderr,
                   flush=True)
             if a.json:
-                Path(a.json).write_text(json.dumps({"cluster": cluster, "rows": rows}, indent=1))
+                Path(a.json).write_text(json.dumps({"cluster": cluster, "osb": osb, "rows": rows}, indent=1))
     finally:
         if prov is not None:
             prov.stop_all()
-    print(markdown(rows, cluster))
+    print(markdown(rows, cluster, osb))
     return 0
 
 

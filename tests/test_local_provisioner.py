@@ -6,6 +6,7 @@ import base64
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -251,3 +252,27 @@ def test_opensearch_node(tmp_path: Path) -> None:
         pids = [p.pid for ps in prov.processes().values() for p in ps]
         assert pids
     assert _gone(pids, 5)
+
+
+def test_a_running_node_folder_is_never_wiped(tmp_path: Path) -> None:
+    # two benches given one trial id (two censuses at once did this) lay their nodes out in the same folder
+    from bench.provision.local import clear_node_folder
+
+    base = tmp_path / "census" / "default" / "default-0"
+    (base / "data").mkdir(parents=True)
+    node = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"-Dpath.home={base}/install"])
+    try:
+        (base / "node.pid").write_text(f"{node.pid}\n")
+        running = f"{base} belongs to a node that is still running (pid {node.pid})"
+        with pytest.raises(ProvisionError, match=re.escape(running)):
+            clear_node_folder(base)
+        assert (base / "data").is_dir()
+    finally:
+        node.kill()
+        node.wait()
+    clear_node_folder(base)  # its node is gone: the folder is an earlier run's leftovers
+    assert not base.exists()
+    (base / "data").mkdir(parents=True)
+    (base / "node.pid").write_text(f"{os.getpid()}\n")  # a live pid that is not this folder's node
+    clear_node_folder(base)
+    assert not base.exists()

@@ -71,6 +71,14 @@ from bench.trials.sqlite import TrialStore
     ("HTTP 403: security_exception: current license is non-compliant for [ccr]", "a licence for ccr: start a trial"),
     ("1 of 5 documents failed, first: illegal_argument_exception: pipeline with id [p1] does not exist",
      "the ingest pipeline p1, which an earlier step"),
+    # OpenSearch 3.6.0's answers to OSB's clickbench and noaa_semantic_search workloads (the OSB census)
+    ("HTTP 400: settings_exception: transient setting [plugins.ppl.syntax.legacy.preferred], not recognized",
+     "the cluster setting plugins.ppl.syntax.legacy.preferred: needs OpenSearch's SQL plugin"),
+    ("HTTP 400: illegal_argument_exception: Invalid processor type normalization-processor",
+     "the search pipeline processor normalization-processor: needs OpenSearch's neural-search plugin"),
+    ("HTTP 400: parsing_exception: unknown query [hybrid]", "the query hybrid: needs OpenSearch's neural-search"),
+    ("cluster health is yellow, expected green: 3 replica shards cannot be assigned on a one-node cluster",
+     "a second node for the index's replicas"),
 ])
 def test_engine_messages_name_what_the_cluster_lacks(message, lacks):
     what = missing_feature(message)
@@ -84,6 +92,9 @@ def test_engine_messages_name_what_the_cluster_lacks(message, lacks):
     "HTTP 400: no handler found for uri [/_no_such_endpoint] and method [GET]",  # nor an API bench does not know
     "HTTP 429: es_rejected_execution_exception: rejected execution", "connection error: refused",
     "HTTP 405: Incorrect HTTP method for uri [/] and method [GET], allowed: [HEAD]",  # not a missing feature
+    # a setting no plugin of OpenSearch's registers is a typo as likely as a missing plugin
+    "HTTP 400: settings_exception: transient setting [search.no_such_thing], not recognized",
+    "cluster health is yellow, expected green",  # a yellow cluster of several nodes may just be slow
 ])
 def test_other_failures_are_left_as_they_are(message):
     assert missing_feature(message) is None and explain(message) == message

@@ -83,3 +83,23 @@ def test_table_counts_what_ran_to_the_end(census):
            "named, 1 hangs." in text
     assert "- the field type scaled_float: needs x: 1" in text
     assert "| b | c | completes, causes named | 10 (2) | 30 | the field type scaled_float: needs x |" in text
+
+
+def test_osb_workloads_run_as_osb_users_name_them(census, tmp_path):
+    # a workload.json folder is raced with --workload-path, a track.json one (even beside a workload.json) with
+    # --track-path, and the table of a workloads tree speaks OSB's words
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "workload.json").write_text("{}")
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "track.json").write_text("{}")
+    (tmp_path / "both").mkdir()
+    for name in ("track.json", "workload.json"):
+        (tmp_path / "both" / name).write_text("{}")
+    assert [census.path_flag(tmp_path / d) for d in ("w", "t", "both")] == [
+        "--workload-path", "--track-path", "--track-path"]
+    rows = [{"track": "nested", "challenge": "nested-search-test-procedure", "outcome": "completes cleanly",
+             "requests": 28, "failed": 0, "seconds": 4, "causes": []}]
+    text = census.markdown(rows, "opensearch 3.6.0", osb=True)
+    assert "| workload | test procedure | outcome |" in text and "| track |" not in text
+    refused = census.Run("v", exit_code=2, last_line="/x/workload.json: corpora[0].documents[0].source-format: ...")
+    assert census.classify(refused)[0] == "does not load"

@@ -94,3 +94,22 @@ def test_an_unknown_force_merge_mode_is_one_line(tmp_path: Path, es_target: str,
         {"operation": {"operation-type": "force-merge", "mode": "eventually"}}]}})
     rc, err = race(capsys, f"--track-path={track}", f"--target-hosts={es_target}")
     assert rc != 0 and "mode must be 'blocking' or 'polling', got 'eventually'" in err and "Traceback" not in err
+
+
+def test_a_one_node_cluster_that_stays_yellow_names_the_missing_node(tmp_path: Path, es_target: str,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # OSB's workloads default to one replica: on one node the health wait for green can never succeed
+    track = write(tmp_path / "t", {"track.json": {
+        "indices": [{"name": "replicated", "body": "index.json"}], "schedule": [
+            {"operation": {"operation-type": "delete-index"}},
+            {"operation": {"operation-type": "create-index"}},
+            {"name": "health", "operation": {"operation-type": "cluster-health", "index": "replicated",
+                                             "request-params": {"wait_for_status": "green", "timeout": "1s"}}}]},
+        "index.json": {"settings": {"index.number_of_shards": 2, "index.number_of_replicas": 1}}})
+    rc, err = race(capsys, f"--track-path={track}", f"--target-hosts={es_target}", "--on-error=continue")
+    health = samples().query("task == 'health'")
+    assert len(health) == 1 and not health["success"].iloc[0], err
+    assert health["error"].iloc[0].startswith(
+        "the cluster lacks a second node for the index's replicas"), health.T
+    assert "yellow, expected green: 2 replica shards cannot be assigned on a one-node cluster" in \
+        health["error"].iloc[0]

@@ -99,13 +99,15 @@ _INGEST = {"geoip": _module("ingest-geoip"), "user_agent": _module("ingest-user-
            "attachment": "the ingest-attachment plugin", "inference": _module("x-pack-ml", _ES),
            "enrich": _module("x-pack-enrich", _ES)}
 
+_NEURAL = "OpenSearch's neural-search plugin"
 _QUERIES = {"percolate": _module("percolator"), "has_child": _module("parent-join"),
             "has_parent": _module("parent-join"), "parent_id": _module("parent-join"),
             "rank_feature": _MAPPER_EXTRAS, "pinned": _module("x-pack-search-business-rules", _ES),
             "rule": _module("x-pack-ent-search", _ES), "rule_query": _module("x-pack-ent-search", _ES),
             "text_expansion": _module("x-pack-ml", _ES), "weighted_tokens": _module("x-pack-ml", _ES),
             "sparse_vector": _module("x-pack-ml", _ES), "semantic": _module("x-pack-inference", _ES),
-            "knn": "Elasticsearch ≥ 8.12 or OpenSearch's k-NN plugin", "neural": "OpenSearch's neural-search plugin",
+            "knn": "Elasticsearch ≥ 8.12 or OpenSearch's k-NN plugin", "neural": _NEURAL,
+            "hybrid": _NEURAL, "neural_sparse": _NEURAL,
             "geo_shape": _module("x-pack-spatial", _ES), "shape": _module("x-pack-spatial", _ES),
             "geo_grid": _module("x-pack-spatial", _ES)}
 
@@ -125,6 +127,8 @@ _ANALYSIS_PLUGINS = (("icu_", "the analysis-icu plugin"), ("kuromoji", "the anal
                      ("nori", "the analysis-nori plugin"), ("stempel", "the analysis-stempel plugin"),
                      ("polish", "the analysis-stempel plugin"), ("ukrainian", "the analysis-ukrainian plugin"))
 
+# What the cluster-health runner says of a one-node cluster that stays yellow (its replicas have nowhere to go).
+ONE_NODE_REPLICAS = "replica shards cannot be assigned on a one-node cluster"
 _NO_HANDLER = re.compile(r"no handler found for uri \[([^\]\s]*)")
 # OpenSearch takes an unknown /_name for an index name: the index handlers then refuse the method.
 _WRONG_METHOD = re.compile(r"Incorrect HTTP method for uri \[([^\]\s]*)\]")
@@ -136,6 +140,19 @@ _ANALYSIS = re.compile(r"(?:Unknown (tokenizer|filter|char_filter|analyzer|norma
                        r"|failed to find (tokenizer|filter|char_filter|analyzer|normalizer|global tokenizer) "
                        r"under name \[(\w+)\])", re.I)
 _PROCESSOR = re.compile(r"No processor type exists with name \[(\w+)\]", re.I)
+# OpenSearch's answer to a search pipeline naming a processor no module or plugin registered.
+_SEARCH_PROCESSOR = re.compile(r"Invalid processor type ([\w-]+)")
+_SEARCH_PROCESSORS = dict.fromkeys(("normalization-processor", "score-ranker-processor", "neural_query_enricher",
+                                    "neural_sparse_two_phase_processor", "hybrid_score_explanation", "rerank"),
+                                   _NEURAL)
+# A cluster setting no installed plugin registers: OpenSearch's plugins' settings by prefix.
+_CLUSTER_SETTING = re.compile(r"(?:transient|persistent) setting \[([\w.-]+)\], not recognized")
+_PLUGIN_SETTINGS = (("plugins.ppl.", "OpenSearch's SQL plugin (PPL)"), ("plugins.sql.", "OpenSearch's SQL plugin"),
+                    ("plugins.query.", "OpenSearch's SQL plugin"), ("opendistro.", "OpenSearch's SQL plugin"),
+                    ("plugins.ml_commons.", "OpenSearch's ml-commons plugin"),
+                    ("plugins.neural_search.", _NEURAL), ("knn.", "OpenSearch's k-NN plugin (opensearch-knn)"),
+                    ("plugins.security.", "OpenSearch's security plugin"),
+                    ("plugins.replication.", "OpenSearch's cross-cluster replication plugin"))
 _QUERY = re.compile(r"(?:unknown query \[|no \[query\] registered for \[)(\w+)\]", re.I)
 _AGG = re.compile(r"Unknown aggregation type \[(\w+)\]|unknown aggregation \[(\w+)\]", re.I)
 _SETTING = re.compile(r"unknown setting \[(index\.(?:mode|time_series\.[\w.]+|routing_path|knn[\w.]*|"
@@ -194,6 +211,16 @@ def missing_feature(message: str) -> str | None:
     if m := _PROCESSOR.search(message):
         p = m.group(1)
         return f"the ingest processor {p}: needs {_INGEST.get(p, _module('ingest-common'))}"
+    if m := _SEARCH_PROCESSOR.search(message):
+        p = m.group(1)
+        return f"the search pipeline processor {p}: needs {_SEARCH_PROCESSORS.get(p, 'the module or plugin that provides it')}"
+    if (m := _CLUSTER_SETTING.search(message)) and (
+            who := next((w for prefix, w in _PLUGIN_SETTINGS if m.group(1).startswith(prefix)), None)):
+        return f"the cluster setting {m.group(1)}: needs {who}"
+    if ONE_NODE_REPLICAS in message:
+        return ("a second node for the index's replicas (a replica never shares its primary's node): set "
+                "number_of_replicas to 0 where the track reads it (--track-params/--workload-params="
+                "number_of_replicas:0) or add nodes")
     if m := _QUERY.search(message):
         q = m.group(1)
         return f"the query {q}: needs {_QUERIES.get(q, 'the module or plugin that provides it')}"

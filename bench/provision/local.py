@@ -238,8 +238,7 @@ class LocalProvisioner:
         name = names[i]
         http, transport = pairs[i]
         base = self._nodes_base() / spec.name / name
-        if base.exists():
-            shutil.rmtree(base)
+        clear_node_folder(base)
         home, data, logs = base / "install", base / "data", base / "logs"
         shutil.copytree(source, home, symlinks=True)
         data.mkdir(parents=True)
@@ -520,6 +519,25 @@ def _send(guard: subprocess.Popen, line: str) -> None:
         guard.stdin.flush()
     except (OSError, ValueError):
         pass
+
+
+def clear_node_folder(base: Path) -> None:
+    """Remove what an earlier node left in ``base``, unless a node still runs from it (its ``node.pid`` names a live
+    process whose command line holds the folder): two benches given the same trial id must not wipe each other's
+    running node."""
+    if not base.exists():
+        return
+    pid: int | None = None
+    try:
+        pid = int((base / "node.pid").read_text().strip())
+        if str(base) not in " ".join(psutil.Process(pid).cmdline()):
+            pid = None  # a reused pid: not this folder's node
+    except (OSError, ValueError, psutil.Error):
+        pid = None
+    if pid is not None:
+        raise ProvisionError(f"{base} belongs to a node that is still running (pid {pid}): another bench started "
+                             "it under the same trial id; stop that node or give this run another id")
+    shutil.rmtree(base)
 
 
 def _launcher_alive(node: _Node) -> bool:
