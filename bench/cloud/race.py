@@ -1,8 +1,8 @@
-"""``bench race --topology=FILE`` with a cloud provider: bring the topology up, install bench on the load
-driver hosts at the orchestrator's version (several hosts form a Ray cluster, head on the first), run the race
-on the first against the clusters' private addresses, copy
-the trial (store rows, driver and node logs) back into the local store, and tear everything down —
-on success, failure, Ctrl-C and SIGTERM."""
+"""``bench race --topology=FILE`` with a cloud provider: bring the topology up (nodes booted with the race hooks'
+JVM options), install bench on the load driver hosts at the orchestrator's version (several hosts form a Ray
+cluster, head on the first), run the race on the first against the clusters' private addresses, copy the trial
+(store rows, driver and node logs, with the files the JVM options wrote) back into the local store, and tear
+everything down -- on success, failure, Ctrl-C and SIGTERM."""
 
 from __future__ import annotations
 
