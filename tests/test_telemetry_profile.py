@@ -103,7 +103,7 @@ def test_jvm_devices_are_refused_for_clusters_bench_does_not_start(capsys: pytes
     assert rc != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].endswith("--telemetry: jfr, gc configure the JVM of the nodes bench starts, and this race starts "
-                            "none (--target-hosts or a cloud topology): leave them out, or let bench start the cluster")
+                            "none (--target-hosts): leave them out, or let bench start the cluster")
     with TrialStore() as store:
         assert store.list_trials() == []  # refused before anything was stored or started
 

@@ -125,9 +125,11 @@ def confirm_or_abort(plan: Plan, yes: bool, ask: Callable[[str], str] | None = N
 
 
 def node_boots(topo: Topology, plan: Plan, ips: dict[str, str], passwords: dict[str, str],
-               tls: TransportTls | None = None) -> dict[str, NodeBoot]:
+               tls: TransportTls | None = None, jvm_options: dict[str, list[str]] | None = None
+               ) -> dict[str, NodeBoot]:
     """Startup parameters of every node: seeds are the cluster's private addresses, remote seeds the
-    transport addresses of the clusters it names in remote_clusters."""
+    transport addresses of the clusters it names in remote_clusters, extra JVM options the race's for its
+    cluster (``jvm_options``: cluster -> options, ``NODE_LOGS`` standing for the node's log folder)."""
     transport: dict[str, list[str]] = {}
     for c in topo.clusters:
         transport[c.name] = [f"{ips[i.name]}:{c.transport_port}" for i in plan.instances if i.group == c.name]
@@ -144,7 +146,8 @@ def node_boots(topo: Topology, plan: Plan, ips: dict[str, str], passwords: dict[
                                                   machine="x86_64"), car=c.car,
                 car_params=c.car_params, roles=c.roles, http_port=c.http_port, transport_port=c.transport_port,
                 base_dir=NODE_BASE_DIR, security_password=passwords.get(c.name),
-                transport_tls=tls if c.name in passwords else None)
+                transport_tls=tls if c.name in passwords else None,
+                jvm_options=list((jvm_options or {}).get(c.name, [])))
     return boots
 
 
@@ -155,9 +158,10 @@ def driver_script(name: str) -> str:
 
 def up(topo: Topology, provider: CloudProvider, trial_id: str, *, yes: bool = False,
        max_instances: int = DEFAULT_MAX_INSTANCES, ask: Callable[[str], str] | None = None,
-       console: Console | None = None, hours: float = 1.0) -> Deployment:
+       console: Console | None = None, hours: float = 1.0,
+       jvm_options: dict[str, list[str]] | None = None) -> Deployment:
     """Create the topology's network rules and instances; on any failure or interruption delete everything
-    created so far (and raise)."""
+    created so far (and raise). ``jvm_options``: cluster -> the race's extra JVM options for its nodes."""
     console = console or Console(stderr=True)
     plan = make_plan(topo, trial_id, hours)
     check_guard(plan, max_instances)
@@ -176,7 +180,8 @@ def up(topo: Topology, provider: CloudProvider, trial_id: str, *, yes: bool = Fa
             created += rules
             ip_list = allocate_ips(net, len(plan.instances), trial_id)
             ips = {i.name: ip for i, ip in zip(plan.instances, ip_list)}
-            boots = node_boots(topo, plan, ips, passwords, make_transport_tls(trial_id) if passwords else None)
+            boots = node_boots(topo, plan, ips, passwords, make_transport_tls(trial_id) if passwords else None,
+                               jvm_options)
             for inst in plan.instances:
                 script = render_startup_script(boots[inst.name]) if inst.role == "node" else driver_script(inst.name)
                 console.print(f"creating {inst.name} ({inst.instance_type}, {ips[inst.name]})", highlight=False)

@@ -1,8 +1,8 @@
-"""``bench race --topology=FILE`` with a cloud provider: bring the topology up, install bench on the load
-driver hosts at the orchestrator's version (several hosts form a Ray cluster, head on the first), run the race
-on the first against the clusters' private addresses, copy
-the trial (store rows, driver and node logs) back into the local store, and tear everything down —
-on success, failure, Ctrl-C and SIGTERM."""
+"""``bench race --topology=FILE`` with a cloud provider: bring the topology up (nodes booted with the race hooks'
+JVM options), install bench on the load driver hosts at the orchestrator's version (several hosts form a Ray
+cluster, head on the first), run the race on the first against the clusters' private addresses, copy the trial
+(store rows, driver and node logs, with the files the JVM options wrote) back into the local store, and tear
+everything down -- on success, failure, Ctrl-C and SIGTERM."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from bench.cloud import lifecycle
 from bench.cloud.collect import import_trial
@@ -35,6 +36,7 @@ from bench.util.home import trials_dir
 from bench.util.redact import redact_text
 
 log = logging.getLogger(__name__)
+NODE_STOP_TIMEOUT = 120  # seconds a node has to exit after SIGTERM before its files are fetched anyway
 
 
 def race_args(opts: RaceOptions, dep: lifecycle.Deployment, remote_dir: str, ray_address: str | None = None) -> list[str]:
@@ -171,16 +173,48 @@ def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[Dri
     snapshot.unlink(missing_ok=True)
     _push_to_metrics_store(dep.trial_id, console)
     for name, node_host in (node_log_hosts or {}).items():
-        cluster = next((r.cluster for r in dep.instances("node") if r.name == name), "nodes")
-        try:
-            with node_host:
-                base = dep.boots[name].base_dir if name in dep.boots else lifecycle.NODE_BASE_DIR
-                node_host.get_tree(f"{base}/logs", local_dir / "logs" / str(cluster) / name)
-                node_host.get(f"{base}/startup.log", local_dir / "logs" / str(cluster) / name / "startup.log")
-        except Exception as e:  # noqa: BLE001 - logs are collected best effort; the trial is already stored
-            log.warning("could not copy logs of node %s: %s", name, e)
-            console.print(f"[yellow]could not copy logs of node {name}: {redact_text(str(e))}[/yellow]")
+        fetch_node_files(dep, name, node_host, local_dir, console)
     return dep.trial_id
+
+
+def stop_node_command(base_dir: str, timeout: int = NODE_STOP_TIMEOUT) -> str:
+    """Shell that stops the node of ``base_dir`` (SIGTERM, as root or through sudo) and waits until it exited;
+    exits 0 also when it was not running, non-zero with a reason when it outlived ``timeout`` seconds."""
+    pid_file = shlex.quote(f"{base_dir}/node.pid")
+    return (f"alive() {{ [ -r /proc/$1/status ] && ! grep -qs '^State:[[:space:]]*Z' /proc/$1/status; }}; "
+            f"pid=$(cat {pid_file} 2>/dev/null) || exit 0; alive \"$pid\" || exit 0; "
+            'if [ "$(id -u)" = 0 ]; then kill -TERM "$pid"; else sudo -n kill -TERM "$pid"; fi || exit 1; '
+            f'for _ in $(seq {timeout}); do alive "$pid" || exit 0; sleep 1; done; '
+            f'echo "pid $pid still running {timeout} s after SIGTERM" >&2; exit 1')
+
+
+def fetch_node_files(dep: lifecycle.Deployment, name: str, host: RemoteHost, local_dir: Path,
+                     console: Console) -> None:
+    """Copy a node's log folder -- its logs and whatever the race's JVM options wrote there (GC and JIT logs,
+    flight recordings) -- and its startup log into the trial, where a local race keeps them
+    (``logs/<cluster>/<node>/``). A node booted with the race's JVM options is stopped first: a flight recording
+    is written when its JVM exits. Each failure is one line naming the node; the trial is already stored."""
+    cluster = next((r.cluster for r in dep.instances("node") if r.name == name), "nodes")
+    boot = dep.boots.get(name)
+    base = boot.base_dir if boot is not None else lifecycle.NODE_BASE_DIR
+    target = local_dir / "logs" / str(cluster) / name
+    try:
+        with host:
+            if boot is not None and boot.jvm_options:
+                rc, out, err = host.run(stop_node_command(base), timeout=NODE_STOP_TIMEOUT + 60, check=False)
+                if rc != 0:
+                    _warn(console, f"node {name} did not stop ({' '.join((err or out).split())[:200] or f'exit {rc}'}):"
+                          " the files its JVM writes at exit (a flight recording) may be missing from the trial")
+            host.get_tree(f"{base}/logs", target)
+            host.get(f"{base}/startup.log", target / "startup.log")
+    except Exception as e:  # noqa: BLE001 - every failure is one line; the trial is already stored
+        _warn(console, f"could not copy the logs of node {name} (with the files of the race's JVM options) "
+                       f"into {target}: {e}")
+
+
+def _warn(console: Console, line: str) -> None:
+    log.warning("%s", line)
+    console.print(f"[yellow]{escape(redact_text(line))}[/yellow]", highlight=False)
 
 
 def _push_to_metrics_store(trial_id: str, console: Console) -> None:
@@ -194,7 +228,9 @@ def _push_to_metrics_store(trial_id: str, console: Console) -> None:
             console.print(line, highlight=False, markup=False)
 
 
-def run_cloud_race(opts: RaceOptions, topo: Topology, console: Console) -> RaceResult:
+def run_cloud_race(opts: RaceOptions, topo: Topology, console: Console,
+                   jvm_options: dict[str, list[str]] | None = None) -> RaceResult:
+    """``jvm_options``: cluster -> the race's extra JVM options for its nodes (the race hooks'), booted with them."""
     if not topo.drivers:
         raise ConfigError(f"topology {topo.name}: a cloud race needs a load-driver host (drivers: [...])")
     if opts.target_hosts:
@@ -204,7 +240,8 @@ def run_cloud_race(opts: RaceOptions, topo: Topology, console: Console) -> RaceR
                           "cluster): drop --load-driver/--ray-address/--load-driver-hosts, or set drivers[].count")
     trial_id = new_trial_id()
     provider = get_provider(topo)
-    dep = lifecycle.up(topo, provider, trial_id, yes=opts.yes, max_instances=opts.max_instances, console=console)
+    dep = lifecycle.up(topo, provider, trial_id, yes=opts.yes, max_instances=opts.max_instances, console=console,
+                       jvm_options=jvm_options)
     known_hosts = trials_dir() / trial_id / "known_hosts"
     try:
         with lifecycle.sigterm_raises():

@@ -60,12 +60,15 @@ class LocalTopology(Provisioned):
 class CloudTopology(RaceClusters):
     def __init__(self, topology: Topology) -> None:
         self.topology = topology
-        self.planned = []  # started on the cloud's machines by the driver host's own race
+        # Booted on the cloud's machines by their startup scripts, the race's hooks' JVM options among their own.
+        self.planned = [PlannedCluster(c.name, load_car(c.car, c.car_params), c.engine, c.version, remote=True)
+                        for c in topology.clusters]
 
     def take_over(self, opts: RaceOptions, console: Console) -> RaceResult | None:
         from bench.cloud.race import run_cloud_race  # the cloud providers' clients load only for a cloud race
 
-        return run_cloud_race(opts, self.topology, console)
+        return run_cloud_race(opts, self.topology, console,
+                              jvm_options={c.name: self.jvm_options(c.name) for c in self.topology.clusters})
 
     def start(self, trial_id: str, options: ClientOptions, console: Console) -> list[ClusterTarget]:
         raise AssertionError("a cloud topology takes the race over")  # pragma: no cover

@@ -58,6 +58,9 @@ class PlannedCluster:
     car: CarConfig
     engine: str
     version: str | None  # None: known only once it runs (a --distribution-path build)
+    # Its nodes run on other machines (a cloud topology's): the race reaches them only over the network, and
+    # their JVM options still go into their boot.
+    remote: bool = False
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,19 @@ def _driver_machine(clusters: RaceClusters) -> dict[str, Any]:
     return out
 
 
+def plan_clusters(opts: RaceOptions, track: Track, challenge: Challenge, clusters: RaceClusters) -> list[RaceHook]:
+    """The race's hooks, having seen the clusters before anything starts (their refusals come first) and given
+    each planned cluster its JVM options -- also when the source then takes the race over (a cloud topology
+    boots its nodes with them)."""
+    hooks = race_hooks()
+    plan = RacePlan(opts, track, challenge, clusters.planned)
+    for hook in hooks:
+        hook.before_provisioning(plan)
+    for planned in clusters.planned:
+        clusters.add_jvm_options(planned.name, [o for hook in hooks for o in hook.jvm_options(plan, planned)])
+    return hooks
+
+
 def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult:
     console = console or Console()
     resolved = resolve_race_track(opts)
@@ -164,15 +177,10 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     if clusters.driver_cpus is not None and opts.load_driver:
         raise ConfigError(f"--load-driver={opts.load_driver} runs the workers elsewhere, but the topology pins the "
                           f"load driver to CPU {cpu_list_text(clusters.driver_cpus)} of this machine: drop one of them")
+    hooks = plan_clusters(opts, track, challenge, clusters)
     result = clusters.take_over(opts, console)
     if result is not None:
         return result
-    hooks = race_hooks()
-    plan = RacePlan(opts, track, challenge, clusters.planned)
-    for hook in hooks:
-        hook.before_provisioning(plan)
-    for planned in clusters.planned:
-        clusters.add_jvm_options(planned.name, [o for hook in hooks for o in hook.jvm_options(plan, planned)])
     with driver_profiling(opts.enable_driver_profiling) as profile_dir:
         return _run(opts, console, resolved, track, challenge, warmups, client_options, clusters, hooks,
                     profile_dir)

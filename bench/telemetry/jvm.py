@@ -27,6 +27,8 @@ from bench.util.redact import redact_text
 
 log = logging.getLogger(__name__)
 
+# Devices that are nothing but JVM options at the node's boot: they work wherever bench boots the node.
+BOOT_DEVICES = ("jfr", "jit", "gc")
 LOGS_PROPERTY = "-Dbench.node.logs="  # on the node's command line: where its log folder is (heapdump)
 JCMD_TIMEOUT = 300.0
 

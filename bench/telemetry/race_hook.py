@@ -13,7 +13,7 @@ from bench.race.pipeline import PlannedCluster, RaceHook, RacePlan, RaceSchedule
 from bench.telemetry import race_context, resolve_telemetry, start_telemetry
 from bench.telemetry.config import load_profile
 from bench.telemetry.feature_summary import STARTUP_DEVICE
-from bench.telemetry.jvm import heap_dumps, jvm_options
+from bench.telemetry.jvm import BOOT_DEVICES, heap_dumps, jvm_options
 from bench.util.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -40,8 +40,16 @@ class TelemetryHook(RaceHook):
         jvm = [d for d in config.jvm_devices() if d != PROFILE_DEVICE]
         if jvm and not race.clusters:
             raise ConfigError(f"--telemetry: {', '.join(jvm)} configure{'s' if len(jvm) == 1 else ''} the JVM of the "
-                              "nodes bench starts, and this race starts none (--target-hosts or a cloud topology): "
+                              "nodes bench starts, and this race starts none (--target-hosts): "
                               "leave them out, or let bench start the cluster")
+        remote = [c.name for c in race.clusters if c.remote]
+        elsewhere = [d for d in config.devices if d not in BOOT_DEVICES]
+        if remote and elsewhere:
+            # The schedule runs on the topology's driver host, which is given no devices; the nodes' own machines
+            # are reached only to boot them and to fetch their logs.
+            raise ConfigError(f"--telemetry: {', '.join(elsewhere)} cannot run on cluster(s) {', '.join(remote)} "
+                              f"(their nodes run on cloud machines; only {', '.join(BOOT_DEVICES)}, which are JVM "
+                              "options at the node's boot, do there): leave them out")
 
     def jvm_options(self, race: RacePlan, cluster: PlannedCluster) -> list[str]:
         return jvm_options(resolve_telemetry(race.opts.telemetry, race.opts.telemetry_params,
