@@ -124,6 +124,22 @@ def test_a_failing_install_is_one_line_with_the_log_file(tmp_path, bench_home, c
     assert "No matching distribution found for surely-not-a-real-package-bench-xyz" in log.read_text()
 
 
+def test_an_install_that_cannot_reach_its_download_says_so(tmp_path, bench_home, capsys):
+    # a URL dependency on a port nothing listens on: pip fails on the connection, not on the package
+    folder = _track(tmp_path / "t", ["http://127.0.0.1:1/package-assets-main.tar.gz"], track_py=None)
+    rc = main(["--quiet", "race", f"--track-path={folder}", "--target-hosts=127.0.0.1:1"])
+    err = capsys.readouterr().err
+    lines = [line for line in err.strip().splitlines() if not line.startswith("bench: installing")]
+    assert rc != 0 and "Traceback" not in err and len(lines) == 1, err
+    assert "failed (exit code 1) because a download could not be reached (" in lines[0], lines[0]
+
+
+def test_install_output_names_a_network_failure_and_nothing_else():
+    assert dependencies.unreachable_download("urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>") == \
+        "Name or service not known"
+    assert dependencies.unreachable_download("ERROR: No matching distribution found for x==1") is None
+
+
 def test_requirements_are_checked_against_the_installed_version(tmp_path):
     import importlib.metadata
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -98,6 +99,28 @@ def satisfied(dep: str, libs: Path, file: Path) -> bool:
     return version is not None and (not req.specifier or req.specifier.contains(version, prereleases=True))
 
 
+# What pip (or a package's own build, fetching sources) prints when a host cannot be reached.
+_NETWORK = re.compile(r"Name or service not known|Temporary failure in name resolution|Could not resolve host|"
+                      r"Network is unreachable|No route to host|Connection refused|Failed to establish a new "
+                      r"connection|ConnectTimeoutError|Max retries exceeded")
+
+
+def unreachable_download(output: str) -> str | None:
+    """The network failure in an install's output, if it failed on one (so the user is told it is the network,
+    not the track)."""
+    m = _NETWORK.search(output)
+    return m.group(0) if m else None
+
+
+def _tail(log: Path, start: int) -> str:
+    try:
+        with open(log, "rb") as f:
+            f.seek(start)
+            return f.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
 def pip_command(deps: list[str], libs: Path) -> list[str]:
     return [sys.executable, "-m", "pip", "install", *deps, "--upgrade", "--target", str(libs)]
 
@@ -148,6 +171,7 @@ def _install(missing: list[str], libs: Path, file: Path) -> None:
         with open(log, "ab") as out:
             out.write(f"\n$ {shlex.join(cmd)}\n".encode())
             out.flush()
+            start = out.tell()
             try:
                 rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     timeout=INSTALL_TIMEOUT_S, check=False).returncode
@@ -155,7 +179,9 @@ def _install(missing: list[str], libs: Path, file: Path) -> None:
                 rc = None
         if rc != 0:
             how = f"timed out after {INSTALL_TIMEOUT_S} s" if rc is None else f"failed (exit code {rc})"
-            raise TrackError(f"{file}: installing the track's dependencies {', '.join(missing)} {how}: see {log}; "
+            why = unreachable_download(_tail(log, start))
+            raise TrackError(f"{file}: installing the track's dependencies {', '.join(missing)} {how}"
+                             f"{f' because a download could not be reached ({why})' if why else ''}: see {log}; "
                              f"the command was: {shlex.join(cmd)}")
         urls = [d for d in missing if _is_url(d) or Requirement(d).url]
         if urls:
