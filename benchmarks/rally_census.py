@@ -75,7 +75,8 @@ OUTCOMES = ("completes cleanly", "completes, causes named", "completes, causes u
             "fails: file missing from the checkout", "fails: download unreachable here", "fails in bench",
             "does not load", "hangs")
 _UNREACHABLE = re.compile(r"ClientConnectorDNSError|Name or service not known|Temporary failure in name resolution|"
-                          r"Cannot connect to host ([\w.-]+)")
+                          r"Cannot connect to host ([\w.-]+)|"
+                          r"because a download could not be reached \((?P<why>[^)]*)\)")
 _NOT_ELASTICSEARCH = "the server is not Elasticsearch"
 NOT_ELASTICSEARCH = "Elasticsearch itself: the track's runners use elasticsearch-py, which refuses other engines"
 # A track's assertions check its published data's answers (hit counts): synthetic documents answer otherwise.
@@ -125,7 +126,7 @@ def classify(run: Run) -> tuple[str, list[str]]:
         if _NOT_ELASTICSEARCH in run.last_line:
             return "fails: cluster lacks", [NOT_ELASTICSEARCH]
         if m := _UNREACHABLE.search(run.last_line):
-            return "fails: download unreachable here", [f"a download this machine cannot reach ({m.group(0)})"]
+            return "fails: download unreachable here", [f"a download this machine cannot reach ({m.group('why') or m.group(0)})"]
         if _LOAD_ERRORS.search(run.last_line):
             return "does not load", [run.last_line]
         return "fails in bench", [run.last_line or f"exit code {run.exit_code}"]
@@ -136,7 +137,7 @@ def classify(run: Run) -> tuple[str, list[str]]:
         if _NOT_ELASTICSEARCH in why:
             return "fails: cluster lacks", [NOT_ELASTICSEARCH]
         if m := _UNREACHABLE.search(why):
-            return "fails: download unreachable here", [f"a download this machine cannot reach ({m.group(0)})"]
+            return "fails: download unreachable here", [f"a download this machine cannot reach ({m.group('why') or m.group(0)})"]
         if (m := _MISSING_FILE.search(why)) and f"/{run.track}/" in m.group(1) and not Path(m.group(1)).exists():
             return "fails: file missing from the checkout", [f"{m.group(1)} is not in the checkout"]
         return "fails in bench", [why]

@@ -63,6 +63,10 @@ def test_outcomes(census):
     assert census.classify(asserted) == ("completes, causes named", [census.ASSERTION])
     refused = Run("g", exit_code=2, last_line="/x/track.json: the track needs pytrec_eval==0.5, not installed")
     assert census.classify(refused)[0] == "does not load"
+    offline = Run("i", exit_code=2, last_line="/x/track.json: installing the track's dependencies pytrec_eval==0.5 "
+                  "failed (exit code 1) because a download could not be reached (Name or service not known): see log")
+    assert census.classify(offline) == ("fails: download unreachable here",
+                                        ["a download this machine cannot reach (Name or service not known)"])
     hung = Run("h", timed_out=True, seconds=240.4, trial="t4", status="interrupted",
                failures=[("create-index", SCALED, 1)])
     outcome, causes = census.classify(hung)
