@@ -92,6 +92,8 @@ def test_a_wide_mapping_is_thinned_to_the_published_mean_size_and_a_narrow_one_i
     assert narrow.presence == 1.0
     assert b"".join(document_lines(narrow, 3, 20)) == b"".join(document_lines(compile_mapping(MAPPING), 3, 20))
     assert fit_to_size(wide, timestamp=True, average_bytes=None, seed=5).presence == 1.0
+    # up to 4x the published size is bench's longer values, not a wide mapping: every field stays
+    assert fit_to_size(wide, timestamp=True, average_bytes=whole / 3.5, seed=5).presence == 1.0
 
 
 def test_a_document_set_keeps_its_published_mean_size_through_test_mode():
