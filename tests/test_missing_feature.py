@@ -22,6 +22,8 @@ from bench.trials.sqlite import TrialStore
     ("HTTP 400: x_content_parse_exception: [1:28] [component_template] failed to parse field [template] (caused by "
      "x_content_parse_exception: [1:15] [template] unknown field [lifecycle])",
      "data stream lifecycle (a template's lifecycle): needs Elasticsearch ≥ 8.11"),
+    ("HTTP 400: parsing_exception: Unknown aggregation type [time_series] (caused by named_object_not_found_exception: "
+     "[1:132] unknown field [time_series])", "the aggregation time_series: needs Elasticsearch ≥ 8.7"),
     ("HTTP 400: illegal_argument_exception: composable template [vector-index-template] template after composition "
      "is invalid (caused by mapper_parsing_exception: No handler for type [dense_vector] declared on field [emb])",
      "the field type dense_vector: needs Elasticsearch ≥ 7.3"),

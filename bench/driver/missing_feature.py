@@ -113,7 +113,8 @@ _QUERIES = {"percolate": _module("percolator"), "has_child": _module("parent-joi
 
 _AGGREGATIONS = {
     "matrix_stats": _module("aggs-matrix-stats (Elasticsearch: aggregations)"),
-    **dict.fromkeys(("adjacency_matrix", "auto_date_histogram", "children", "parent", "time_series",
+    "time_series": "Elasticsearch ≥ 8.7, its aggregations module (OpenSearch has none)",
+    **dict.fromkeys(("adjacency_matrix", "auto_date_histogram", "children", "parent",
                      "bucket_sort", "bucket_selector", "derivative", "serial_diff", "moving_fn"),
                     _module("aggregations (parent-join for children/parent)")),
     **dict.fromkeys(("string_stats", "boxplot", "top_metrics", "t_test", "rate", "multi_terms",
