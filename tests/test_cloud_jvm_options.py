@@ -115,3 +115,16 @@ def test_a_node_whose_files_cannot_be_fetched_is_named_in_one_line(tmp_path: Pat
     assert lines == [f"could not copy the logs of node {name} (with the files of the race's JVM options) into "
                      f"{tmp_path / 'trial' / 'logs' / 'leader' / name}: SSH private key {tmp_path / 'no-such-key'} "
                      "does not exist; set ssh.private_key in the topology"]
+
+
+@pytest.mark.parametrize("option", ["--redline=task:match-all,p99:500ms", "--enable-driver-profiling",
+                                    "--randomization-enabled"])
+def test_cloud_race_refuses_options_its_driver_host_is_not_given(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str) -> None:
+    rc = main(["--quiet", "race", "--topology", str(_topology(tmp_path)), "--track", "nginx", "--test-mode", option,
+               "--yes"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: {option.split('=')[0]}: not available for a cloud topology's race"), err
+    with TrialStore() as store:
+        assert store.list_trials() == []

@@ -88,3 +88,10 @@ def test_a_cloud_race_refuses_a_load_driver_of_its_own() -> None:
                  RaceOptions(track="nginx", load_driver_hosts=["10.1.1.1"])):
         with pytest.raises(ConfigError, match="drives from topology ccr's driver hosts"):
             run_cloud_race(opts, topo, Console(stderr=True))
+
+
+def test_race_args_carry_the_task_filters() -> None:
+    args = race_args(RaceOptions(track="nginx", include_tasks=["index-append", "type:search"]), _deployment(1), "/x")
+    assert args[args.index("--include-tasks") + 1] == "index-append,type:search" and "--exclude-tasks" not in args
+    args = race_args(RaceOptions(track="nginx", exclude_tasks=["tag:slow"]), _deployment(1), "/x")
+    assert args[args.index("--exclude-tasks") + 1] == "tag:slow"

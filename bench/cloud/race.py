@@ -64,6 +64,9 @@ def race_args(opts: RaceOptions, dep: lifecycle.Deployment, remote_dir: str, ray
         args.append("--ignore-unused-track-params")
     if opts.test_mode:
         args.append("--test-mode")
+    for flag, names in (("--include-tasks", opts.include_tasks), ("--exclude-tasks", opts.exclude_tasks)):
+        if names:
+            args += [flag, ",".join(names)]
     if dep.passwords:
         args += ["--client-options", f"{remote_dir}/client-options.json"]
     tags = {**opts.user_tags, "topology": dep.topology.name, "provider": dep.topology.provider}
@@ -238,6 +241,13 @@ def run_cloud_race(opts: RaceOptions, topo: Topology, console: Console,
     if opts.load_driver or opts.load_driver_hosts:
         raise ConfigError(f"--topology drives from topology {topo.name}'s driver hosts (several of them form a Ray "
                           "cluster): drop --load-driver/--ray-address/--load-driver-hosts, or set drivers[].count")
+    # Options the driver host's race is not given: refused, never dropped (--max-error-rate is applied here, to
+    # the trial brought back).
+    unsent = [flag for flag, on in (("--redline", opts.redline), ("--randomization-enabled", opts.randomization),
+                                    ("--enable-driver-profiling", opts.enable_driver_profiling)) if on]
+    if unsent:
+        raise ConfigError(f"{', '.join(unsent)}: not available for a cloud topology's race (topology {topo.name}); "
+                          "drop it, or race a local topology or --target-hosts")
     trial_id = new_trial_id()
     provider = get_provider(topo)
     dep = lifecycle.up(topo, provider, trial_id, yes=opts.yes, max_instances=opts.max_instances, console=console,
