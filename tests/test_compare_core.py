@@ -45,7 +45,7 @@ def test_directions_of_the_rows():
     assert higher_is_better("Total Young Gen GC time") is False
     assert higher_is_better("Median CPU usage (node-stats)") is False
     assert higher_is_better("Max CCR lag time") is False
-    assert higher_is_better("Total docs count") is None
+    assert higher_is_better("Doc count") is None
 
 
 def test_single_trials_are_shown_but_not_judged():

@@ -207,7 +207,7 @@ def cluster_rows(c: ClusterTotals) -> list[MetricRow]:
         ordered.append(MetricRow(metric="Translog size", task="", value=t.translog_size_bytes / GB, unit="GB"))
     ordered += [
         MetricRow(metric="Segment count", task="", value=p.segment_count, unit=""),
-        MetricRow(metric="Total docs count", task="", value=p.docs_count, unit=""),
+        MetricRow(metric="Doc count", task="", value=p.docs_count, unit=""),
     ]
     return ordered
 

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.http.client import ClientOptions, parse_client_options
+from bench.trials.metrics_store.layout import DEFAULT_PREFIX, LAYOUTS, Layout
 from bench.util import redact
 from bench.util.errors import ConfigError
 from bench.util.home import bench_home_path
@@ -34,8 +35,10 @@ class StoreConfig(BaseModel):
     model_config = ConfigDict(frozen=True)
     url: str  # scheme://host:port, never with credentials
     options: ClientOptions = ClientOptions()
-    # Rally's index names are rally-races-*, rally-metrics-*, rally-results-*: its dashboards read those.
+    # Rally's index names are rally-races-*, rally-metrics-*, rally-results-*: its dashboards read those. The osb
+    # layout writes OSB's names instead (benchmark-test-runs-*, test-run-id, workload ...: ``layout``).
     prefix: str = "rally"
+    layout: Layout = "rally"
     environment: str = "local"  # Rally's env.name
     # Rally's metrics.request.downsample.factor: only every n-th request sample reaches the store.
     downsample: int = Field(default=1, ge=1)
@@ -43,7 +46,7 @@ class StoreConfig(BaseModel):
     @property
     def key(self) -> str:
         """Names this store in the local push records (no credentials)."""
-        return f"{self.url}/{self.prefix}"
+        return f"{self.url}/{self.prefix}" + ("" if self.layout == "rally" else f"/{self.layout}")
 
     @property
     def tls(self) -> bool:
@@ -71,7 +74,11 @@ def configured_store() -> StoreConfig | None:
         return _configured
     url = os.environ.get(ENV_URL, "").strip()
     if url:
-        return from_url(url, _options_from_env(), password=os.environ.get(ENV_PASSWORD) or None)
+        opts = _options_from_env()
+        lay = _layout(opts.pop("layout", "rally"), what=ENV_OPTIONS)
+        prefix = str(opts.pop("index_prefix", DEFAULT_PREFIX[lay]))
+        return from_url(url, opts, password=os.environ.get(ENV_PASSWORD) or None, prefix=prefix, layout=lay,
+                        what=ENV_URL)
     return from_ini(bench_home_path() / INI_NAME)
 
 
@@ -84,8 +91,17 @@ def _options_from_env() -> dict[str, Any]:
     return parse_params(raw, what=ENV_OPTIONS)
 
 
+def _layout(value: Any, *, what: str) -> Layout:
+    v = str(value).strip().lower()
+    for lay in LAYOUTS:
+        if v == lay:
+            return lay
+    raise ConfigError(f"{what}: layout {value!r} is not one of {', '.join(LAYOUTS)} (rally: Rally's index and field "
+                      "names; osb: OpenSearch Benchmark's)")
+
+
 def from_url(url: str, options: dict[str, Any] | None = None, *, password: str | None = None,
-             prefix: str = "rally", environment: str = "local", downsample: int = 1,
+             prefix: str = "rally", environment: str = "local", downsample: int = 1, layout: Layout = "rally",
              what: str = "--metrics-store") -> StoreConfig:
     """``https://user[:password]@host:9200`` plus client options; the user and password may also be options."""
     opts = dict(options or {})
@@ -113,13 +129,14 @@ def from_url(url: str, options: dict[str, Any] | None = None, *, password: str |
     except ConfigError as e:
         raise ConfigError(str(e).replace("--client-options", f"{what} options")) from None
     return StoreConfig(url=f"{scheme}://{parts.hostname}:{port}", options=client, prefix=prefix,
-                       environment=environment, downsample=downsample)
+                       environment=environment, downsample=downsample, layout=layout)
 
 
 def from_ini(path: Path) -> StoreConfig | None:
     """Rally's ``[reporting]`` keys (``datastore.type = elasticsearch``, ``datastore.host``, ``.port``, ``.secure``,
     ``.user``, ``.password``, ``.ssl.verification_mode``, ``.ssl.certificate_authorities``,
-    ``metrics.request.downsample.factor``), ``[system] env.name``, and bench's ``datastore.index_prefix``."""
+    ``metrics.request.downsample.factor``), ``[system] env.name``, and bench's ``datastore.index_prefix`` and
+    ``datastore.layout`` (``rally`` or ``osb``)."""
     if not path.is_file():
         return None
     ini = configparser.ConfigParser(interpolation=None)
@@ -156,9 +173,11 @@ def from_ini(path: Path) -> StoreConfig | None:
     if factor < 1:
         raise ConfigError(f"{path}: [reporting] metrics.request.downsample.factor = {factor}: use 1 or more")
     env = ini.get("system", "env.name", fallback="local").strip() or "local"
-    prefix = rep.get("datastore.index_prefix", "rally").strip() or "rally"
+    lay = _layout(rep.get("datastore.layout", "rally").strip() or "rally",
+                  what=f"{path}: [reporting] datastore.layout")
+    prefix = rep.get("datastore.index_prefix", "").strip() or DEFAULT_PREFIX[lay]
     return from_url(f"{'https' if secure else 'http'}://{host}:{port}", opts, prefix=prefix, environment=env,
-                    downsample=factor, what=f"{path} [reporting]")
+                    downsample=factor, layout=lay, what=f"{path} [reporting]")
 
 
 def from_cli(url: str, options: str | None, *, downsample: int | None = None) -> StoreConfig:
@@ -166,7 +185,8 @@ def from_cli(url: str, options: str | None, *, downsample: int | None = None) ->
     from bench.track.params import parse_params
 
     opts = parse_params(options, what="--metrics-store-options") if options else {}
-    prefix = str(opts.pop("index_prefix", "rally"))
+    lay = _layout(opts.pop("layout", "rally"), what="--metrics-store-options")
+    prefix = str(opts.pop("index_prefix", DEFAULT_PREFIX[lay]))
     env = str(opts.pop("environment", "local"))
     factor = opts.pop("downsample_factor", downsample or 1)
     try:
@@ -176,10 +196,11 @@ def from_cli(url: str, options: str | None, *, downsample: int | None = None) ->
     if factor < 1:
         raise ConfigError(f"--metrics-store-options: downsample_factor {factor}: use 1 or more")
     return from_url(url, opts, password=os.environ.get(ENV_PASSWORD) or None, prefix=prefix, environment=env,
-                    downsample=factor)
+                    downsample=factor, layout=lay)
 
 
 def describe(config: StoreConfig) -> str:
     """The store in one line, as logs and messages name it (no credentials)."""
     who = f"{config.options.basic_auth_user}@" if config.options.basic_auth_user else ""
-    return f"{config.url.replace('://', '://' + who, 1)} ({config.prefix}-*)"
+    lay = "" if config.layout == "rally" else f", {config.layout} layout"
+    return f"{config.url.replace('://', '://' + who, 1)} ({config.prefix}-*{lay})"

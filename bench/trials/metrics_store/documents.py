@@ -19,9 +19,11 @@ import pandas as pd
 from bench.driver.samples import RequestSample, TelemetryRow
 from bench.results.stats import SAMPLE_COLUMNS, normalize_frame
 from bench.results.summary import Summary
+from bench.trials.metrics_store.layout import METRICS as METRICS  # re-exported: callers say documents.METRICS
+from bench.trials.metrics_store.layout import RACES as RACES
+from bench.trials.metrics_store.layout import RESULTS as RESULTS
+from bench.trials.metrics_store.layout import Layout, kind
 from bench.trials.model import TrialInfo
-
-RACES, METRICS, RESULTS = "races", "metrics", "results"
 
 
 def race_timestamp(t: datetime) -> str:
@@ -31,11 +33,11 @@ def race_timestamp(t: datetime) -> str:
     return t.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
-def index_name(prefix: str, kind: str, trial: TrialInfo) -> str:
-    """Rally's monthly indices, by the race's start: rally-metrics-2026-11."""
+def index_name(prefix: str, index_kind: str, trial: TrialInfo, layout: Layout = "rally") -> str:
+    """Rally's (and OSB's) monthly indices, by the race's start: rally-metrics-2026-11, benchmark-test-runs-2026-11."""
     t = trial.start_time if trial.start_time.tzinfo else trial.start_time.replace(tzinfo=timezone.utc)
     t = t.astimezone(timezone.utc)
-    return f"{prefix}-{kind}-{t.year:04d}-{t.month:02d}"
+    return f"{prefix}-{kind(index_kind, layout)}-{t.year:04d}-{t.month:02d}"
 
 
 def _car_name(trial: TrialInfo) -> str:

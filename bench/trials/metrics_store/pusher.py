@@ -18,6 +18,7 @@ from typing import Any
 from bench.trials.metrics_store import documents
 from bench.trials.metrics_store.config import StoreConfig, describe
 from bench.trials.metrics_store.http import StoreHttp, StoreRefused, StoreUnavailable
+from bench.trials.metrics_store.layout import to_layout
 from bench.trials.metrics_store.templates import index_templates
 from bench.trials.model import ALL_TRIALS
 from bench.trials.sqlite import PushState, TrialStore
@@ -39,7 +40,7 @@ class TrialPush:
     def ensure_templates(self) -> None:
         if self._templates:
             return
-        for name, body in index_templates(self.config.prefix).items():
+        for name, body in index_templates(self.config.prefix, self.config.layout).items():
             try:
                 self.http.request("PUT", f"/_index_template/{name}", body)
             except StoreRefused as e:
@@ -55,8 +56,8 @@ class TrialPush:
         # was finished already, this push takes everything; when it finishes while rows go, the next push does.
         finished = trial.status != "running"
         state = self.local.push_state(trial_id, self.config.key) or PushState()
-        env, every = self.config.environment, self.config.downsample
-        metrics = documents.index_name(self.config.prefix, documents.METRICS, trial)
+        env, every, lay = self.config.environment, self.config.downsample, self.config.layout
+        metrics = documents.index_name(self.config.prefix, documents.METRICS, trial, lay)
         while True:
             rows = self.local.sample_rows_after(trial_id, state.samples_rowid, BATCH)
             if not rows:
@@ -68,7 +69,8 @@ class TrialPush:
                 if every > 1 and seq % every and bool(sample.success):
                     continue
                 for suffix, doc in documents.sample_documents(trial, sample, seq, env):
-                    actions.append(({"index": {"_index": metrics, "_id": f"{trial.id}-{seq}{suffix}"}}, doc))
+                    actions.append(({"index": {"_index": metrics, "_id": f"{trial.id}-{seq}{suffix}"}},
+                                    to_layout(doc, lay)))
             self.http.bulk(actions)
             state = state._replace(samples_rowid=rows[-1][0], samples_seen=state.samples_seen + len(rows))
             self.local.set_push_state(trial_id, self.config.key, state)
@@ -77,17 +79,17 @@ class TrialPush:
             if not trows:
                 break
             self.http.bulk(({"index": {"_index": metrics, "_id": f"{trial.id}-t{state.telemetry_seen + i}"}},
-                            documents.telemetry_document(trial, row, state.telemetry_seen + i, env))
+                            to_layout(documents.telemetry_document(trial, row, state.telemetry_seen + i, env), lay))
                            for i, (_, row) in enumerate(trows))
             state = state._replace(telemetry_rowid=trows[-1][0], telemetry_seen=state.telemetry_seen + len(trows))
             self.local.set_push_state(trial_id, self.config.key, state)
         summary = self.local.summary(trial_id)
         trial = self.local.get_trial(trial_id)  # the status may have changed while samples went
-        actions = [({"index": {"_index": documents.index_name(self.config.prefix, documents.RACES, trial),
-                               "_id": trial.id}}, documents.race_document(trial, summary, env))]
+        actions = [({"index": {"_index": documents.index_name(self.config.prefix, documents.RACES, trial, lay),
+                               "_id": trial.id}}, to_layout(documents.race_document(trial, summary, env), lay))]
         if summary is not None:
-            results = documents.index_name(self.config.prefix, documents.RESULTS, trial)
-            actions += [({"index": {"_index": results, "_id": f"{trial.id}-{key}"}}, doc)
+            results = documents.index_name(self.config.prefix, documents.RESULTS, trial, lay)
+            actions += [({"index": {"_index": results, "_id": f"{trial.id}-{key}"}}, to_layout(doc, lay))
                         for key, doc in documents.result_documents(trial, summary, env)]
         done = finished
         # The race document goes last and with a refresh at the end: once it is visible, so is the rest.

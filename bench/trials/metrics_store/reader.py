@@ -12,6 +12,7 @@ from bench.results.summary import Summary
 from bench.trials.metrics_store import documents
 from bench.trials.metrics_store.config import StoreConfig
 from bench.trials.metrics_store.http import StoreHttp
+from bench.trials.metrics_store.layout import field, from_layout, kind
 from bench.trials.model import TrialInfo
 from bench.util.errors import StoreError
 
@@ -22,28 +23,32 @@ class StoreReader:
     def __init__(self, config: StoreConfig, http: StoreHttp | None = None) -> None:
         self.config = config
         self.http = http or StoreHttp(config)
-        self._races = f"{config.prefix}-{documents.RACES}-*"
-        self._metrics = f"{config.prefix}-{documents.METRICS}-*"
+        self._layout = config.layout
+        self._races = f"{config.prefix}-{kind(documents.RACES, config.layout)}-*"
+        self._metrics = f"{config.prefix}-{kind(documents.METRICS, config.layout)}-*"
+        # Queries name fields as the store's layout does; documents read back are in Rally's names again.
+        self._id = field("race-id", config.layout)
 
     def _search(self, index: str, body: dict[str, Any]) -> list[dict[str, Any]]:
         _, res = self.http.request("POST", f"/{index}/_search?ignore_unavailable=true&allow_no_indices=true", body)
-        return [h["_source"] | {"_sort": h.get("sort")} for h in (res or {}).get("hits", {}).get("hits", [])]
+        return [from_layout(h["_source"], self._layout) | {"_sort": h.get("sort")}
+                for h in (res or {}).get("hits", {}).get("hits", [])]
 
     def _race_docs(self, query: dict[str, Any], size: int) -> list[dict[str, Any]]:
         # Only bench's races: Rally's own documents in the same indices have no bench object to read back.
         q = {"bool": {"filter": [query, {"exists": {"field": "bench-version"}}]}}
-        return self._search(self._races, {"query": q, "size": size,
-                                          "sort": [{"race-timestamp": {"order": "desc", "unmapped_type": "date"}}]})
+        newest = {field("race-timestamp", self._layout): {"order": "desc", "unmapped_type": "date"}}
+        return self._search(self._races, {"query": q, "size": size, "sort": [newest]})
 
     def race_doc(self, trial_id: str) -> dict[str, Any] | None:
-        docs = self._race_docs({"term": {"race-id": trial_id}}, 1)
+        docs = self._race_docs({"term": {self._id: trial_id}}, 1)
         return docs[0] if docs else None
 
     def get_trial(self, id_or_prefix: str) -> TrialInfo:
         key = (id_or_prefix or "").strip().lower()
         if not key or any(ch not in "0123456789abcdef" for ch in key):
             raise StoreError(f"{id_or_prefix!r} is not a trial id (hex digits): run 'bench list trials'")
-        docs = self._race_docs({"prefix": {"race-id": key}}, 3)
+        docs = self._race_docs({"prefix": {self._id: key}}, 3)
         exact = [d for d in docs if d["race-id"] == key]
         if exact:
             return documents.trial_of(exact[0])
@@ -57,11 +62,11 @@ class StoreReader:
 
     def delete_race(self, trial_id: str) -> int:
         """Delete the race's documents (race, metrics, results) from the store; how many were deleted."""
-        indices = ",".join(f"{self.config.prefix}-{kind}-*" for kind in (documents.RACES, documents.METRICS,
-                                                                            documents.RESULTS))
+        indices = ",".join(f"{self.config.prefix}-{kind(k, self._layout)}-*"
+                           for k in (documents.RACES, documents.METRICS, documents.RESULTS))
         _, res = self.http.request("POST", f"/{indices}/_delete_by_query?ignore_unavailable=true&allow_no_indices="
                                            f"true&refresh=true&conflicts=proceed",
-                                   {"query": {"term": {"race-id": trial_id}}})
+                                   {"query": {"term": {self._id: trial_id}}})
         return int((res or {}).get("deleted", 0))
 
     def list_trials(self, limit: int = 50) -> list[TrialInfo]:
@@ -73,11 +78,11 @@ class StoreReader:
         """Which of these trials the store holds."""
         if not trial_ids:
             return set()
-        docs = self._race_docs({"terms": {"race-id": trial_ids}}, len(trial_ids))
+        docs = self._race_docs({"terms": {self._id: trial_ids}}, len(trial_ids))
         return {d["race-id"] for d in docs}
 
     def _records(self, trial_id: str, record: str, extra: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        q = {"bool": {"filter": [{"term": {"race-id": trial_id}}, {"term": {"bench-record": record}}, *extra]}}
+        q = {"bool": {"filter": [{"term": {self._id: trial_id}}, {"term": {"bench-record": record}}, *extra]}}
         after: list[Any] | None = None
         while True:
             # unmapped_type: Rally's own metrics indices under the same pattern have no bench-seq.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.trials.metrics_store.documents import METRICS, RACES, RESULTS
+from bench.trials.metrics_store.layout import METRICS, RACES, RESULTS, Layout, kind, mapping_properties
 
 # High enough to win over a catch-all template, so a store holding other data keeps these mappings.
 PRIORITY = 300
@@ -19,12 +19,12 @@ _COMMON = {"race-id": {"type": "keyword"}, "race-timestamp": _RACE_TS, "environm
            "bench-version": {"type": "keyword"}, "bench": {"type": "object", "enabled": False}}
 
 
-def _mappings(kind: str) -> dict[str, Any]:
+def _mappings(index_kind: str, layout: Layout) -> dict[str, Any]:
     props: dict[str, Any] = dict(_COMMON)
-    if kind == RACES:
+    if index_kind == RACES:
         props |= {"pipeline": {"type": "keyword"}, "node-count": {"type": "short"}, "status": {"type": "keyword"},
                   "test-mode": {"type": "boolean"}, "end-timestamp": _RACE_TS, "error": {"type": "text"}}
-    elif kind == METRICS:
+    elif index_kind == METRICS:
         props |= {"@timestamp": {"type": "date", "format": "epoch_millis"}, "relative-time": {"type": "float"},
                   "name": {"type": "keyword"}, "value": {"type": "float"}, "unit": {"type": "keyword"},
                   "sample-type": {"type": "keyword"}, "task": {"type": "keyword"}, "operation": {"type": "keyword"},
@@ -37,12 +37,13 @@ def _mappings(kind: str) -> dict[str, Any]:
                   "unit": {"type": "keyword"},
                   "value": {"type": "object", "properties": {k: {"type": "double"} for k in
                                                              ("single", "min", "mean", "median", "max")}}}
-    return {"date_detection": False, "dynamic_templates": _STRINGS_AS_KEYWORDS, "properties": props}
+    return {"date_detection": False, "dynamic_templates": _STRINGS_AS_KEYWORDS,
+            "properties": mapping_properties(props, layout)}
 
 
-def index_templates(prefix: str) -> dict[str, dict[str, Any]]:
-    """Template name -> body, for the races, metrics and results indices under ``prefix``."""
-    return {f"{prefix}-{kind}-bench": {
-        "index_patterns": [f"{prefix}-{kind}-*"], "priority": PRIORITY,
-        "template": {"settings": {"index": {"mapping.total_fields.limit": 2000}}, "mappings": _mappings(kind)},
-        "_meta": {"created_by": "bench"}} for kind in (RACES, METRICS, RESULTS)}
+def index_templates(prefix: str, layout: Layout = "rally") -> dict[str, dict[str, Any]]:
+    """Template name -> body, for the races (OSB: test-runs), metrics and results indices under ``prefix``."""
+    return {f"{prefix}-{kind(k, layout)}-bench": {
+        "index_patterns": [f"{prefix}-{kind(k, layout)}-*"], "priority": PRIORITY,
+        "template": {"settings": {"index": {"mapping.total_fields.limit": 2000}}, "mappings": _mappings(k, layout)},
+        "_meta": {"created_by": "bench"}} for k in (RACES, METRICS, RESULTS)}
