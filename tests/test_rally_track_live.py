@@ -119,5 +119,6 @@ def test_cluster_health_judged_as_rally_does(tmp_path, es_target):
     _, _, df = stored()
     by = df.set_index("task")
     assert bool(by.loc["health", "success"]) is True
-    assert bool(by.loc["green", "success"]) is False and by.loc["green", "error"] == \
-        "cluster health is yellow, expected green"
+    green = str(by.loc["green", "error"])
+    assert bool(by.loc["green", "success"]) is False and "cluster health is yellow, expected green" in green, green
+    assert "a second node for the index's replicas" in green  # one node cannot place a replica: said why
