@@ -23,11 +23,13 @@ from bench.trials.filter import add_race_filters
 from bench.util import redact
 from bench.util.errors import BenchError, ConfigError
 from bench.util.home import STORAGE_ERRNOS, bench_home, bench_home_path, storage_error
-from bench.util.memory import no_thread, out_of_memory
+from bench.util.memory import address_space_limit, no_thread, out_of_memory
 
 if TYPE_CHECKING:
     from bench.race.options import RaceOptions
     from bench.race.pipeline import RaceResult
+
+_PACKAGE = Path(__file__).resolve().parent  # bench/, whose own modules are compiled and linted in CI
 
 log = logging.getLogger("bench")
 
@@ -829,6 +831,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.print("[bold red]interrupted[/bold red]")
         return 130
     except MemoryError:
+        err.print(f"error: {out_of_memory('bench', 'raise the limit or run it where more memory is free')}",
+                  highlight=False, markup=False, style="red")
+        return 1
+    except SyntaxError as e:
+        # Compiling one of bench's own modules under an address-space limit: CPython's parser reports running out
+        # of memory as a syntax error (bench's sources are compiled and linted in CI), so it is memory, not code.
+        if not (address_space_limit() and e.filename and Path(e.filename).resolve().is_relative_to(_PACKAGE)):
+            raise
         err.print(f"error: {out_of_memory('bench', 'raise the limit or run it where more memory is free')}",
                   highlight=False, markup=False, style="red")
         return 1
