@@ -834,10 +834,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.print(f"error: {out_of_memory('bench', 'raise the limit or run it where more memory is free')}",
                   highlight=False, markup=False, style="red")
         return 1
-    except SyntaxError as e:
-        # Compiling one of bench's own modules under an address-space limit: CPython's parser reports running out
-        # of memory as a syntax error (bench's sources are compiled and linted in CI), so it is memory, not code.
-        if not (address_space_limit() and e.filename and Path(e.filename).resolve().is_relative_to(_PACKAGE)):
+    except (SyntaxError, SystemError) as e:
+        # Importing bench's own modules under an address-space limit: CPython reports running out of memory while
+        # compiling or importing as a syntax error or "error return without exception set" (bench's sources are
+        # compiled and linted in CI), so it is memory, not code.
+        own = isinstance(e, SystemError) or (e.filename and Path(e.filename).resolve().is_relative_to(_PACKAGE))
+        if not (address_space_limit() and own):
             raise
         err.print(f"error: {out_of_memory('bench', 'raise the limit or run it where more memory is free')}",
                   highlight=False, markup=False, style="red")
