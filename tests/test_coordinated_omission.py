@@ -54,6 +54,11 @@ def test_a_freezing_server_shows_in_latency_as_the_analytic_distribution_and_in_
     assert race(f"--track-path={track}", f"--target-hosts={stalling_sink}") == 0
     with TrialStore() as store:
         df = store.samples(only_trial(store).id)
+        notes = store.summary(only_trial(store).id).notes  # type: ignore[union-attr]
+    # the requests due in a stall waited for the answer before them: the cluster's doing, and said so
+    assert any(n.startswith("Task 'q' fell behind its schedule because of the answers, not the load driver")
+               for n in notes), notes
+    assert not any(n.startswith("Load driver") for n in notes), notes
     df = df[~df["warmup"].astype(bool)].reset_index(drop=True)
     assert df["success"].all() and len(df) == pytest.approx(RATE * 20, rel=0.02)
     due = df["absolute_time"].to_numpy()

@@ -84,7 +84,8 @@ def test_two_thousand_search_clients_on_one_worker_are_reported_as_driver_satura
 def test_one_paced_client_is_not_called_saturated(tmp_path, sink, capsys):
     track = _search_track(tmp_path, 1, **{"time-period": 2, "target-throughput": 20})
     assert race(f"--track-path={track}", f"--target-hosts={sink}") == 0
-    assert "Load driver " not in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Load driver " not in out and "behind its schedule" not in out
     with TrialStore() as store:
         summary = store.summary(only_trial(store).id)
     assert summary is not None and summary.section(SECTION)["busy"] == []
@@ -115,3 +116,61 @@ def test_busy_and_late_loops_are_judged_per_worker_step_and_short_steps_not_at_a
     assert notes[1].startswith("Load driver late: bench-worker-0 ran 8 client(s) of 'search' and its event loop ran "
                                "120 ms late at the median, 300 ms at p99 while using only 20 % of a core")
     assert driver_loop_section(pd.DataFrame(columns=["device"])) is None
+
+
+STALLING_RUNNER = '''
+import time
+
+calls = [0]
+
+
+async def stall_the_loop(es, params):
+    # every 50th call blocks the worker's event loop for 60 ms, as a CPU-bound runner or a long pause would
+    calls[0] += 1
+    if calls[0] % 50 == 0:
+        time.sleep(0.06)
+    return {"weight": 1, "unit": "ops"}
+
+
+def register(registry):
+    registry.register_runner("stall-the-loop", stall_the_loop, async_runner=True)
+'''
+
+
+def test_a_paced_task_the_driver_held_up_says_how_far_behind_schedule_it_fell(tmp_path, sink, capsys):
+    track = write_track(tmp_path / "t", [
+        {"operation": {"name": "paced", "operation-type": "stall-the-loop"}, "clients": 4, "target-throughput": 200,
+         "warmup-time-period": 0.5, "time-period": 4}])
+    (track / "track.py").write_text(STALLING_RUNNER)
+    assert race(f"--track-path={track}", f"--target-hosts={sink}") == 0
+    out = capsys.readouterr().out
+    with TrialStore() as store:
+        summary = store.summary(only_trial(store).id)
+    assert summary is not None
+    [task] = summary.tasks
+    # requests due while the loop was blocked were sent up to its 60 ms late
+    assert 10 < task.schedule_lag[99.0] <= task.schedule_lag[100.0] < 200, task.schedule_lag
+    assert "Task 'paced' fell behind its schedule: requests were sent" in out
+    assert "Load driver behind schedule: task 'paced' sent requests" in out and "that wait is the load driver's" in out
+    rows = {r.metric for r in summary.rows() if r.task == "paced"}
+    assert {"99th percentile schedule lag", "100th percentile schedule lag"} <= rows
+
+
+def test_schedule_lag_is_judged_the_drivers_only_when_its_loop_was_as_late() -> None:
+    from bench.results.driver_loop import DriverLoopSection, schedule_notes
+    from bench.results.summary import TaskSummary, behind_schedule_note
+
+    late = TaskSummary(task="q", operation_type="search", unit="ops", schedule_lag={50.0: 2, 90.0: 30, 99.0: 80,
+                                                                                     100.0: 95},
+                       service_time={99.0: 900.0})
+    on_time = late.model_copy(update={"schedule_lag": {50.0: 1, 90.0: 2, 99.0: 9, 100.0: 40}})
+    assert behind_schedule_note(on_time) is None and schedule_notes(DriverLoopSection(max_lag_p99_ms=70), [on_time]) == []
+    assert behind_schedule_note(late) == ("Task 'q' fell behind its schedule: requests were sent 2.0 ms (median), "
+                                          "80.0 ms (p99) and up to 95.0 ms after they were due; its latency includes "
+                                          "that wait, its service time does not.")
+    [driver] = schedule_notes(DriverLoopSection(max_lag_p99_ms=45, max_cpu_share=0.4), [late])
+    assert driver.startswith("Load driver behind schedule: task 'q' sent requests 80.0 ms late at p99 and the "
+                             "driver's event loop ran 45 ms late at p99 (busiest worker 40 % of a core)")
+    [cluster] = schedule_notes(DriverLoopSection(max_lag_p99_ms=3, max_cpu_share=0.1), [late])
+    assert cluster.startswith("Task 'q' fell behind its schedule because of the answers, not the load driver (its "
+                              "event loop ran 3.0 ms late at p99; service time p99 900.0 ms)")

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from bench.driver.loop_load import DEVICE
 from bench.results.sections import MetricRow
+from bench.results.summary import BEHIND_SCHEDULE_MS, TaskSummary
 
 SECTION = DEVICE  # the summary section's name
 BUSY_CPU_SHARE = 0.8  # a loop thread using more than this share of a core left no room to send on time
@@ -94,6 +95,30 @@ def busy_notes(section: DriverLoopSection) -> list[str]:
             todo = "give the driver cores of its own, or fewer clients per worker"
         out.append(f"{head}: latency and throughput of that step are partly the load driver's, not the "
                    f"cluster's; {todo}.")
+    return out
+
+
+def schedule_notes(section: DriverLoopSection, tasks: list[TaskSummary]) -> list[str]:
+    """Whose wait it was, for each task that fell behind its schedule: the load driver's when its loop ran late
+    by at least half as much at p99 (a request due while the loop was stalled waits for the loop), else the
+    cluster's (a client's next request waits for the previous answer)."""
+    out = []
+    loop_p99 = section.max_lag_p99_ms
+    for t in tasks:
+        lag = t.schedule_lag.get(99.0, 0.0)
+        if lag <= BEHIND_SCHEDULE_MS or loop_p99 is None:
+            continue
+        if loop_p99 >= lag / 2:
+            out.append(f"Load driver behind schedule: task '{t.task}' sent requests {lag:,.1f} ms late at p99 and "
+                       f"the driver's event loop ran {_ms(loop_p99)} ms late at p99 (busiest worker "
+                       f"{(section.max_cpu_share or 0.0) * 100:.0f} % of a core): that wait is the load driver's, "
+                       "not the cluster's; use more --worker-processes, fewer clients per worker, or give the "
+                       "driver cores of its own.")
+        else:
+            out.append(f"Task '{t.task}' fell behind its schedule because of the answers, not the load driver (its "
+                       f"event loop ran {_ms(loop_p99)} ms late at p99; service time p99 "
+                       f"{t.service_time.get(99.0, 0.0):,.1f} ms): a client's next request waits for its previous "
+                       "answer.")
     return out
 
 

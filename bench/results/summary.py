@@ -77,6 +77,9 @@ class TaskSummary(BaseModel):
     error_messages: list[ErrorCount] = []
     # k6's end-of-test figures for request/response tasks (search, loadgen requests); empty for others.
     k6: dict[str, float] = {}
+    # How long after its due time each request was sent (latency - service time), percentile -> ms: how far behind
+    # its schedule a paced task fell. Empty when no request was sent SCHEDULE_LAG_SHOWN_MS late (unpaced tasks).
+    schedule_lag: dict[float, float] = {}
 
 
 class Summary(BaseModel):
@@ -224,6 +227,8 @@ def task_rows(t: TaskSummary) -> list[MetricRow]:
              for p, v in sorted(t.latency.items())]
     rows += [MetricRow(metric=f"{percentile_label(p)} percentile service time", task=t.task, value=v,
                        unit="ms") for p, v in sorted(t.service_time.items())]
+    rows += [MetricRow(metric=f"{percentile_label(p)} percentile schedule lag", task=t.task, value=v, unit="ms")
+             for p, v in sorted(t.schedule_lag.items())]
     if t.requests:
         rows.append(MetricRow(metric="error rate", task=t.task, value=t.error_rate * 100.0, unit="%"))
     if t.failed_requests:
@@ -280,7 +285,9 @@ def summarize_task(task: str, df: pd.DataFrame) -> TaskSummary:
             units=errors.units, failed_units=errors.failed_units, duration_s=measured_duration(measured),
             errors_by_type=errors.by_type, unanswered_requests=errors.unanswered))
     pcts = percentiles_for_sample_size(len(measured))
+    lag = (measured["latency"].to_numpy() - measured["service_time"].to_numpy()) * 1000.0
     return s.model_copy(update=dict(
+        schedule_lag=percentiles(lag, SCHEDULE_LAG_PERCENTILES) if lag.max() >= SCHEDULE_LAG_SHOWN_MS else {},
         throughput=throughput_stats(df, task),
         latency=percentiles(measured["latency"].to_numpy() * 1000.0, pcts),
         service_time=percentiles(measured["service_time"].to_numpy() * 1000.0, pcts),
@@ -289,6 +296,21 @@ def summarize_task(task: str, df: pd.DataFrame) -> TaskSummary:
         errors_by_type=errors.by_type, unanswered_requests=errors.unanswered,
         k6=k6_figures(measured, measured_duration(measured)) if s.operation_type in K6_TYPES else {},
     ))
+
+
+SCHEDULE_LAG_SHOWN_MS = 1.0  # below this no request waited for anything but its due time: an unpaced task
+SCHEDULE_LAG_PERCENTILES = (50.0, 90.0, 99.0, 100.0)
+BEHIND_SCHEDULE_MS = 10.0  # a paced task whose p99 schedule lag exceeds this gets a note
+
+
+def behind_schedule_note(ts: TaskSummary) -> str | None:
+    """The note of a task that sent its requests late against its schedule: how late, and what that means."""
+    lag = ts.schedule_lag
+    if lag.get(99.0, 0.0) <= BEHIND_SCHEDULE_MS:
+        return None
+    return (f"Task '{ts.task}' fell behind its schedule: requests were sent {lag[50.0]:,.1f} ms (median), "
+            f"{lag[99.0]:,.1f} ms (p99) and up to {lag[100.0]:,.1f} ms after they were due; its latency includes "
+            "that wait, its service time does not.")
 
 
 MAX_MESSAGES = 10  # distinct messages listed per task in notes; all of them stay in the stored summary
@@ -384,4 +406,6 @@ def summarize(samples_df: pd.DataFrame, cluster: ClusterTotals | None = None) ->
             elif ts.warmup_failed_requests:
                 notes.append(f"{ts.warmup_failed_requests} warmup request(s) of task '{ts.task}' failed: "
                              f"{messages_text(ts.error_messages)}")
+            if (behind := behind_schedule_note(ts)) is not None:
+                notes.append(behind)
     return Summary(tasks=tasks, cluster=cluster, notes=notes)

@@ -29,12 +29,13 @@ def register_enricher(section: str, enrich: Enricher) -> None:
 def driver_loop_enricher(summary: Summary | None, trials: TrialReader, trial_id: str) -> Summary | None:
     """The core's own enricher: the load driver's event loop per worker step (``bench.results.driver_loop``), the
     section whenever rows exist and a note per saturated worker step."""
-    from bench.results.driver_loop import SECTION, busy_notes, driver_loop_section
+    from bench.results.driver_loop import SECTION, busy_notes, driver_loop_section, schedule_notes
 
     section = driver_loop_section(trials.telemetry(trial_id))
     if section is None or summary is None:
         return summary
-    return summary.with_section(SECTION, section.model_dump(mode="json"), busy_notes(section))
+    return summary.with_section(SECTION, section.model_dump(mode="json"),
+                                [*busy_notes(section), *schedule_notes(section, summary.tasks)])
 
 
 def vector_recall_enricher(summary: Summary | None, trials: TrialReader, trial_id: str) -> Summary | None:
