@@ -116,3 +116,6 @@ def test_rally_jvm_devices_take_rallys_parameters_and_write_rallys_options() -> 
     assert options.count("-XX:+UnlockDiagnosticVMOptions") == 1
     with pytest.raises(ConfigError, match="profile-interval must be between 1 and 1000 ms"):
         resolve_telemetry("profile", {"profile-interval": 0}, None)
+    with pytest.raises(ConfigError, match="profile-sampler must be jfr or async-profiler, got 'perf'"):
+        resolve_telemetry("profile", {"profile-sampler": "perf"}, None)
+    assert resolve_telemetry("profile", {}, None).params["profile-sampler"] == "jfr"

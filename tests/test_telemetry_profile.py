@@ -135,3 +135,27 @@ def test_driver_profiling_leaves_a_flame_graph_per_worker(tmp_path: Path) -> Non
     frames = {f for s in stacks for f in s.split(";")}
     assert "bench.driver.worker.run_worker" in frames  # the worker's own Python functions, by module and name
     assert (trials_dir() / trial.id / driver[0].html).read_text().startswith("<!doctype html>")
+
+
+@pytest.mark.timeout(400)
+def test_async_profiler_samples_the_same_nodes_with_native_frames(es_target: str) -> None:
+    # async-profiler from Maven Central (cached once per download cache), loaded through jcmd JVMTI.agent_load,
+    # writing JFR format: the same graphs per task as JFR's sampler, with native and JVM frames besides Java's
+    rc = main(["--quiet", "race", "--track=nginx", "--test-mode", f"--target-hosts={es_target}",
+               "--track-params=bulk_size:10", "--telemetry=profile",
+               "--telemetry-params=profile-interval:10,profile-sampler:async-profiler"])
+    assert rc == 0
+    with TrialStore() as store:
+        [trial] = store.list_trials()
+        tasks = set(store.samples(trial.id)["task"])
+    section = _profile(trial.id)
+    assert {g.task for g in section.graphs} == tasks | {"all"}, section
+    assert all("no samples" in n for n in section.notes), section.notes  # a task shorter than the interval may have none
+    whole = next(g for g in section.graphs if g.task == "all")
+    stacks = parse_collapsed((trials_dir() / trial.id / whole.collapsed).read_text())
+    frames = {f for s in stacks for f in s.split(";")}
+    assert whole.samples > 0 and any(f.startswith("org.elasticsearch.") for f in frames), whole
+    assert not any(re.fullmatch(r"0x[0-9a-f]+", f) for f in frames)
+    # what JFR's sampler never shows: the JVM's own native code (the JIT compilers, GC), by library and symbol
+    assert any(f.startswith("libjvm.so.") for f in frames), sorted(frames)[:50]
+    assert not any(f.startswith(".") for f in frames)  # a frame without a library is named by its symbol alone

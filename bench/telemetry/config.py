@@ -152,6 +152,9 @@ DEVICES: dict[str, DeviceSpec] = {d.name: d for d in (
                           "race's clusters that runs on this machine, during the schedule; per node and task the "
                           "collapsed stacks and a flame graph (HTML) kept with the trial, and in HTML reports", (
         ParamSpec("profile-interval", 20.0, "milliseconds between execution samples of a thread"),
+        ParamSpec("profile-sampler", "jfr", "jfr (JFR execution sampling, Java frames of running threads) or "
+                                            "async-profiler (downloaded from Maven Central: per-thread CPU time, "
+                                            "native and JVM frames too)"),
         _clusters("profile"),
     ), jvm=True),
     DeviceSpec("heapdump", "a heap dump of every node bench starts, taken when the schedule ended "
@@ -248,6 +251,8 @@ def _check_value(param: str, value: Any, what: str) -> Any:
         if not 1 <= v <= 1000:
             raise ConfigError(f"{what}: {param} must be between 1 and 1000 ms, got {value!r}")
         return v
+    if param == "profile-sampler" and value not in ("jfr", "async-profiler"):
+        raise ConfigError(f"{what}: profile-sampler must be jfr or async-profiler, got {value!r}")
     if param == "disk-usage-stats-timeout":
         try:
             return float(value)

@@ -8,6 +8,9 @@ cut into the time window of each task (its first request to its last answer; war
 schedule (``all``) by ``JfrCollapse.java``, run on the node's own JDK. Per node and window the trial keeps, under
 ``<trial dir>/profiles/<cluster>/<node>/``: the recording, the collapsed stacks (``<task>.collapsed``) and a flame
 graph (``<task>.html``).
+
+``profile-sampler: async-profiler`` samples with async-profiler instead (``async_profiler.py``): loaded through
+``jcmd JVMTI.agent_load`` into the same JVMs, writing the same JFR format, cut and drawn the same way.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import psutil
 from pydantic import BaseModel
 
 from bench.driver.profiling import DRIVER_PROFILES
+from bench.telemetry import async_profiler
 from bench.telemetry.config import TelemetryConfig, profiles_dir
 from bench.telemetry.device import TelemetryError
 from bench.telemetry.flamegraph import parse_collapsed, pool_shares, render_page, top_changes, tree
@@ -66,6 +70,7 @@ class Recording:
     node: str
     proc: psutil.Process
     file: Path
+    agent: Path | None = None  # async-profiler's library, when it samples
 
 
 def safe(name: str) -> str:
@@ -91,13 +96,17 @@ def work_dir() -> Path:
 
 
 async def start_recordings(jvms: dict[tuple[str, str], psutil.Process], settings: Path, name: str,
-                           folder: Path) -> list[Recording]:
+                           folder: Path, agent: Path | None = None, interval_ms: float = 20.0) -> list[Recording]:
+    """Start a recording in every JVM: JFR's, or async-profiler's when ``agent`` (its library) is given."""
     out: list[Recording] = []
     try:
         for (cluster, node), proc in sorted(jvms.items()):
             file = folder / f"{safe(cluster)}--{safe(node)}.jfr"
-            await jcmd(proc, "JFR.start", f"name={name}", f"settings={settings}", f"filename={file}")
-            out.append(Recording(cluster, node, proc, file))
+            if agent is None:
+                await jcmd(proc, "JFR.start", f"name={name}", f"settings={settings}", f"filename={file}")
+            else:
+                await async_profiler.start(proc, agent, file, interval_ms)
+            out.append(Recording(cluster, node, proc, file, agent))
     except TelemetryError as e:
         await stop_recordings(out, name)
         raise ConfigError(f"telemetry device profile: could not start a recording: {e}") from None
@@ -109,7 +118,10 @@ async def stop_recordings(recordings: list[Recording], name: str) -> list[str]:
     failed: list[str] = []
     for r in recordings:
         try:
-            await jcmd(r.proc, "JFR.stop", f"name={name}")
+            if r.agent is None:
+                await jcmd(r.proc, "JFR.stop", f"name={name}")
+            else:
+                await async_profiler.stop(r.proc, r.agent, r.file)
         except TelemetryError as e:
             failed.append(f"profile of node {r.node} of cluster {r.cluster}: {e}")
     return failed

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from bench.race.pipeline import RaceHook, RaceSchedule, RaceTargets
 from bench.results.summary import Summary
+from bench.telemetry import async_profiler
 from bench.telemetry.config import resolve_telemetry
 from bench.telemetry.jvm import local_jvms
 from bench.telemetry.profile import (
@@ -56,11 +57,14 @@ class ProfileHook(RaceHook):
         if not jvms:
             raise ConfigError(f"telemetry device profile: no node of cluster(s) {', '.join(t.name for t in targets)} "
                               "runs on this machine (the device attaches to the nodes' JVMs); leave it out")
-        folder = work_dir()
         interval = float(config.params.get("profile-interval") or 20.0)
+        sampler = config.params.get("profile-sampler") or "jfr"
+        lib = async_profiler.library() if sampler == "async-profiler" else None  # a download: before any node attach
+        folder = work_dir()
         name = f"bench-profile-{safe(race.trial_id)[:16]}"
         try:
-            recordings = await start_recordings(jvms, template(config, folder), name, folder)
+            agent = async_profiler.staged(lib) if lib is not None else None
+            recordings = await start_recordings(jvms, template(config, folder), name, folder, agent, interval)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise

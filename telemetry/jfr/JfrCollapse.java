@@ -7,7 +7,8 @@
 // gets one line per distinct stack, "root;...;leaf <samples>", Brendan Gregg's folded format. The root frame is the
 // sampled thread's pool ("[write]" for "elasticsearch[node-0][write][T#3]"); frames are "package.Class.method";
 // a stack JFR cut at its depth limit starts with "[truncated]". Execution samples (threads running Java code) are
-// counted; native method samples, if the recording has them, go under a "[native]" root.
+// counted; native method samples, if the recording has them, go under a "[native]" root. async-profiler's recordings
+// (the same event type) also hold native frames: "libjvm.so.Compile::Optimize", "libc.so.6.write".
 import java.io.BufferedWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -68,7 +69,10 @@ public class JfrCollapse {
                     RecordedMethod m = frames.get(i).getMethod();
                     if (m == null) continue;
                     String cls = m.getType() != null ? m.getType().getName() : "?";
-                    key.append(';').append(cls.replace(';', ',')).append('.').append(m.getName().replace(';', ','));
+                    key.append(';');
+                    // async-profiler's native frames: the library as the class ("libjvm.so"), or none (stubs)
+                    if (!cls.isEmpty()) key.append(cls.replace(';', ',')).append('.');
+                    key.append(m.getName().replace(';', ','));
                 }
                 String stack = key.toString();
                 for (int w = 0; w < n; w++) {

@@ -1,0 +1,116 @@
+"""async-profiler as the ``profile`` device's sampler (``profile-sampler: async-profiler``).
+
+The library comes from Maven Central (``tools.profiler:async-profiler``, one jar holding ``libasyncProfiler.so``
+per platform), checked against Maven's published SHA-1 and cached under ``<cache>/tools/``. It is loaded into each
+running node with ``jcmd <pid> JVMTI.agent_load`` -- the attach path JFR's ``jcmd JFR.start`` takes, so the same
+nodes can be profiled -- and told to write JFR format, which ``JfrCollapse.java`` reads as it reads JFR's own
+execution samples. It samples each thread's CPU time (``event=ctimer``: per-thread CPU timers, no perf_events
+permission needed) with native and JVM frames, where JFR samples only threads running Java code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shutil
+import tempfile
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import psutil
+
+from bench.telemetry.device import TelemetryError
+from bench.telemetry.jvm import jcmd
+from bench.util.download import fetch
+from bench.util.errors import ConfigError
+from bench.util.file_lock import exclusive, lock_file_for, part_path
+from bench.util.home import cache_home
+
+VERSION = "4.6"
+URL = "https://repo1.maven.org/maven2/tools/profiler/async-profiler/{v}/async-profiler-{v}.jar"
+_ARCH = {"x86_64": "linux-x64", "amd64": "linux-x64", "aarch64": "linux-arm64", "arm64": "linux-arm64"}
+
+
+def _member() -> str:
+    arch = _ARCH.get(platform.machine().lower())
+    if platform.system() != "Linux" or arch is None:
+        raise ConfigError(f"telemetry device profile: async-profiler's Maven jar has no library for "
+                          f"{platform.system()} {platform.machine()}; use profile-sampler:jfr")
+    return f"{arch}/libasyncProfiler.so"
+
+
+def library(version: str = VERSION) -> Path:
+    """The cached ``libasyncProfiler.so`` of this machine's platform, downloaded (and checked) the first time."""
+    member = _member()
+    folder = cache_home() / "tools" / f"async-profiler-{version}"
+    lib = folder / member
+    if lib.is_file():
+        return lib
+    folder.mkdir(parents=True, exist_ok=True)
+    with exclusive(lock_file_for(folder / "async-profiler.jar"), waiting="waiting for another bench's async-profiler download"):
+        if lib.is_file():
+            return lib
+        url = URL.format(v=version)
+        part = part_path(folder / "async-profiler.jar")
+        fetch(url, part, error=ConfigError, what="async-profiler for the profile device from ",
+              hint=" (or use profile-sampler:jfr, which needs no download)")
+        try:
+            with urllib.request.urlopen(url + ".sha1", timeout=60) as resp:
+                want = resp.read().decode().split()[0].strip().lower()
+        except OSError as e:
+            part.unlink(missing_ok=True)
+            raise ConfigError(f"cannot download the checksum {url}.sha1: {getattr(e, 'reason', e)}") from None
+        got = hashlib.sha1(part.read_bytes(), usedforsecurity=False).hexdigest()
+        if got != want:
+            part.unlink(missing_ok=True)
+            raise ConfigError(f"{url}: SHA-1 {got} is not the published {want}; the download was damaged, try again")
+        lib.parent.mkdir(parents=True, exist_ok=True)
+        unpacked = part_path(lib)
+        try:
+            with zipfile.ZipFile(part) as jar, jar.open(member) as src, open(unpacked, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            unpacked.rename(lib)
+        except (KeyError, zipfile.BadZipFile) as e:
+            unpacked.unlink(missing_ok=True)
+            raise ConfigError(f"{url} holds no {member}: {e}") from None
+        finally:
+            part.unlink(missing_ok=True)
+    return lib
+
+
+def staged(lib: Path, version: str = VERSION) -> Path:
+    """A copy of the library that the node's user can read (bench's cache may not be reachable for it), at one path
+    per version and bench user: a JVM that loads the same path again gets the copy it already has (a second path
+    would load a second profiler into it), and a copy is never rewritten in place (a JVM may have it mapped)."""
+    folder = Path("/var/tmp" if os.path.isdir("/var/tmp") else tempfile.gettempdir()) / f"bench-async-profiler-{version}-{os.geteuid()}"
+    folder.mkdir(mode=0o755, exist_ok=True)
+    if folder.stat().st_uid != os.geteuid():
+        raise ConfigError(f"{folder} belongs to another user; remove it, then race again")
+    folder.chmod(0o755)
+    copy = folder / lib.name
+    if not copy.is_file() or copy.stat().st_size != lib.stat().st_size:
+        part = part_path(copy)
+        shutil.copyfile(lib, part)
+        part.chmod(0o644)
+        part.rename(copy)
+    return copy
+
+
+async def _agent(proc: psutil.Process, lib: Path, command: str) -> None:
+    # quoted: jcmd's argument parser would otherwise take the text before the first "=" as an option's name
+    out = await jcmd(proc, "JVMTI.agent_load", str(lib), f'"{command}"')
+    # jcmd exits 0 whatever the agent said; the agent's own answer is "return code: N"
+    if "return code: 0" not in out:
+        raise TelemetryError(f"async-profiler {command.split(',')[0]} in JVM {proc.pid}: {' '.join(out.split())[:300]}"
+                             + ("; start the node with -XX:+EnableDynamicAgentLoading"
+                                if "dynamic" in out.lower() else ""))
+
+
+async def start(proc: psutil.Process, lib: Path, file: Path, interval_ms: float) -> None:
+    await _agent(proc, lib, f"start,event=ctimer,interval={int(interval_ms * 1_000_000)},jfr,file={file}")
+
+
+async def stop(proc: psutil.Process, lib: Path, file: Path) -> None:
+    await _agent(proc, lib, f"stop,file={file}")
