@@ -13,12 +13,15 @@ Starts the null sink (benchmarks.nullsink, ``--sink-processes`` processes sharin
 - ``wrk``: Debian's native HTTP load generator (``apt-get install wrk``), one thread per worker, the same request,
   when installed.
 
-The sink answers at once, so every millisecond of latency is the driver's (and the sink's queue). CPU per request
+The sink answers at once, so every millisecond of latency is the driver's (and the sink's queue). Unpaced clients
+are a closed loop whose latency is clients / throughput (Little's law), whatever the driver; so what bench adds is
+set against the probe's latency at the same clients (``bench_p99_over_probe_ms``), and ``--target-throughput``
+paces bench at a rate the sink keeps up with, where its latency is all its own and the loopback's. CPU per request
 (µs) is the driver's own cost whatever else the machine ran; ops/s depend on what the sink got. Numbers are
 printed, never judged:
 
     python benchmarks/search_ceiling.py [--clients 64] [--workers 1] [--pairs 1] [--time-period 20]
-        [--sink-processes 1] [--ramp-up 0] [--no-probe] [--no-wrk]
+        [--sink-processes 1] [--ramp-up 0] [--target-throughput 0] [--no-probe] [--no-wrk]
 """
 
 from __future__ import annotations
@@ -64,7 +67,8 @@ def bench_run(a: argparse.Namespace, port: int, clients: int, time_period: float
     env = {**os.environ, "BENCH_HOME": home}
     warmup = max(5.0, 2 * a.ramp_up)
     params = f"clients:{clients},time_period:{time_period},warmup:{warmup}" + (
-        f",ramp_up:{a.ramp_up}" if a.ramp_up else "")
+        f",ramp_up:{a.ramp_up}" if a.ramp_up else "") + (
+        f",target_throughput:{a.target_throughput}" if a.target_throughput else "")
     cmd = [sys.executable, "-m", "bench", "--quiet", "race", f"--track-path={HERE / 'tracks' / 'search-ceiling'}",
            f"--target-hosts=127.0.0.1:{port}", f"--track-params={params}", f"--worker-processes={a.workers}",
            "--report-format=json"]
@@ -121,7 +125,8 @@ def probe_run(a: argparse.Namespace, port: int) -> dict[str, Any]:
     if done.returncode != 0:
         sys.exit(f"search probe failed ({done.returncode}): {done.stderr[-2000:]}")
     r = json.loads(done.stdout.strip().splitlines()[-1])
-    return {"tool": "probe", "clients": a.clients, "ops_per_s": r["ops_per_s"], "driver_cpu_cores": r["cpu_cores"],
+    return {"tool": "probe", "clients": a.clients, "ops_per_s": r["ops_per_s"],
+            "latency_ms_p50_p99": r["latency_ms_p50_p99"], "driver_cpu_cores": r["cpu_cores"],
             "cpu_us_per_request": round(r["cpu_cores"] * 1e6 / max(1, r["ops_per_s"]), 1)}
 
 
@@ -169,6 +174,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1, help="bench --worker-processes (and wrk threads)")
     ap.add_argument("--sink-processes", type=int, default=1)
     ap.add_argument("--time-period", type=float, default=20)
+    ap.add_argument("--target-throughput", type=float, default=0.0,
+                    help="pace bench's clients at this many searches/s in all (the probe and wrk do not pace)")
     ap.add_argument("--ramp-up", type=float, default=0.0, help="bench's ramp-up-time-period (warmup covers it)")
     ap.add_argument("--pairs", type=int, default=1, help="rounds of bench, probe, wrk then reversed (ABBA)")
     ap.add_argument("--no-probe", action="store_true")
@@ -209,9 +216,13 @@ def main() -> None:
 
     b, p = mean("bench", "ops_per_s"), mean("probe", "ops_per_s")
     bc, pc = mean("bench", "cpu_us_per_request"), mean("probe", "cpu_us_per_request")
+    p99s = {tool: [r["latency_ms_p50_p99"][1] for r in runs if r["tool"] == tool] for tool in ("bench", "probe")}
+    bl, pl = (sum(v) / len(v) if v else None for v in (p99s["bench"], p99s["probe"]))
     print(json.dumps({
         "bench_ops_per_s": b, "probe_ops_per_s": p, "wrk_ops_per_s": mean("wrk", "ops_per_s"),
         "bench_share_of_probe": round(b / p, 3) if b and p else None,
+        # What bench adds to a bare asyncio loop's latency on the same sink, clients and machine.
+        "bench_p99_over_probe_ms": round(bl - pl, 2) if bl is not None and pl is not None else None,
         "bench_cpu_us_per_request": bc, "probe_cpu_us_per_request": pc,
         "bench_share_of_probe_per_cpu_s": round(pc / bc, 3) if bc and pc else None,
         "clients": a.clients, "workers": a.workers, "sink_processes": a.sink_processes,

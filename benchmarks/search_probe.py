@@ -17,6 +17,7 @@ import asyncio
 import functools
 import json
 import time
+from array import array
 from pathlib import Path
 from typing import cast
 
@@ -33,13 +34,16 @@ def request(host: str, port: int, index: str) -> bytes:
 class _Client(asyncio.Protocol):
     """Sends the request, waits for one complete answer (Content-Length framing), sends it again."""
 
-    def __init__(self, req: bytes, until: float, counts: list[int], done: asyncio.Future[None]) -> None:
-        self.req, self.until, self.counts, self.done = req, until, counts, done
+    def __init__(self, req: bytes, until: float, counts: list[int], took: array[float],
+                 done: asyncio.Future[None]) -> None:
+        self.req, self.until, self.counts, self.took, self.done = req, until, counts, took, done
         self.buf = b""
+        self.sent = 0.0
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
+        self.sent = time.perf_counter()
         self.transport.write(self.req)
 
     def data_received(self, data: bytes) -> None:
@@ -57,8 +61,11 @@ class _Client(asyncio.Protocol):
             return
         self.buf = self.buf[end + 4 + length:]
         self.counts[0] += 1
+        now = time.perf_counter()
+        self.took.append(now - self.sent)
         if time.monotonic() < self.until:
             assert self.transport is not None
+            self.sent = now
             self.transport.write(self.req)
         else:
             assert self.transport is not None
@@ -69,18 +76,19 @@ class _Client(asyncio.Protocol):
             self.done.set_result(None)
 
 
-async def run(host: str, port: int, clients: int, seconds: float, index: str) -> tuple[int, float]:
+async def run(host: str, port: int, clients: int, seconds: float, index: str) -> tuple[int, float, array[float]]:
     loop = asyncio.get_running_loop()
     counts = [0]
+    took: array[float] = array("d")
     req = request(host, port, index)
     start = time.monotonic()
     dones = []
     for _ in range(clients):
         done: asyncio.Future[None] = loop.create_future()
         dones.append(done)
-        await loop.create_connection(functools.partial(_Client, req, start + seconds, counts, done), host, port)
+        await loop.create_connection(functools.partial(_Client, req, start + seconds, counts, took, done), host, port)
     await asyncio.gather(*dones)
-    return counts[0], time.monotonic() - start
+    return counts[0], time.monotonic() - start, took
 
 
 def main() -> None:
@@ -94,10 +102,13 @@ def main() -> None:
     a = ap.parse_args()
     me = psutil.Process()
     cpu0 = sum(me.cpu_times()[:2])
-    n, wall = asyncio.run(run(a.host, a.port, a.clients, a.seconds, a.index))
+    n, wall, took = asyncio.run(run(a.host, a.port, a.clients, a.seconds, a.index))
     cpu = sum(me.cpu_times()[:2]) - cpu0
+    ms = sorted(took)
     result = json.dumps({"ops_per_s": round(n / wall), "cpu_cores": round(cpu / wall, 2),
-                         "seconds": round(wall, 1), "clients": a.clients})
+                         "seconds": round(wall, 1), "clients": a.clients,
+                         "latency_ms_p50_p99": [round(ms[len(ms) // 2] * 1000, 2),
+                                                round(ms[min(len(ms) - 1, int(len(ms) * 0.99))] * 1000, 2)]})
     print(result)
     if a.json_file:
         Path(a.json_file).write_text(result + "\n")

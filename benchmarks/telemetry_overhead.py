@@ -10,6 +10,7 @@ confidence interval and verdict. Numbers are printed, never judged.
 
     python benchmarks/telemetry_overhead.py [--pairs 3] [--docs 1000000] [--clients 2] [--interval 1]
     python benchmarks/telemetry_overhead.py --devices profile [--profile-interval 20]   # the flame-graph profiler
+        [--profile-sampler jfr|async-profiler]
 """
 
 from __future__ import annotations
@@ -39,10 +40,11 @@ TRACK = Path(__file__).resolve().parent / "tracks" / "bulk-overhead"  # shared b
 
 def one_race(track: Path, target: str, params: dict[str, object], telemetry: bool, interval: float,
              tags: dict[str, str] | None = None, devices: tuple[str, ...] = ("node-stats", "host"),
-             profile_interval: float = 20.0) -> tuple[float, int]:
+             profile_interval: float = 20.0, profile_sampler: str = "jfr") -> tuple[float, int]:
     device_params: dict[str, object] = {f"{d}-sample-interval": interval for d in devices if d in ("node-stats", "host")}
     if "profile" in devices:
         device_params["profile-interval"] = profile_interval
+        device_params["profile-sampler"] = profile_sampler
     opts = RaceOptions(track_path=track, track_params=params, target_hosts=target, user_tags=tags or {},
                        progress=False, telemetry=list(devices) if telemetry else [],
                        telemetry_params=device_params if telemetry else {})
@@ -67,6 +69,8 @@ def main() -> None:
     ap.add_argument("--heap", default="1gheap")
     ap.add_argument("--devices", default="node-stats,host", help="the devices of the 'on' side (e.g. profile)")
     ap.add_argument("--profile-interval", type=float, default=20.0, help="the profile device's interval (ms)")
+    ap.add_argument("--profile-sampler", default="jfr", choices=["jfr", "async-profiler"],
+                    help="the profile device's sampler")
     a = ap.parse_args()
     devices = tuple(d.strip() for d in a.devices.split(",") if d.strip())
 
@@ -86,7 +90,8 @@ def main() -> None:
         for telemetry in order[: 2 * a.pairs]:
             t0 = time.monotonic()
             docs_s, samples = one_race(track, target, params, telemetry, a.interval,
-                                       {"telemetry": "on" if telemetry else "off"}, devices, a.profile_interval)
+                                       {"telemetry": "on" if telemetry else "off"}, devices, a.profile_interval,
+                                       a.profile_sampler)
             runs.append({"telemetry": telemetry, "docs_per_s": round(docs_s), "telemetry_samples": samples,
                          "wall_s": round(time.monotonic() - t0, 1), "load_avg_1m": round(os.getloadavg()[0], 2)})
             print(json.dumps(runs[-1]), flush=True)
@@ -108,7 +113,8 @@ def main() -> None:
         "baseline_range_pct": round(100 * (max(base) - min(base)) / statistics.mean(base), 2),
         "settings": {"docs": a.docs, "clients": a.clients, "bulk_size": a.bulk_size, "interval_s": a.interval,
                      "devices": ",".join(devices), "heap": a.heap,
-                     **({"profile_interval_ms": a.profile_interval} if "profile" in devices else {})},
+                     **({"profile_interval_ms": a.profile_interval, "profile_sampler": a.profile_sampler}
+                        if "profile" in devices else {})},
         "machine": f"{platform.node()} {psutil.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
                    f"load avg {os.getloadavg()[0]:.1f}, Python {platform.python_version()}",
     }
