@@ -48,14 +48,15 @@ def test_summarize_tasks_in_schedule_order_with_warmup_excluded():
     assert idx.service_time[100.0] == pytest.approx(24.0)
     # Measured from 1001.0 to the last completion 1002.9 + 0.029 = 1002.929.
     assert idx.duration_s == pytest.approx(1.929)
-    # Throughput counts successful work only: the 2 documents that failed in bulk #3 are not in it. The mean is
-    # over the one whole measured second (10 bulks of 500 at 10 per second), as the buckets.
-    assert idx.throughput.mean == pytest.approx(4998 / 1)
+    # Throughput counts successful work only: the 2 documents that failed in bulk #3 are not in it. The measured
+    # part's rate is over the one whole measured second (10 bulks of 500 at 10 per second), as the buckets.
+    assert idx.throughput.rate == pytest.approx(4998 / 1)
     assert idx.throughput.unit == "docs/s"
     # Only one complete measured second (10 bulks in [1001, 1002), one with 2 failed documents); min/max are
     # Rally's running mean since the task's first request at its end: the 1,000 warmup documents and 4,998
     # measured ones over the 2 s since 1000.0.
     assert idx.throughput.min == idx.throughput.max == pytest.approx((1000 + 4998) / 2)
+    assert idx.throughput.mean == pytest.approx((1000 + 4998) / 2)  # Rally's mean: of those running means
 
     term = summary.task("term")
     assert term.requests == 5 and term.failed_requests == 1 and term.error_rate == pytest.approx(0.2)

@@ -214,9 +214,9 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
     rules = {ts.throughput.rule for s in sides for t in s.trials if t.summary is not None
              for ts in t.summary.tasks if ts.throughput is not None}
     if len(rules) > 1:
-        warnings.append("Min/Median/Max Throughput were computed by different rules in these trials: some were "
-                        "stored without their samples and keep the per-second rates of older bench versions, the "
-                        "others are Rally's running mean; their Min/Median/Max rows do not compare.")
+        warnings.append("Min/Mean/Median/Max Throughput were computed by different rules in these trials: some "
+                        "were stored without their samples and keep an older bench version's figures, the others "
+                        "are Rally's running mean; their throughput rows do not compare.")
     if all(len(s.trials) == 1 for s in sides):
         warnings.append("Single trials: significance cannot be judged (run ≥ 3 trials per side and compare "
                         "groups, e.g. --baseline tag:variant=a --candidate tag:variant=b).")

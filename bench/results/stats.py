@@ -35,14 +35,17 @@ Choices (documented because they change numbers):
   early values by the work in flight (8 clients x 5,000 docs over 11 s: +3.6 k docs/s); bench counts it as
   it is done. Per-second rates on a real cluster vary far more than this (refreshes, merges, GC), which is
   what the series shows; a Min of per-second rates is one bad second, not what Rally users compare.
-- Mean throughput is the work done during the measured part divided by its duration, from F, over the same
-  whole seconds as the buckets: from the first scheduled start, the whole seconds up to the last completion
-  (the whole span only when it is shorter than a second). The tail of a bulk started in the warmup counts, the
-  part it did before the measured part does not. Counting the measured requests' units instead undercounts
-  when requests are long against the phase (bulks of 25 s in a 20 s period read a third of the index's rate).
-  Ending the window at the last completion instead is one interval short for a paced task (N requests span
-  N - 1 intervals plus one latency: 20 paced ops/s read 20.16-20.17), the partial last second's overstatement.
-  Rally's mean is the mean of its running means; the two differ when the warmup ran at another rate.
+- Mean throughput is Rally's too: the mean of the same running means. So Min <= Mean <= Max always holds (a
+  measured-part rate beside running means that include a slower warmup read Mean 3,306 above Max 3,086).
+- The measured-part rate (``rate``, the row "Measured-part throughput") is the work done during the measured
+  part divided by its duration, from F, over the same whole seconds as the buckets: from the first scheduled
+  start, the whole seconds up to the last completion (the whole span only when it is shorter than a second).
+  The tail of a bulk started in the warmup counts, the part it did before the measured part does not. Counting
+  the measured requests' units instead undercounts when requests are long against the phase (bulks of 25 s in
+  a 20 s period read a third of the index's rate). Ending the window at the last completion instead is one
+  interval short for a paced task (N requests span N - 1 intervals plus one latency: 20 paced ops/s read
+  20.16-20.17), the partial last second's overstatement. It differs from the running means when the warmup
+  ran at another rate: it leaves the warmup out, they do not.
 """
 
 from __future__ import annotations
@@ -242,12 +245,13 @@ class ThroughputStats(BaseModel):
     median: float
     max: float
     unit: str  # e.g. "docs/s"
-    # How min/median/max were computed: "running-mean" (see module doc); trials stored before it carry no
-    # value and were the per-second rates.
+    # How min/mean/median/max were computed: THROUGHPUT_RULE (see module doc). "running-mean" had the
+    # measured-part rate as its mean; trials stored before that carry no value and were the per-second rates.
     rule: str = "per-second"
+    rate: float | None = None  # the measured part's work / its whole seconds (see module doc)
 
 
-THROUGHPUT_RULE = "running-mean"
+THROUGHPUT_RULE = "rally-running-mean"
 
 
 def measured_duration(samples_df: pd.DataFrame) -> float:
@@ -260,11 +264,11 @@ def measured_duration(samples_df: pd.DataFrame) -> float:
 
 
 def throughput_stats(samples_df: pd.DataFrame, task: str) -> ThroughputStats | None:
-    """min/median/max of the task's running mean at each whole second of its measurement phase (see module
-    doc); mean = the work done in the measured part's whole seconds (from its first scheduled start) / their
-    duration. Pass the task's warmup samples too: the running
-    mean starts at the task's first request, as Rally's does. None when the task has no measurement samples
-    or no successful work."""
+    """min/mean/median/max of the task's running mean at each whole second of its measurement phase (see module
+    doc), Rally's four figures; rate = the work done in the measured part's whole seconds (from its first
+    scheduled start) / their duration. Pass the task's warmup samples too: the running mean starts at the
+    task's first request, as Rally's does. None when the task has no measurement samples or no successful
+    work."""
     df = samples_df[samples_df["task"] == task]
     measured = df[~df["warmup"].astype(bool)]
     if measured.empty:
@@ -285,8 +289,9 @@ def throughput_stats(samples_df: pd.DataFrame, task: str) -> ThroughputStats | N
     start = float(measured["absolute_time"].min())
     window = float(math.floor(duration + 1e-9)) or duration  # whole seconds, as the buckets (see module doc)
     done = work.at(np.array([start, start + window + (0.0 if window < duration else 1e-9)]))
-    return ThroughputStats(min=float(values.min()), mean=float(done[1] - done[0]) / window,
-                           median=float(np.median(values)), max=float(values.max()), unit=unit, rule=THROUGHPUT_RULE)
+    return ThroughputStats(min=float(values.min()), mean=float(values.mean()), median=float(np.median(values)),
+                           max=float(values.max()), unit=unit, rule=THROUGHPUT_RULE,
+                           rate=float(done[1] - done[0]) / window)
 
 
 class ErrorStats(BaseModel):

@@ -223,6 +223,8 @@ def task_rows(t: TaskSummary) -> list[MetricRow]:
                  MetricRow(metric="Mean Throughput", task=t.task, value=tp.mean, unit=u),
                  MetricRow(metric="Median Throughput", task=t.task, value=tp.median, unit=u),
                  MetricRow(metric="Max Throughput", task=t.task, value=tp.max, unit=u)]
+        if tp.rate is not None:
+            rows.append(MetricRow(metric="Measured-part throughput", task=t.task, value=tp.rate, unit=u))
     rows += [MetricRow(metric=f"{percentile_label(p)} percentile latency", task=t.task, value=v, unit="ms")
              for p, v in sorted(t.latency.items())]
     rows += [MetricRow(metric=f"{percentile_label(p)} percentile service time", task=t.task, value=v,
