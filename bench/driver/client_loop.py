@@ -20,7 +20,7 @@ from bench.driver.missing_feature import explain
 from bench.driver.param_types import ParamError
 from bench.driver.params import CorpusSource
 from bench.driver.runners.core import Context, Result, Runner
-from bench.driver.samples import RequestSample
+from bench.driver.samples import SampleFields
 from bench.driver.schedule import Pacer
 from bench.track.model import Task
 
@@ -84,7 +84,7 @@ async def _sleep(stopped: asyncio.Future[Any], seconds: float) -> bool:
 
 
 async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, source: Iterator[dict[str, Any]],
-                     start_at: float, record: Callable[[RequestSample], None], stop: asyncio.Event,
+                     start_at: float, record: Callable[[SampleFields], None], stop: asyncio.Event,
                      on_failure: Callable[[str], None] | None = None,
                      on_cancel: Callable[[], None] | None = None, offsets: Iterator[float | None] | None = None
                      ) -> None:
@@ -162,10 +162,10 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
             # A failure because the cluster lacks a module or licence says so (bench.driver.missing_feature).
             detail = None if res.success or not (why := res.detail or res.error_type) else explain(why)
             meta = task_meta if not res.meta else json.dumps({**task.meta, **res.meta}, default=str, sort_keys=True)
-            record(RequestSample(task.name, op.name, op.operation_type, client_id, WALL_OFFSET + due, t1 - start_at,
-                                 t1 - due, t1 - t0, res.units, res.unit, res.bytes_sent, res.success, res.error_type,
-                                 warmup, res.failed_units, res.bytes_received, res.status,
-                                 detail, meta))
+            record((task.name, op.name, op.operation_type, client_id, WALL_OFFSET + due, t1 - start_at,
+                    t1 - due, t1 - t0, res.units, res.unit, res.bytes_sent, res.success, res.error_type,
+                    warmup, res.failed_units, res.bytes_received, res.status,
+                    detail, meta))
             # Rally: a task with ignore-response-error-level non-fatal does not stop an --on-error=abort race.
             if not res.success and on_failure is not None and task.ignore_response_error_level != "non-fatal":
                 on_failure(f"task '{task.name}' ({op.operation_type}) failed: {detail}")

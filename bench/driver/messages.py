@@ -24,7 +24,7 @@ from typing import Any
 from bench.driver.bulk.step_corpora import CorporaPrepared, StepCorpora
 from bench.driver.loop_load import LoopLoad
 from bench.driver.runners.track_defs import TrackDefinitions
-from bench.driver.samples import RequestSample
+from bench.driver.samples import RequestSample, SampleFields
 from bench.driver.track_code import TrackCodePlan
 from bench.http.client import ClusterTarget
 from bench.track.model import DocumentsSpec, Task
@@ -107,6 +107,13 @@ class Samples:
 
     wid: int
     batch: list[RequestSample]
+
+    @classmethod
+    def of(cls, wid: int, fields: list[SampleFields]) -> Samples:
+        """The message of a worker's buffered plain tuples (``SampleFields``). Every transport between a worker
+        and the coordinator pickles it (a multiprocessing queue, Ray's return values), by columns, and the
+        receiver rebuilds RequestSamples: ``batch`` holds RequestSamples wherever it is read."""
+        return cls(wid, fields)  # type: ignore[arg-type]  # pickled by columns, rebuilt on arrival
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled by columns: a third of the worker's cost of pickling each sample as a NamedTuple (its

@@ -44,7 +44,7 @@ from bench.driver.profiling import profiled
 from bench.driver.runners.core import Context, with_retries
 from bench.driver.runners.registry import runner_for
 from bench.driver.runners.request_options import with_request_options
-from bench.driver.samples import RequestSample
+from bench.driver.samples import SampleFields
 from bench.driver.track_code import TrackCode
 from bench.driver.worker_extensions import load_extensions
 from bench.http.client import ClusterTarget, RawHttp
@@ -298,7 +298,7 @@ async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Ev
                                 default_index))
         jobs.append((task, client_id, runner, source, custom.offsets if custom is not None else None))
 
-    buffer: list[RequestSample] = []
+    buffer: list[SampleFields] = []  # plain tuples: see SampleFields
     failed = False
 
     def on_failure(msg: str) -> None:
@@ -335,7 +335,7 @@ async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Ev
                 if buffer:
                     batch = buffer[:]
                     buffer.clear()
-                    results.put(Samples(wid, batch))
+                    results.put(Samples.of(wid, batch))
 
         cancelled = 0
 
@@ -367,7 +367,7 @@ async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Ev
             if buffer:
                 batch = buffer[:]
                 buffer.clear()
-                results.put(Samples(wid, batch))
+                results.put(Samples.of(wid, batch))
             results.put(TaskDone(wid, name))
 
         fl = asyncio.create_task(flusher())
@@ -389,7 +389,7 @@ async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Ev
             if cancelled:
                 results.put(Cancelled(wid, cancelled))
             if buffer:
-                results.put(Samples(wid, buffer[:]))
+                results.put(Samples.of(wid, buffer[:]))
                 buffer.clear()
         return probe.result()
     finally:
