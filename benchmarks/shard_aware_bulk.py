@@ -92,7 +92,7 @@ def one_race(track: Path, target: str, url: str, params: dict[str, object]) -> d
     task = result.summary.task("index-append")
     assert task is not None and task.throughput is not None and task.error_rate == 0, task
     return {"shards": params["shards"], "shard_aware": params["shard_aware"] == "true",
-            "docs_per_s_mean": round(task.throughput.mean), "docs_per_s_median": round(task.throughput.median),
+            "docs_per_s_mean": round(task.throughput.rate or task.throughput.mean), "docs_per_s_median": round(task.throughput.median),
             "node_cpu_s": round(cpu1 - cpu0, 1), "driver_cpu_s": round(drv1 - drv0, 1),
             "node_to_node_MB": round((tx1 - tx0) / 2**20, 1), "wall_s": round(wall, 1)}
 
