@@ -10,6 +10,11 @@ order per pair (bench, esrally, osb, then backwards: ABBA). Two modes (``--mode`
   that measures latency from when a request was due reports the analytic distribution: p50 ≈ 0, p99 ≈ 900 ms,
   p99.9 ≈ 990 ms (a tenth of the requests fall in a stall, uniformly); its service time shows the stall only
   for the requests in flight when it began. A tool that omits reports the stall in neither.
+- ``node`` (``--target node``, alone or with the sink's modes): the flat search against a real node instead: per
+  other tool, bench's provisioner starts that tool's engine (OSB: OpenSearch 2.19.1, esrally: Elasticsearch
+  8.19.21; 1 node, ``--heap``), the script indexes ``--docs`` small documents into ``logs`` (1 shard, 0 replicas)
+  and refreshes, and bench and the tool take turns (ABBA) on it. The node, not the driver, is the limit there:
+  the figures show what each tool reports for the same node.
 
 Rally and OSB are installed once from PyPI into venvs under the bench cache (benchmarks/sidebyside/tools.py). For
 every run it prints what the tool reports (throughput mean/median, latency p50/p90/p99/p99.9, service time
@@ -17,11 +22,13 @@ p50/p99, error rate) and, for the stall, the analytic latency percentiles. Numbe
 
     python benchmarks/search_side_by_side.py [--mode flat|stall|both] [--tool osb|esrally|both|none] [--pairs 1]
         [--clients 64] [--stall-clients 10] [--target-throughput 200] [--time-period 20] [--warmup 5]
+        [--target sink|node|both] [--docs 10000] [--heap 1gheap]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import datetime as dt
 import json
@@ -31,6 +38,8 @@ import re
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +47,8 @@ import psutil
 from sidebyside.tools import BENCH, ESRALLY, OSB, ToolSpec, command, ensure_tool, environment, wait_for_rally_to_end
 from tabulate import tabulate
 
+from bench.provision.local import LocalProvisioner
+from bench.provision.model import ClusterSpec
 from benchmarks.nullsink import free_port, start_in_background
 
 TASK = "match-all"
@@ -106,6 +117,51 @@ def one_run(spec: ToolSpec, track: Path, target: str, work: Path, timeout_s: flo
     return row
 
 
+def fill_index(url: str, docs: int) -> None:
+    """``logs`` with ``docs`` small documents, 1 shard, 0 replicas, refreshed: what the searches read."""
+    def call(method: str, path: str, body: bytes | None = None, ndjson: bool = False) -> None:
+        req = urllib.request.Request(url + path, data=body, method=method, headers={
+            "Content-Type": "application/x-ndjson" if ndjson else "application/json"})
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            resp.read()
+
+    with contextlib.suppress(urllib.error.HTTPError):
+        call("DELETE", "/logs")
+    call("PUT", "/logs", json.dumps({"settings": {"number_of_shards": 1, "number_of_replicas": 0}}).encode())
+    for start in range(0, docs, 5000):
+        lines = "".join('{"index":{}}\n' + json.dumps({"n": i, "message": f"line {i}", "status": 200 + i % 5}) + "\n"
+                        for i in range(start, min(docs, start + 5000)))
+        call("POST", "/logs/_bulk", lines.encode(), ndjson=True)
+    call("POST", "/logs/_refresh")
+
+
+def node_runs(tools: list[ToolSpec], a: argparse.Namespace, work: Path, run_no: int) -> tuple[list[dict[str, Any]], int]:
+    """Flat mode against each other tool's engine, started by bench's provisioner, bench and the tool ABBA."""
+    rows: list[dict[str, Any]] = []
+    for tool in tools[1:]:
+        folder = {t.name: work / f"node-{tool.name}-{t.name}" for t in (BENCH, tool)}
+        for t in (BENCH, tool):
+            folder[t.name].mkdir()
+            (folder[t.name] / t.track_file).write_text(json.dumps(track_body(a.clients, a.warmup, a.time_period, None)))
+        print(f"starting {tool.engine} {tool.engine_version} for {tool.name} ...", flush=True)
+        provisioner = LocalProvisioner(f"search-sbs-{tool.name}-{work.name[-8:]}", work / f"cluster-{tool.name}")
+        try:
+            info = provisioner.start(ClusterSpec(nodes=1, car=["defaults", a.heap], engine=tool.engine,  # type: ignore[arg-type]
+                                                 version=tool.engine_version), timeout=240)
+            fill_index(info.hosts[0], a.docs)
+            target = info.hosts[0].removeprefix("http://")
+            for pair in range(1, a.pairs + 1):
+                for t in ((BENCH, tool) if pair % 2 else (tool, BENCH)):
+                    run_no += 1
+                    row = one_run(t, folder[t.name], target, work, a.warmup + a.time_period + 300, run_no)
+                    row.update(mode=f"node ({tool.engine})", pair=pair, clients=a.clients, target_throughput=None)
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+        finally:
+            provisioner.stop_all()
+    return rows, run_no
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=("flat", "stall", "both"), default="both")
@@ -117,6 +173,10 @@ def main() -> None:
     ap.add_argument("--time-period", type=int, default=20, help="a multiple of 10 s keeps the stall share exact")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--json-file")
+    ap.add_argument("--target", choices=("sink", "node", "both"), default="sink",
+                    help="the null sink (flat and stall modes), real nodes (flat), or both")
+    ap.add_argument("--docs", type=int, default=10_000, help="documents in the real node's index")
+    ap.add_argument("--heap", default="1gheap", help="the real node's heap (a car mixin)")
     a = ap.parse_args()
     tools = [BENCH] + {"osb": [OSB], "esrally": [ESRALLY], "both": [ESRALLY, OSB], "none": []}[a.tool]
     for t in tools[1:]:
@@ -124,7 +184,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="search-side-by-side-"))
     rows: list[dict[str, Any]] = []
     run_no = 0
-    for mode in (("flat", "stall") if a.mode == "both" else (a.mode,)):
+    modes = (("flat", "stall") if a.mode == "both" else (a.mode,)) if a.target != "node" else ()
+    for mode in modes:
         clients = a.clients if mode == "flat" else a.stall_clients
         target_tp = None if mode == "flat" else a.target_throughput
         tracks = {}
@@ -147,6 +208,9 @@ def main() -> None:
         finally:
             for s in sinks:
                 s.terminate()
+    if a.target != "sink":
+        node_rows, run_no = node_runs(tools, a, work, run_no)
+        rows += node_rows
 
     def cell(r: dict[str, Any], kind: str, p: float) -> str:
         v = r.get(kind, {}).get(p)

@@ -18,6 +18,27 @@ from benchmarks.nullsink import free_port, start_in_background
 from tests.test_race import write_track
 
 
+def _profiled_track(root: Path) -> Path:
+    """Work the node is busy with for seconds, so 10 ms sampling gets samples of every window on a loaded machine
+    (test mode's nginx indexed for ~70 ms, and one CI run's recording had no sample in it): 20,000 documents in
+    bulks of 50 by two clients, then two clients searching for 2 s, into an index of the test's own."""
+    data = root / "docs.json"
+    root.mkdir(parents=True, exist_ok=True)
+    data.write_text("".join(json.dumps({"n": i, "message": f"GET /item/{i} HTTP/1.1", "status": 200 + i % 5}) + "\n"
+                            for i in range(20_000)))
+    index = f"profiled-{root.parent.name.lower()}"
+    return write_track(root / "t", [
+        {"operation": {"name": "delete-index", "operation-type": "delete-index"}},
+        {"operation": {"name": "create-index", "operation-type": "create-index"}},
+        {"operation": {"name": "index-append", "operation-type": "bulk", "bulk-size": 50, "corpora": "c"},
+         "clients": 2},
+        {"operation": {"name": "search", "operation-type": "search", "index": index,
+                       "body": {"query": {"match": {"message": "item"}}}}, "clients": 2, "time-period": 2}],
+        indices=[{"name": index}],
+        corpora=[{"name": "c", "documents": [{"source-file": str(data), "document-count": 20_000,
+                                              "target-index": index}]}])
+
+
 def _profile(trial_id: str) -> ProfileSection:
     with TrialStore() as store:
         summary = store.summary(trial_id)
@@ -26,11 +47,9 @@ def _profile(trial_id: str) -> ProfileSection:
 
 
 @pytest.mark.timeout(400)
-def test_profile_of_an_existing_local_node_gives_flame_graphs_per_task(es_target: str) -> None:
-    # small bulks: test mode's 1,000 documents in one 5,000-document bulk last ~15 ms, too short a window for
-    # 10 ms sampling to be sure of a sample on a loaded machine
-    rc = main(["--quiet", "race", "--track=nginx", "--test-mode", f"--target-hosts={es_target}",
-               "--track-params=bulk_size:10", "--telemetry=profile", "--telemetry-params=profile-interval:10"])
+def test_profile_of_an_existing_local_node_gives_flame_graphs_per_task(es_target: str, tmp_path: Path) -> None:
+    rc = main(["--quiet", "race", f"--track-path={_profiled_track(tmp_path)}", f"--target-hosts={es_target}",
+               "--telemetry=profile", "--telemetry-params=profile-interval:10"])
     assert rc == 0
     with TrialStore() as store:
         [trial] = store.list_trials()
@@ -39,7 +58,7 @@ def test_profile_of_an_existing_local_node_gives_flame_graphs_per_task(es_target
     windows = {g.task for g in section.graphs}
     assert windows == tasks | {"all"}, (windows, tasks)
     whole = next(g for g in section.graphs if g.task == "all")
-    # a test-mode race: how many samples a second or two of load gives depends on the machine; some it must give
+    # how many samples a few seconds of load give depends on the machine; some it must give, and the search too
     assert whole.cluster == "default" and whole.samples > 0, whole
     folder = trials_dir() / trial.id
     stacks = parse_collapsed((folder / whole.collapsed).read_text())
@@ -54,6 +73,7 @@ def test_profile_of_an_existing_local_node_gives_flame_graphs_per_task(es_target
     assert (folder / "profiles" / "default").is_dir() and list((folder / "profiles").rglob("recording.jfr"))
     bulk = [g for g in section.graphs if g.task == "index-append"]
     assert bulk and bulk[0].samples > 0 and bulk[0].samples <= whole.samples
+    assert next(g for g in section.graphs if g.task == "search").samples > 0
     # the HTML report carries the flame graphs
     out = Path(trials_dir()) / "report.html"
     assert main(["--quiet", "report", trial.id, "--format", "html", "--output", str(out)]) == 0
@@ -138,12 +158,11 @@ def test_driver_profiling_leaves_a_flame_graph_per_worker(tmp_path: Path) -> Non
 
 
 @pytest.mark.timeout(400)
-def test_async_profiler_samples_the_same_nodes_with_native_frames(es_target: str) -> None:
+def test_async_profiler_samples_the_same_nodes_with_native_frames(es_target: str, tmp_path: Path) -> None:
     # async-profiler from Maven Central (cached once per download cache), loaded through jcmd JVMTI.agent_load,
     # writing JFR format: the same graphs per task as JFR's sampler, with native and JVM frames besides Java's
-    rc = main(["--quiet", "race", "--track=nginx", "--test-mode", f"--target-hosts={es_target}",
-               "--track-params=bulk_size:10", "--telemetry=profile",
-               "--telemetry-params=profile-interval:10,profile-sampler:async-profiler"])
+    rc = main(["--quiet", "race", f"--track-path={_profiled_track(tmp_path)}", f"--target-hosts={es_target}",
+               "--telemetry=profile", "--telemetry-params=profile-interval:10,profile-sampler:async-profiler"])
     assert rc == 0
     with TrialStore() as store:
         [trial] = store.list_trials()

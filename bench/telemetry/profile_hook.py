@@ -4,6 +4,7 @@ graphs per node and task go into the trial and the summary's ``profile`` section
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import shutil
 import time
@@ -59,7 +60,8 @@ class ProfileHook(RaceHook):
                               "runs on this machine (the device attaches to the nodes' JVMs); leave it out")
         interval = float(config.params.get("profile-interval") or 20.0)
         sampler = config.params.get("profile-sampler") or "jfr"
-        lib = async_profiler.library() if sampler == "async-profiler" else None  # a download: before any node attach
+        # a download the first time: off the event loop, and before any node is attached to
+        lib = await asyncio.to_thread(async_profiler.library) if sampler == "async-profiler" else None
         folder = work_dir()
         name = f"bench-profile-{safe(race.trial_id)[:16]}"
         try:
