@@ -137,13 +137,17 @@ def download_archive(url: str, checksum: Checksum = "auto") -> Path:
     # One folder per URL, so two mirrors serving different files under one name never collide.
     folder = distributions_dir() / f"{name}-{hashlib.sha1(url.encode()).hexdigest()[:10]}"
     folder.mkdir(parents=True, exist_ok=True)
-    archive = folder / name
-    algo = checksum_algorithm(url, checksum)
-    # Everything from the check to the rename under the archive's lock: a second bench waits, then finds the
-    # archive and verifies it as any cached one.
-    with exclusive(lock_file_for(archive), waiting=f"waiting for another bench's download of {name}"):
-        remove_stale_parts(archive)
-        return _download_locked(url, archive, algo)
+    return download_verified(url, folder / name, checksum_algorithm(url, checksum))
+
+
+def download_verified(url: str, target: Path, algo: str | None) -> Path:
+    """``target``, downloaded from ``url`` if missing or damaged, checked against the published ``<url>.<algo>``
+    (the stored copy when offline). Everything from the check to the rename is under the target's lock: a second
+    bench waits, then finds the file and verifies it as any cached one."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with exclusive(lock_file_for(target), waiting=f"waiting for another bench's download of {target.name}"):
+        remove_stale_parts(target)
+        return _download_locked(url, target, algo)
 
 
 def _download_locked(url: str, archive: Path, algo: str | None) -> Path:

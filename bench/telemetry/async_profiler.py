@@ -1,7 +1,8 @@
 """async-profiler as the ``profile`` device's sampler (``profile-sampler: async-profiler``).
 
 The library comes from Maven Central (``tools.profiler:async-profiler``, one jar holding ``libasyncProfiler.so``
-per platform), checked against Maven's published SHA-1 and cached under ``<cache>/tools/``. It is loaded into each
+per platform), downloaded and checked against Maven's published SHA-1 as distributions are
+(``bench.provision.distribution.download_verified``) and cached under ``<cache>/tools/``. It is loaded into each
 running node with ``jcmd <pid> JVMTI.agent_load`` -- the attach path JFR's ``jcmd JFR.start`` takes, so the same
 nodes can be profiled -- and told to write JFR format, which ``JfrCollapse.java`` reads as it reads JFR's own
 execution samples. It samples each thread's CPU time (``event=ctimer``: per-thread CPU timers, no perf_events
@@ -10,22 +11,20 @@ permission needed) with native and JVM frames, where JFR samples only threads ru
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import shutil
 import tempfile
-import urllib.request
 import zipfile
 from pathlib import Path
 
 import psutil
 
+from bench.provision.distribution import download_verified
 from bench.telemetry.device import TelemetryError
 from bench.telemetry.jvm import jcmd
-from bench.util.download import fetch
-from bench.util.errors import ConfigError
-from bench.util.file_lock import exclusive, lock_file_for, part_path
+from bench.util.errors import ConfigError, ProvisionError
+from bench.util.file_lock import part_path
 from bench.util.home import cache_home
 
 VERSION = "4.6"
@@ -42,41 +41,28 @@ def _member() -> str:
 
 
 def library(version: str = VERSION) -> Path:
-    """The cached ``libasyncProfiler.so`` of this machine's platform, downloaded (and checked) the first time."""
+    """The cached ``libasyncProfiler.so`` of this machine's platform, from the jar downloaded (and checked against
+    Maven's SHA-1, as distributions are) the first time."""
     member = _member()
     folder = cache_home() / "tools" / f"async-profiler-{version}"
     lib = folder / member
     if lib.is_file():
         return lib
-    folder.mkdir(parents=True, exist_ok=True)
-    with exclusive(lock_file_for(folder / "async-profiler.jar"), waiting="waiting for another bench's async-profiler download"):
-        if lib.is_file():
-            return lib
-        url = URL.format(v=version)
-        part = part_path(folder / "async-profiler.jar")
-        fetch(url, part, error=ConfigError, what="async-profiler for the profile device from ",
-              hint=" (or use profile-sampler:jfr, which needs no download)")
-        try:
-            with urllib.request.urlopen(url + ".sha1", timeout=60) as resp:
-                want = resp.read().decode().split()[0].strip().lower()
-        except OSError as e:
-            part.unlink(missing_ok=True)
-            raise ConfigError(f"cannot download the checksum {url}.sha1: {getattr(e, 'reason', e)}") from None
-        got = hashlib.sha1(part.read_bytes(), usedforsecurity=False).hexdigest()
-        if got != want:
-            part.unlink(missing_ok=True)
-            raise ConfigError(f"{url}: SHA-1 {got} is not the published {want}; the download was damaged, try again")
-        lib.parent.mkdir(parents=True, exist_ok=True)
-        unpacked = part_path(lib)
-        try:
-            with zipfile.ZipFile(part) as jar, jar.open(member) as src, open(unpacked, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            unpacked.rename(lib)
-        except (KeyError, zipfile.BadZipFile) as e:
-            unpacked.unlink(missing_ok=True)
-            raise ConfigError(f"{url} holds no {member}: {e}") from None
-        finally:
-            part.unlink(missing_ok=True)
+    url = URL.format(v=version)
+    try:
+        jar = download_verified(url, folder / f"async-profiler-{version}.jar", "sha1")
+    except ProvisionError as e:
+        raise ConfigError(f"telemetry device profile: {e} (or use profile-sampler:jfr, which needs no download)") from None
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    unpacked = part_path(lib)  # renamed into place whole: a bench beside this one never reads half a library
+    try:
+        with zipfile.ZipFile(jar) as archive, archive.open(member) as src, open(unpacked, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        unpacked.rename(lib)
+    except (KeyError, zipfile.BadZipFile) as e:
+        raise ConfigError(f"telemetry device profile: {jar} holds no {member}: {e}") from None
+    finally:
+        unpacked.unlink(missing_ok=True)
     return lib
 
 
