@@ -46,21 +46,26 @@ def _profile(trial_id: str) -> ProfileSection:
     return ProfileSection.model_validate(summary.sections["profile"])
 
 
-@pytest.mark.timeout(400)
-def test_profile_of_an_existing_local_node_gives_flame_graphs_per_task(es_target: str, tmp_path: Path) -> None:
+def _profiled_race(es_target: str, tmp_path: Path, params: str) -> tuple[str, set[str], ProfileSection]:
+    """The profiled track raced on the session node with the profile device: trial id, its tasks, its section."""
     rc = main(["--quiet", "race", f"--track-path={_profiled_track(tmp_path)}", f"--target-hosts={es_target}",
-               "--telemetry=profile", "--telemetry-params=profile-interval:10"])
+               "--telemetry=profile", f"--telemetry-params={params}"])
     assert rc == 0
     with TrialStore() as store:
         [trial] = store.list_trials()
         tasks = set(store.samples(trial.id)["task"])
-    section = _profile(trial.id)
+    return trial.id, tasks, _profile(trial.id)
+
+
+@pytest.mark.timeout(400)
+def test_profile_of_an_existing_local_node_gives_flame_graphs_per_task(es_target: str, tmp_path: Path) -> None:
+    trial_id, tasks, section = _profiled_race(es_target, tmp_path, "profile-interval:10")
     windows = {g.task for g in section.graphs}
     assert windows == tasks | {"all"}, (windows, tasks)
     whole = next(g for g in section.graphs if g.task == "all")
     # how many samples a few seconds of load give depends on the machine; some it must give, and the search too
     assert whole.cluster == "default" and whole.samples > 0, whole
-    folder = trials_dir() / trial.id
+    folder = trials_dir() / trial_id
     stacks = parse_collapsed((folder / whole.collapsed).read_text())
     assert sum(stacks.values()) == whole.samples
     frames = {f for s in stacks for f in s.split(";")}
@@ -76,7 +81,7 @@ def test_profile_of_an_existing_local_node_gives_flame_graphs_per_task(es_target
     assert next(g for g in section.graphs if g.task == "search").samples > 0
     # the HTML report carries the flame graphs
     out = Path(trials_dir()) / "report.html"
-    assert main(["--quiet", "report", trial.id, "--format", "html", "--output", str(out)]) == 0
+    assert main(["--quiet", "report", trial_id, "--format", "html", "--output", str(out)]) == 0
     text = out.read_text()
     assert text.count('class="fg"') == len(section.graphs) and "org.elasticsearch." in text
 
@@ -161,17 +166,12 @@ def test_driver_profiling_leaves_a_flame_graph_per_worker(tmp_path: Path) -> Non
 def test_async_profiler_samples_the_same_nodes_with_native_frames(es_target: str, tmp_path: Path) -> None:
     # async-profiler from Maven Central (cached once per download cache), loaded through jcmd JVMTI.agent_load,
     # writing JFR format: the same graphs per task as JFR's sampler, with native and JVM frames besides Java's
-    rc = main(["--quiet", "race", f"--track-path={_profiled_track(tmp_path)}", f"--target-hosts={es_target}",
-               "--telemetry=profile", "--telemetry-params=profile-interval:10,profile-sampler:async-profiler"])
-    assert rc == 0
-    with TrialStore() as store:
-        [trial] = store.list_trials()
-        tasks = set(store.samples(trial.id)["task"])
-    section = _profile(trial.id)
+    trial_id, tasks, section = _profiled_race(es_target, tmp_path,
+                                              "profile-interval:10,profile-sampler:async-profiler")
     assert {g.task for g in section.graphs} == tasks | {"all"}, section
     assert all("no samples" in n for n in section.notes), section.notes  # a task shorter than the interval may have none
     whole = next(g for g in section.graphs if g.task == "all")
-    stacks = parse_collapsed((trials_dir() / trial.id / whole.collapsed).read_text())
+    stacks = parse_collapsed((trials_dir() / trial_id / whole.collapsed).read_text())
     frames = {f for s in stacks for f in s.split(";")}
     assert whole.samples > 0 and any(f.startswith("org.elasticsearch.") for f in frames), whole
     assert not any(re.fullmatch(r"0x[0-9a-f]+", f) for f in frames)
