@@ -109,7 +109,9 @@ def test_a_node_bench_started_stopped_while_measuring_fails_the_race(tmp_path: P
 def test_a_target_node_stopped_while_measuring_times_out_and_fails_a_threshold(tmp_path: Path, race,
                                                                                 es_cluster: ClusterInfo) -> None:
     # bench cannot know a --target-hosts node is stopped: its requests time out (1 s here) and are failed
-    # requests, the schedule ends on time, and --max-error-rate turns that into an exit code.
+    # requests, the schedule ends on time, and --max-error-rate turns that into an exit code. The searches are
+    # paced (at most 300 in the race) so that the 2 timeouts a second after the stop are over 1 % whenever the
+    # samples that start it are seen: unpaced, a busy machine saw them late, after thousands of searches.
     [node] = es_cluster.nodes
     assert node.pid is not None
     server = psutil.Process(node.pid)
@@ -139,7 +141,8 @@ def test_a_target_node_stopped_while_measuring_times_out_and_fails_a_threshold(t
 SEARCH_ONLY = """{
   "version": 2, "description": "a search loop on an index that exists", "indices": [{"name": "{index}"}],
   "schedule": [{"operation": {"name": "search-loop", "operation-type": "search", "index": "{index}",
-                              "body": {"query": {"match_all": {}}}}, "clients": 2, "time-period": 12}]
+                              "body": {"query": {"match_all": {}}}}, "clients": 2, "time-period": 15,
+                "target-throughput": 20}]
 }"""
 
 
