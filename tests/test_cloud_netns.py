@@ -204,7 +204,9 @@ def test_driver_host_over_ssh_runs_race_and_copies_trial_back(ccr_lab: CcrLab, t
         dep = _deployment(ccr_lab, trial_id, [addr])
         host = DriverHost(addr, "root", key, known_hosts=tmp_path / "known_hosts", workdir=str(work),
                           python=sys.executable)
-        opts = RaceOptions(track="nginx", test_mode=True, user_tags={"study": "ssh"}, progress=False)
+        # --client-options reach the driver host's race beside the generated password.
+        opts = RaceOptions(track="nginx", test_mode=True, user_tags={"study": "ssh"}, progress=False,
+                           client_options={"timeout": 45})
         from rich.console import Console
 
         # The orchestrator's side of each SSH connection is opened from a namespace of the lab ("the
@@ -236,6 +238,8 @@ def test_driver_host_over_ssh_runs_race_and_copies_trial_back(ccr_lab: CcrLab, t
         assert not samples.empty and samples["success"].all()
         assert summary is not None
         assert ccr_lab.password not in json.dumps(trial.model_dump(mode="json"))
+        assert trial.options["client_options"]["timeout"] == 45
+        assert trial.options["client_options"]["basic_auth_user"]
         logs = Path(os.environ["BENCH_HOME"]) / "trials" / trial_id / "logs" / "leader" / "leader-1"
         assert (logs / "leader.log").stat().st_size > 0 and (logs / "startup.log").exists()
     finally:

@@ -22,15 +22,17 @@ from rich.markup import escape
 from bench.cloud import lifecycle
 from bench.cloud.collect import import_trial
 from bench.cloud.providers import get_provider
+from bench.cloud.race_options import driver_ini, refuse_unsent
 from bench.cloud.ray_hosts import RayDrivers, RayHost
-from bench.cloud.ssh import DriverHost, RemoteHost, client_options_json
+from bench.cloud.ssh import DriverHost, RemoteHost, client_auth
 from bench.cloud.topology import Topology
 from bench.cloud.wheel import build_wheel
 from bench.provision.car import load_car
 from bench.race.options import RaceOptions
 from bench.race.pipeline import RaceResult
 from bench.results.report import render_summary, write_report
-from bench.trials.sqlite import TrialStore, new_trial_id
+from bench.track.repository import KINDS
+from bench.trials.sqlite import TrialStore
 from bench.util.errors import ConfigError, ProvisionError, RaceInterrupted
 from bench.util.home import trials_dir
 from bench.util.redact import redact_text
@@ -47,7 +49,7 @@ def race_args(opts: RaceOptions, dep: lifecycle.Deployment, remote_dir: str, ray
     if opts.track_path:
         args = ["--track-path", f"{remote_dir}/track"]
     else:
-        args = ["--track", str(opts.track)]
+        args = [KINDS[opts.repository_kind].name_flag, str(opts.track)]
     hosts = ",".join(f"{c.name}:{h}" for c in dep.topology.clusters for h in dep.http_hosts(c.name))
     args += ["--target-hosts", hosts, "--on-error", opts.on_error, "--report-format", "json"]
     if ray_address:
@@ -67,8 +69,16 @@ def race_args(opts: RaceOptions, dep: lifecycle.Deployment, remote_dir: str, ray
     for flag, names in (("--include-tasks", opts.include_tasks), ("--exclude-tasks", opts.exclude_tasks)):
         if names:
             args += [flag, ",".join(names)]
-    if dep.passwords:
+    if dep.passwords or opts.client_options:
         args += ["--client-options", f"{remote_dir}/client-options.json"]
+    kind = KINDS[opts.repository_kind]
+    for flag, value in ((kind.flag, opts.track_repository), (kind.revision_flag, opts.track_revision)):
+        if value:
+            args += [flag, value]
+    if opts.offline:
+        args.append("--offline")
+    if opts.generate_corpora is not None:
+        args.append(f"--generate-corpora={opts.generate_corpora}")
     tags = {**opts.user_tags, "topology": dep.topology.name, "provider": dep.topology.provider}
     args += ["--user-tag", ",".join(f"{k}:{v}" for k, v in tags.items())]
     return args
@@ -137,9 +147,16 @@ def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[Dri
             h.put_tree(Path(opts.track_path).expanduser(), f"{remote_dir}/track")
     if opts.track_params:
         head.put_text(json.dumps(opts.track_params), f"{remote_dir}/track-params.json")
-    if dep.passwords:
-        first = next(iter(dep.passwords))
-        head.put_text(client_options_json(_user(dep, first), dep.passwords[first]), f"{remote_dir}/client-options.json")
+    if dep.passwords or opts.client_options:
+        # The first cluster's generated password signs in; the command line's options (timeouts, TLS) come along.
+        first = next(iter(dep.passwords), None)
+        auth = client_auth(_user(dep, first), dep.passwords[first]) if first else {}
+        head.put_text(json.dumps({**opts.client_options, **auth}), f"{remote_dir}/client-options.json")
+    ini = driver_ini(opts)
+    if ini:
+        for h in hosts:  # every host finds the repository as this machine does
+            h.run(f"mkdir -p {shlex.quote(h.home)}")
+            h.put_text(ini, f"{h.home}/bench.ini")
     console.print("waiting for the clusters to form ...", highlight=False)
     try:
         wait_clusters(head, dep, boot_timeout)
@@ -241,14 +258,9 @@ def run_cloud_race(opts: RaceOptions, topo: Topology, console: Console,
     if opts.load_driver or opts.load_driver_hosts:
         raise ConfigError(f"--topology drives from topology {topo.name}'s driver hosts (several of them form a Ray "
                           "cluster): drop --load-driver/--ray-address/--load-driver-hosts, or set drivers[].count")
-    # Options the driver host's race is not given: refused, never dropped (--max-error-rate is applied here, to
-    # the trial brought back).
-    unsent = [flag for flag, on in (("--redline", opts.redline), ("--randomization-enabled", opts.randomization),
-                                    ("--enable-driver-profiling", opts.enable_driver_profiling)) if on]
-    if unsent:
-        raise ConfigError(f"{', '.join(unsent)}: not available for a cloud topology's race (topology {topo.name}); "
-                          "drop it, or race a local topology or --target-hosts")
-    trial_id = new_trial_id()
+    refuse_unsent(opts, topo.name)
+    driver_ini(opts)  # a repository the driver host cannot clone is refused before any machine exists
+    trial_id = opts.trial_id()
     provider = get_provider(topo)
     dep = lifecycle.up(topo, provider, trial_id, yes=opts.yes, max_instances=opts.max_instances, console=console,
                        jvm_options=jvm_options)

@@ -10,7 +10,6 @@ ago by us; there is no earlier key to compare with).
 
 from __future__ import annotations
 
-import json
 import logging
 import posixpath
 import shlex
@@ -242,5 +241,6 @@ class DriverHost(RemoteHost):
         return db
 
 
-def client_options_json(user: str | None, password: str | None) -> str:
-    return json.dumps({"basic_auth_user": user, "basic_auth_password": password} if password else {})
+def client_auth(user: str | None, password: str | None) -> dict[str, str | None]:
+    """The client options that sign in with a cluster's generated password (none without one)."""
+    return {"basic_auth_user": user, "basic_auth_password": password} if password else {}

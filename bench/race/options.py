@@ -124,6 +124,12 @@ class RaceOptions(BaseModel):
 
         return parse_error_rate(v) if isinstance(v, str | int | float) and not isinstance(v, bool) else v
 
+    def trial_id(self) -> str:
+        """--race-id (Rally's; a UUID, stored without its dashes as bench's ids are hex) or a new id."""
+        from bench.trials.sqlite import new_trial_id  # here: the store module loads pandas, options load at start
+
+        return new_trial_id() if self.race_id is None else self.race_id.replace("-", "").lower()
+
     def public(self) -> dict[str, Any]:
         """The options as stored with a trial: secrets masked, and only those that applied to the race
         (``applying_options``)."""

@@ -67,7 +67,7 @@ from bench.track.task_filter import filter_challenge
 from bench.trials.model import Trials
 from bench.trials.open import open_store
 from bench.trials.recording import INTERRUPTIONS, SampleBuffer, recorded_run
-from bench.trials.sqlite import TrialInfo, TrialStore, machine_info, new_trial_id, utcnow
+from bench.trials.sqlite import TrialInfo, TrialStore, machine_info, utcnow
 from bench.trials.summary import enrich
 from bench.util import activity, redact
 from bench.util.errors import ClusterError, ConfigError
@@ -195,7 +195,7 @@ def _run(opts: RaceOptions, console: Console, resolved: ResolvedTrack, track: Tr
 
     # Closed when the race ends: a metrics store then gets the rows of its last second (or says what it lacks).
     with contextlib.closing(pool.pool), open_store() as store:
-        trial = TrialInfo(id=_trial_id(opts), track=track.name, challenge=challenge.name,
+        trial = TrialInfo(id=opts.trial_id(), track=track.name, challenge=challenge.name,
                           car=[] if opts.target_hosts else opts.car, track_params=track.params,
                           user_tags=opts.user_tags, options=_stored_options(opts, track), pipeline=opts.pipeline or "",
                           test_mode=opts.test_mode, start_time=utcnow(), machine=_driver_machine(clusters),
@@ -259,13 +259,6 @@ def _source_line(resolved: ResolvedTrack, opts: RaceOptions) -> str:
         return (f"bench's built-in tracks (generated data); a track repository's '{opts.track}' is "
                 f"--track-repository=default --track={opts.track}")
     return resolved.source.describe()
-
-
-def _trial_id(opts: RaceOptions) -> str:
-    """--race-id (Rally's; a UUID, stored without its dashes as bench's ids are hex) or a new id."""
-    if opts.race_id is None:
-        return new_trial_id()
-    return opts.race_id.replace("-", "").lower()
 
 
 def _documents_per_task(track: Track, challenge: Challenge) -> dict[str, list[DocumentsSpec]]:
