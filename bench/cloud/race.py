@@ -46,10 +46,11 @@ def race_args(opts: RaceOptions, dep: lifecycle.Deployment, remote_dir: str, ray
     named target hosts (private addresses), client options from a file only the driver user can read; with
     several driver hosts, their Ray cluster as the load driver (one worker per CPU of each unless
     --worker-processes says otherwise)."""
+    kind = KINDS[opts.repository_kind]
     if opts.track_path:
         args = ["--track-path", f"{remote_dir}/track"]
     else:
-        args = [KINDS[opts.repository_kind].name_flag, str(opts.track)]
+        args = [kind.name_flag, str(opts.track)]
     hosts = ",".join(f"{c.name}:{h}" for c in dep.topology.clusters for h in dep.http_hosts(c.name))
     args += ["--target-hosts", hosts, "--on-error", opts.on_error, "--report-format", "json"]
     if ray_address:
@@ -71,7 +72,6 @@ def race_args(opts: RaceOptions, dep: lifecycle.Deployment, remote_dir: str, ray
             args += [flag, ",".join(names)]
     if dep.passwords or opts.client_options:
         args += ["--client-options", f"{remote_dir}/client-options.json"]
-    kind = KINDS[opts.repository_kind]
     for flag, value in ((kind.flag, opts.track_repository), (kind.revision_flag, opts.track_revision)):
         if value:
             args += [flag, value]

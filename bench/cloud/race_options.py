@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from bench.race.options import RaceOptions
+from bench.race.options import RaceOptions, moot_when
 from bench.track.repository import KINDS, repository_url
 from bench.track.resolve import uses_repository
 from bench.util.errors import ConfigError
@@ -29,8 +29,8 @@ HERE = frozenset({
     "topology", "yes", "max_instances", "progress", "telemetry", "telemetry_params", "telemetry_profile", "pinning",
     "target_hosts", "load_driver", "load_driver_hosts",
 })
-# A topology names each cluster's engine, version, car and nodes itself (bench/race/options.py's _MOOT_WHEN).
-MOOT = frozenset({"distribution_version", "car", "car_params", "nodes", "http_port"})
+# A topology names each cluster's engine, version, car and nodes itself.
+MOOT = moot_when("topology")
 # Not available on a driver host: what to do instead.
 _ELSEWHERE = "drop it, or race a local topology or --target-hosts"
 REFUSED: dict[str, tuple[str, str]] = {

@@ -150,6 +150,11 @@ _MOOT_WHEN: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+def moot_when(option: str) -> frozenset[str]:
+    """The options that do not apply when ``option`` is given (e.g. a topology's clusters name their own car)."""
+    return frozenset(k for when, keys in _MOOT_WHEN if when == option for k in keys)
+
+
 def applying_options(options: dict[str, Any]) -> dict[str, Any]:
     """Stored race options without those that did not apply: no Elasticsearch default version beside an
     OpenSearch ``--distribution``, no ``--car`` default on a topology's clusters, nothing about starting clusters
