@@ -129,3 +129,16 @@ def test_installed_bench_packs_itself_into_the_same_wheel(venv: Path, wheel: Pat
         record = f"{wheel.name.split('-py')[0]}.dist-info/RECORD"
         assert [n for n in a.namelist() if n != record and a.read(n) != b.read(n)] == []
         assert sorted(a.read(record).splitlines()) == sorted(b.read(record).splitlines())
+
+
+def test_pip_install_without_extras_installs_none_of_the_optional_packages(wheel: Path, tmp_path: Path) -> None:
+    """What ``pip install bench`` resolves from the package index: the core dependencies, no extra's package."""
+    report = tmp_path / "resolved.json"
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+                           "--report", str(report), str(wheel)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    resolved = {item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]}
+    assert "bench" in resolved and "elasticsearch" in resolved
+    optional = {"boto3", "botocore", "google-cloud-compute", "paramiko", "plotly", "kaleido", "ray", "ruptures",
+                "h5py"}
+    assert not resolved & optional, f"a core install brings {sorted(resolved & optional)}"

@@ -17,6 +17,7 @@ from bench.provision.pinning import CpuPlan, auto_plan, auto_slots, explicit_pla
 from bench.race.cluster_source import Provisioned, RaceClusters
 from bench.race.pipeline import PlannedCluster, RaceResult
 from bench.util.errors import ConfigError
+from bench.util.extras import require
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -65,6 +66,8 @@ class CloudTopology(RaceClusters):
                         for c in topology.clusters]
 
     def take_over(self, opts: RaceOptions, console: Console) -> RaceResult | None:
+        for module in ("paramiko", "wheel.wheelfile"):  # the driver host over SSH, bench packed for it
+            require(module, "cloud", f"--topology {self.topology.name} (machines on {self.topology.provider})")
         from bench.cloud.race import run_cloud_race  # the cloud providers' clients load only for a cloud race
 
         return run_cloud_race(opts, self.topology, console,

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from bench.util.errors import TrackError
+from bench.util.extras import require
 
 FORMATS = ("hdf5", "bigann")
 # OSB's data set contexts -> the HDF5 dataset each reads
@@ -34,7 +35,7 @@ class VectorDataSet:
                              f"of your copy")
         self._data: Any
         if fmt == "hdf5":
-            import h5py  # only vector workloads need it
+            h5py = require("h5py", "vector", f"vector data set {self.path} (HDF5)")
 
             name = HDF5_DATASETS[context]
             f = h5py.File(self.path, "r")

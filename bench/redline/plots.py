@@ -3,10 +3,13 @@ per trial (its steps in target order), the sustained maximum marked."""
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
+from typing import TYPE_CHECKING
 
 from bench.redline.section import SECTION, RedlineSection
-from bench.reporting.plots import DASHES, PALETTE, Plot, PlotTrial
+from bench.reporting.plots import DASHES, PALETTE, Plot, PlotTrial, graph_objects
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 
 def _sections(trials: list[PlotTrial]) -> list[tuple[PlotTrial, RedlineSection]]:
@@ -15,7 +18,7 @@ def _sections(trials: list[PlotTrial]) -> list[tuple[PlotTrial, RedlineSection]]
 
 
 def _figure(title: str, y: str) -> go.Figure:
-    fig = go.Figure()
+    fig = graph_objects().Figure()
     fig.update_layout(title=title, xaxis_title="target (requests/s)", yaxis_title=y, template="plotly_white",
                       height=380, margin={"l": 60, "r": 20, "t": 50, "b": 50},
                       legend={"orientation": "h", "y": -0.25})
@@ -28,6 +31,7 @@ def redline_plots(trials: list[PlotTrial], notes: list[str] | None = None) -> li
     found = _sections(trials)
     if not found:
         return []
+    go = graph_objects()
     tp = _figure("Redline: achieved throughput by target", "achieved (requests/s)")
     lat = _figure("Redline: latency by target", "ms")
     top = max(st.target for _, s in found for st in s.steps)

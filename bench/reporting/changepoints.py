@@ -27,6 +27,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from bench.util.extras import require
+
 MIN_NIGHTS = 3
 PENALTY = 3.0
 Z = 3.0
@@ -56,7 +58,9 @@ def change_points(values: Sequence[float], higher_is_better: bool | None = None,
     if n < 2 * min_nights:
         return []
     import numpy as np
-    import ruptures
+
+    ruptures = require("ruptures", "history", "change points in nightly series (bench history, "
+                       "--fail-on-regression=change-point)")
 
     level = abs(statistics.median(values))
     floor = SIGMA_FLOOR * level

@@ -13,14 +13,23 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-import plotly.graph_objects as go
 
 from bench.results.sections import section_kinds
 from bench.results.stats import throughput_series
 from bench.results.summary import Summary, percentile_label
 from bench.util.errors import ConfigError
+from bench.util.extras import missing_line, require
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+def graph_objects() -> Any:
+    """plotly's ``graph_objects``, or one line naming ``pip install 'bench[plots]'`` (an optional extra)."""
+    return require("plotly.graph_objects", "plots", "plots and HTML reports")
+
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 DASHES = ["solid", "dash", "dot", "dashdot", "longdash"]
@@ -92,6 +101,7 @@ def _tasks(trials: list[PlotTrial]) -> list[str]:
 
 
 def throughput_plots(trials: list[PlotTrial], notes: list[str] | None = None) -> list[Plot]:
+    go = graph_objects()
     plots = []
     for task in _tasks(trials):
         fig, unit, longest = go.Figure(), "", 0
@@ -122,6 +132,7 @@ def throughput_plots(trials: list[PlotTrial], notes: list[str] | None = None) ->
 
 
 def latency_plots(trials: list[PlotTrial], notes: list[str] | None = None) -> list[Plot]:
+    go = graph_objects()
     plots = []
     for task in _tasks(trials):
         fig = go.Figure()
@@ -179,6 +190,7 @@ def _series(df: pd.DataFrame, device: str, metric: str, scale: float,
 
 
 def telemetry_plots(trials: list[PlotTrial], notes: list[str] | None = None) -> list[Plot]:
+    go = graph_objects()
     plots = []
     for key, title, ylabel, candidates in _TELEMETRY:
         fig = go.Figure()
@@ -224,9 +236,7 @@ def all_plots(trials: list[PlotTrial], notes: list[str] | None = None) -> list[P
 
 def plotly_js() -> str:
     """plotly.js itself, to inline in a self-contained HTML file."""
-    from plotly.offline import get_plotlyjs
-
-    return get_plotlyjs()
+    return str(require("plotly.offline", "plots", "HTML reports").get_plotlyjs())
 
 
 def figure_div(plot: Plot) -> str:
@@ -238,8 +248,7 @@ def figure_div(plot: Plot) -> str:
 
 def export_pngs(plots: list[Plot], folder: Path) -> list[Path]:
     """One PNG per plot (kaleido drives a headless Chromium: Debian's ``chromium`` package here)."""
-    import plotly.io as pio
-
+    pio = require("plotly.io", "plots", "--plots-dir (PNG export)")
     folder = Path(folder).expanduser()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -252,10 +261,7 @@ def export_pngs(plots: list[Plot], folder: Path) -> list[Path]:
     try:
         import kaleido  # type: ignore[import-untyped]  # noqa: F401 - plotly's PNG engine; ships no types
     except ImportError:
-        import sys
-
-        raise ConfigError(f"--plots-dir: PNG export needs kaleido, which is not installed for {sys.executable}: "
-                          "pip install 'kaleido>=1.0'") from None
+        raise ConfigError(missing_line("--plots-dir (PNG export)", "kaleido", "plots")) from None
     try:
         pio.write_images([p.figure for p in plots], paths, width=1000, height=420)
     except Exception as e:
