@@ -82,7 +82,7 @@ def start_topology(provisioner: LocalProvisioner, topo: Topology, console: Conso
                    jvm_options: dict[str, list[str]] | None = None) -> list[ClusterInfo]:
     """Start every cluster of a provider-local topology; returns them in the topology's order (the first
     is the track's default target). Clusters already started are stopped by the provisioner's owner. ``cpus``:
-    each cluster's CPU set (bench/cloud/pinning.py)."""
+    each cluster's CPU set (bench/provision/pinning.py)."""
     if topo.provider != "local":
         raise ConfigError(f"topology {topo.name} has provider {topo.provider}; only provider local runs on "
                           f"this machine")

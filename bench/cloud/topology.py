@@ -208,7 +208,7 @@ class Topology(BaseModel):
     def cluster_specs(self, cpus: dict[str, frozenset[int] | None] | None = None,
                       **overrides: Any) -> list[ClusterSpec]:
         """The clusters as LocalProvisioner specs (provider local; also what the cloud nodes run); ``cpus``: each
-        cluster's CPU set (bench/cloud/pinning.py), else none is pinned."""
+        cluster's CPU set (bench/provision/pinning.py), else none is pinned."""
         return [ClusterSpec(name=c.name, nodes=c.nodes, car=c.car, car_params=c.car_params, engine=c.engine,
                             version=c.version, repository=c.repository, runtime_jdk=c.runtime_jdk,
                             plugins=[Path(p).expanduser() for p in c.plugins if is_plugin_path(p)],

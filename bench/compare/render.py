@@ -290,9 +290,9 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
     })
 
 
-def render_comparison(cmp: Comparison, fmt: CompareFormat = "table", *, full: bool = True) -> str:
-    """The comparison as text; ``table`` is the terminal layout without colours (``full``: with the full table
-    after the headline; files always get it)."""
+def render_comparison(cmp: Comparison, fmt: CompareFormat = "table", *, full: bool = True, width: int = 200) -> str:
+    """The comparison as text; ``table`` is the terminal layout without colours, fitted to ``width`` columns,
+    warnings wrapped as the tables are (``full``: with the full table after the headline; files always get it)."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown compare format {fmt!r}: use one of {', '.join(FORMATS)}")
     if fmt == "json":
@@ -307,6 +307,6 @@ def render_comparison(cmp: Comparison, fmt: CompareFormat = "table", *, full: bo
         return redact_text(buf.getvalue())
     if fmt == "markdown":
         return redact_text(_markdown(cmp))
-    console = Console(file=io.StringIO(), width=200, record=True, color_system=None, soft_wrap=True)
-    console.print(comparison_renderable(cmp, width=200, full=full))
+    console = Console(file=io.StringIO(), width=width, record=True, color_system=None, soft_wrap=True)
+    console.print(comparison_renderable(cmp, width=width, full=full))
     return redact_text(console.export_text())

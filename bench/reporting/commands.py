@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,10 @@ def _compare(a: argparse.Namespace, console: Console) -> int:
         console.print(comparison_renderable(cmp, width=console.width, full=a.all))
     else:
         # Piped, the table is the terminal's (headline, full table with --all); other formats carry everything.
-        text = render_comparison(cmp, a.format, full=a.all) if a.format == "table" else render_comparison(cmp, a.format)
+        # $COLUMNS when set (as a pipe to a gist or a CI log says how wide), else 200.
+        width = shutil.get_terminal_size((200, 24)).columns
+        text = render_comparison(cmp, a.format, full=a.all, width=width) if a.format == "table" \
+            else render_comparison(cmp, a.format)
         console.print(text, highlight=False, markup=False, soft_wrap=True, end="")
     return 0
 
