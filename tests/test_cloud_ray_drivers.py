@@ -51,7 +51,7 @@ def test_one_driver_host_drives_with_local_workers_several_form_a_ray_cluster() 
 def test_race_args_name_the_ray_head_only_with_several_hosts() -> None:
     dep = _deployment(1)
     args = race_args(RaceOptions(track="nginx"), dep, "/tmp/x")
-    assert "--load-driver" not in args and args[args.index("--worker-processes") + 1] == "1"
+    assert "--load-driver" not in args and "--worker-processes" not in args  # the driver host's default: 1
     dep = _deployment(2)
     args = race_args(RaceOptions(track="nginx"), dep, "/tmp/x", f"10.0.0.11:{RAY_GCS_PORT}")
     assert args[args.index("--load-driver") + 1] == "ray:10.0.0.11:6379"

@@ -8,7 +8,7 @@ import shlex
 
 import pytest
 
-from bench.cli import _parser, main
+from bench.cli import build_parser, main
 from bench.race.experiment import dry_run_lines, load_experiment
 from bench.track.loader import find_track, load_track
 from bench.track.params import blame_param
@@ -34,7 +34,7 @@ def test_there_are_command_hints_to_check():
 @pytest.mark.parametrize("where,cmd", _hints())
 def test_every_command_a_message_suggests_parses(where, cmd):
     try:
-        _parser().parse_args(shlex.split(cmd))
+        build_parser().parse_args(shlex.split(cmd))
     except SystemExit:
         pytest.fail(f"{where} suggests 'bench {cmd}', which bench does not accept")
 

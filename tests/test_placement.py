@@ -20,7 +20,8 @@ from bench.http.cluster_runtime import runtime_facts
 from bench.provision.cpus import cpu_list_text, parse_cpu_list
 from bench.provision.pinning import auto_plan, auto_slots
 from bench.race.experiment import load_experiment
-from bench.race.options import RaceOptions, applying_options
+from bench.race.flags import applying_options, public_options
+from bench.race.options import RaceOptions
 from bench.reporting.design import design_line, planned_aspects
 from bench.reporting.placement import PlacedTrial, placement_line, task_window, where_text, window_load
 from bench.results.report import render_summary
@@ -83,13 +84,13 @@ def test_topology_cpu_sets_are_checked_where_they_are_written():
 
 
 def test_stored_options_leave_out_what_did_not_apply():
-    os_race = RaceOptions(track="http_logs", distribution="opensearch:2.19.1").public()
+    os_race = public_options(RaceOptions(track="http_logs", distribution="opensearch:2.19.1"))
     assert "distribution_version" not in os_race and os_race["distribution"] == "opensearch:2.19.1"
-    topo = RaceOptions(track="http_logs", topology=Path("t.yml")).public()
+    topo = public_options(RaceOptions(track="http_logs", topology=Path("t.yml")))
     assert not {"distribution_version", "car", "nodes"} & set(topo)
-    existing = RaceOptions(track="http_logs", target_hosts="127.0.0.1:9200").public()
+    existing = public_options(RaceOptions(track="http_logs", target_hosts="127.0.0.1:9200"))
     assert not {"distribution_version", "car", "car_params", "nodes", "pinning"} & set(existing)
-    assert RaceOptions(track="nginx").public()["distribution_version"] == "8.19.21"  # it did apply there
+    assert public_options(RaceOptions(track="nginx"))["distribution_version"] == "8.19.21"  # it did apply there
     # Trials stored before: the same filter when shown.
     assert "distribution_version" not in applying_options({"distribution": "opensearch:2.19.1",
                                                            "distribution_version": "8.19.21"})

@@ -60,7 +60,7 @@ def test_png_export_without_kaleido_is_one_line(tmp_path: Path) -> None:
             "    print(e)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert_one_line(proc.stdout, "--plots-dir", "kaleido", "pip install 'kaleido")
+    assert_one_line(proc.stdout, "--plots-dir", "kaleido", "pip install 'bench[plots]'")
 
 
 def test_a_too_short_client_timeout_says_so(es_target: str, capsys: pytest.CaptureFixture[str]) -> None:

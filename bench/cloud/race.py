@@ -28,10 +28,10 @@ from bench.cloud.ssh import DriverHost, RemoteHost, client_auth
 from bench.cloud.topology import Topology
 from bench.cloud.wheel import build_wheel
 from bench.provision.car import load_car
+from bench.race.flags import remote_args
 from bench.race.options import RaceOptions
 from bench.race.pipeline import RaceResult
 from bench.results.report import render_summary, write_report
-from bench.track.repository import KINDS
 from bench.trials.sqlite import TrialStore
 from bench.util.errors import ConfigError, ProvisionError, RaceInterrupted
 from bench.util.home import trials_dir
@@ -46,41 +46,18 @@ def race_args(opts: RaceOptions, dep: lifecycle.Deployment, remote_dir: str, ray
     named target hosts (private addresses), client options from a file only the driver user can read; with
     several driver hosts, their Ray cluster as the load driver (one worker per CPU of each unless
     --worker-processes says otherwise)."""
-    kind = KINDS[opts.repository_kind]
-    if opts.track_path:
-        args = ["--track-path", f"{remote_dir}/track"]
-    else:
-        args = [kind.name_flag, str(opts.track)]
     hosts = ",".join(f"{c.name}:{h}" for c in dep.topology.clusters for h in dep.http_hosts(c.name))
-    args += ["--target-hosts", hosts, "--on-error", opts.on_error, "--report-format", "json"]
+    tags = {**opts.user_tags, "topology": dep.topology.name, "provider": dep.topology.provider}
+    # The values that travel as files, where the driver host has them; the generated password is in the client
+    # options' file even when the user gave none.
+    files = {"track_path": f"{remote_dir}/track", "track_params": f"{remote_dir}/track-params.json",
+             "client_options": f"{remote_dir}/client-options.json"}
+    replace = {"user_tags": ["--user-tag", ",".join(f"{k}:{v}" for k, v in tags.items())]}
+    if dep.passwords:
+        replace["client_options"] = ["--client-options", files["client_options"]]
+    args = ["--target-hosts", hosts, "--report-format", "json", *remote_args(opts, files, replace)]
     if ray_address:
         args += ["--load-driver", f"ray:{ray_address}"]
-        if opts.worker_processes:
-            args += ["--worker-processes", str(opts.worker_processes)]
-    else:
-        args += ["--worker-processes", str(opts.worker_processes or 1)]
-    if opts.challenge:
-        args += ["--challenge", opts.challenge]
-    if opts.track_params:
-        args += ["--track-params", f"{remote_dir}/track-params.json"]
-    if opts.ignore_unused_track_params:
-        args.append("--ignore-unused-track-params")
-    if opts.test_mode:
-        args.append("--test-mode")
-    for flag, names in (("--include-tasks", opts.include_tasks), ("--exclude-tasks", opts.exclude_tasks)):
-        if names:
-            args += [flag, ",".join(names)]
-    if dep.passwords or opts.client_options:
-        args += ["--client-options", f"{remote_dir}/client-options.json"]
-    for flag, value in ((kind.flag, opts.track_repository), (kind.revision_flag, opts.track_revision)):
-        if value:
-            args += [flag, value]
-    if opts.offline:
-        args.append("--offline")
-    if opts.generate_corpora is not None:
-        args.append(f"--generate-corpora={opts.generate_corpora}")
-    tags = {**opts.user_tags, "topology": dep.topology.name, "provider": dep.topology.provider}
-    args += ["--user-tag", ",".join(f"{k}:{v}" for k, v in tags.items())]
     return args
 
 

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 import psutil
@@ -74,6 +75,117 @@ RunStep = Callable[[Task | Parallel, SampleWatch | None], Awaitable[None]]
 # Runs a step of the schedule its own way (through RunStep) and returns True, or returns False to leave it to the
 # coordinator: how an extension replaces a task by steps of its own (bench.race.pipeline.RaceHook.drive_step).
 StepDriver = Callable[[Task | Parallel, RunStep], Awaitable[bool]]
+
+
+@dataclass
+class _StepRun:
+    """One step as the coordinator follows it: which workers are ready and done, which tasks finished, and what
+    stops the step (a health problem, a dead or stopped worker, an --on-error=abort failure, an interruption)."""
+
+    co: Coordinator
+    no: int
+    tasks: list[Task]
+    owners: dict[str, set[int]]  # task -> the workers running its clients
+    completed_by: str | None
+    watch: SampleWatch | None
+    ready: set[int] = field(default_factory=set)
+    done: set[int] = field(default_factory=set)
+    task_done_by: dict[str, set[int]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    failure: str | None = None
+    stopping: bool = False
+    cancelling: bool = False
+    started: bool = False
+
+    def stop_all(self) -> None:
+        if not self.stopping:
+            self.stopping = True
+            self.co.pool.broadcast(Stop())
+
+    def check(self, now: float) -> bool:
+        """The clock's checks; True when the step must be left at once."""
+        co = self.co
+        if co._interrupt and not self.cancelling:
+            self.cancelling = True
+            self.stop_all()
+            co.pool.broadcast(Cancel())  # an interruption does not wait for in-flight requests
+        problem = co.health_check() if co.health_check and not self.stopping else None
+        if problem:
+            self.errors.append(problem)
+            self.stop_all()
+            # The race has failed: requests in flight to a node that died or froze are not waited for
+            # (a frozen one would hold each for its whole timeout).
+            co.pool.broadcast(Cancel())
+        if self.stopping and co._stop_overdue():
+            self.errors.append(f"load driver workers did not stop within {WORKER_TIMEOUT:.0f} s")
+            return True
+        dead = [(wid, code) for wid, code in co.pool.exit_codes().items() if wid not in self.done and code is not None]
+        if dead:
+            self.errors.append(f"load driver worker bench-worker-{dead[0][0]} died (exit code {dead[0][1]})")
+            self.stop_all()
+            return True
+        stopped = co._stopped_worker(now)
+        if stopped is not None:
+            self.errors.append(f"load driver worker (pid {stopped}) was stopped (SIGSTOP?) for more than "
+                               f"{STOPPED_GRACE:.0f} s: its clients sent nothing meanwhile; resume it with "
+                               f"SIGCONT within {STOPPED_GRACE:.0f} s or do not stop it")
+            self.stop_all()
+            return True
+        return False
+
+    def handle(self, msg: Message) -> None:
+        co = self.co
+        match msg:
+            case Ready(wid=wid):
+                self.ready.add(wid)
+                if len(self.ready) == co.n and not self.stopping:
+                    co.pool.broadcast(Go(time.monotonic() + START_DELAY))
+                    self.started = True
+                    co.listener.step_started(self.tasks)
+            case Samples(batch=batch):
+                co.sink(batch)
+                co.listener.samples(batch)
+                if self.watch is not None and self.watch(batch):  # told every batch, also the answers after a stop
+                    self.stop_all()
+            case TaskDone(wid=wid, task=name):
+                self._task_done(wid, name)
+            case Failure(message=text):
+                self.failure = self.failure or text
+                self.stop_all()
+            case WorkerError(message=text):
+                self.errors.append(text)
+                self.stop_all()
+            case Cancelled(count=count):
+                co.cancelled += count
+            case StepDone(wid=wid, load=load):
+                self.done.add(wid)
+                if load is not None:
+                    co.driver_rows.extend(loop_load.rows(wid, self.no, load))
+                co.pool.send(wid, EndStep())
+            case _:
+                assert_never(msg)
+
+    def _task_done(self, wid: int, name: str) -> None:
+        by = self.task_done_by.setdefault(name, set())
+        by.add(wid)
+        if by >= self.owners[name]:
+            self.co.listener.task_done(name)
+            if self.completed_by and self.completed_by in (name, "any"):
+                self.stop_all()
+
+    def end(self) -> None:
+        """The step's outcome: its errors, an abort, an interruption, raised; nothing when it ran through."""
+        co = self.co
+        if self.started:
+            co.listener.step_ended()
+        if self.errors:
+            raise RaceError(self.errors[0])
+        if self.failure:
+            raise RaceError(f"{self.failure} (--on-error=abort)")
+        if co._interrupt:
+            cancelled = (f"; {co.cancelled} in-flight request{'s' if co.cancelled != 1 else ''} cancelled, "
+                         "not counted as samples") if co.cancelled else ""
+            raise RaceInterrupted(co._interrupt + cancelled)
 
 
 class Coordinator:
@@ -170,57 +282,16 @@ class Coordinator:
                 owners[tasks[ti].name].add(wid)
         for wid, plan in enumerate(plans):
             self.pool.send(wid, Step(plan))
-
-        ready: set[int] = set()
-        done: set[int] = set()
-        finished_tasks: set[str] = set()
-        task_done_by: dict[str, set[int]] = {t.name: set() for t in tasks}
-        errors: list[str] = []
-        failure: str | None = None
-        stopping = False
-        cancelling = False
-        started = False
+        run = _StepRun(self, no, tasks, owners, completed_by, watch)
         self._stop_requested_at = None
-
-        def stop_all() -> None:
-            nonlocal stopping
-            if not stopping:
-                stopping = True
-                self.pool.broadcast(Stop())
-
         last_check = 0.0
-        while len(done) < self.n:
+        while len(run.done) < self.n:
             now = time.monotonic()
             if now - last_check >= 1.0 or self._wake.is_set():
                 # Checked on a clock, not only when idle: samples arrive all the time in a busy step.
                 last_check = now
                 self._wake.clear()
-                if self._interrupt and not cancelling:
-                    cancelling = True
-                    stop_all()
-                    self.pool.broadcast(Cancel())  # an interruption does not wait for in-flight requests
-                problem = self.health_check() if self.health_check and not stopping else None
-                if problem:
-                    errors.append(problem)
-                    stop_all()
-                    # The race has failed: requests in flight to a node that died or froze are not waited for
-                    # (a frozen one would hold each for its whole timeout).
-                    self.pool.broadcast(Cancel())
-                if stopping and self._stop_overdue():
-                    errors.append(f"load driver workers did not stop within {WORKER_TIMEOUT:.0f} s")
-                    break
-                dead = [(wid, code) for wid, code in self.pool.exit_codes().items()
-                        if wid not in done and code is not None]
-                if dead:
-                    errors.append(f"load driver worker bench-worker-{dead[0][0]} died (exit code {dead[0][1]})")
-                    stop_all()
-                    break
-                stopped = self._stopped_worker(now)
-                if stopped is not None:
-                    errors.append(f"load driver worker (pid {stopped}) was stopped (SIGSTOP?) for more than "
-                                  f"{STOPPED_GRACE:.0f} s: its clients sent nothing meanwhile; resume it with "
-                                  f"SIGCONT within {STOPPED_GRACE:.0f} s or do not stop it")
-                    stop_all()
+                if run.check(now):
                     break
             msg = await self._next_message()
             if msg is None:
@@ -228,51 +299,8 @@ class Coordinator:
                 # long (large bulks), so a killed bench loses at most about a second of samples.
                 self.sink([])
                 continue
-            match msg:
-                case Ready(wid=wid):
-                    ready.add(wid)
-                    if len(ready) == self.n and not stopping:
-                        start_at = time.monotonic() + START_DELAY
-                        self.pool.broadcast(Go(start_at))
-                        started = True
-                        self.listener.step_started(tasks)
-                case Samples(batch=batch):
-                    self.sink(batch)
-                    self.listener.samples(batch)
-                    if watch is not None and watch(batch):  # told every batch, also the answers after a stop
-                        stop_all()
-                case TaskDone(wid=wid, task=name):
-                    task_done_by[name].add(wid)
-                    if task_done_by[name] >= owners[name]:
-                        finished_tasks.add(name)
-                        self.listener.task_done(name)
-                        if completed_by and (completed_by == name or completed_by == "any"):
-                            stop_all()
-                case Failure(message=text):
-                    failure = failure or text
-                    stop_all()
-                case WorkerError(message=text):
-                    errors.append(text)
-                    stop_all()
-                case Cancelled(count=count):
-                    self.cancelled += count
-                case StepDone(wid=wid, load=load):
-                    done.add(wid)
-                    if load is not None:
-                        self.driver_rows.extend(loop_load.rows(wid, no, load))
-                    self.pool.send(wid, EndStep())
-                case _:
-                    assert_never(msg)
-        if started:
-            self.listener.step_ended()
-        if errors:
-            raise RaceError(errors[0])
-        if failure:
-            raise RaceError(f"{failure} (--on-error=abort)")
-        if self._interrupt:
-            cancelled = (f"; {self.cancelled} in-flight request{'s' if self.cancelled != 1 else ''} cancelled, "
-                         "not counted as samples") if self.cancelled else ""
-            raise RaceInterrupted(self._interrupt + cancelled)
+            run.handle(msg)
+        run.end()
 
     _stop_requested_at: float | None = None
     _track_code: TrackCodePlan | None = None

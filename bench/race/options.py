@@ -9,7 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from bench.provision.pinning import PINNING_PATTERN
 from bench.track.model import QueryRandomization
-from bench.util import redact
 from bench.util.errors import ConfigError
 
 ReportFormat = Literal["table", "markdown", "csv", "json"]
@@ -129,35 +128,3 @@ class RaceOptions(BaseModel):
         from bench.trials.sqlite import new_trial_id  # here: the store module loads pandas, options load at start
 
         return new_trial_id() if self.race_id is None else self.race_id.replace("-", "").lower()
-
-    def public(self) -> dict[str, Any]:
-        """The options as stored with a trial: secrets masked, and only those that applied to the race
-        (``applying_options``)."""
-        return applying_options(redact.redact(self.model_dump(mode="json")))
-
-
-# What decides the clusters when it is given (in this order): the options it makes moot.
-_MOOT_WHEN: tuple[tuple[str, tuple[str, ...]], ...] = (
-    # Existing clusters: bench starts nothing, so nothing about starting one applies.
-    ("target_hosts", ("distribution_version", "distribution", "car", "car_params", "nodes", "distribution_repository",
-                      "runtime_jdk", "distribution_path", "http_port", "plugins", "elasticsearch_plugins",
-                      "opensearch_plugins", "keep_cluster", "pinning")),
-    # A topology names each cluster's engine, version, car and nodes itself.
-    ("topology", ("distribution_version", "car", "car_params", "nodes", "http_port")),
-    # --distribution=ENGINE:VERSION (or a local build) replaces the default version.
-    ("distribution", ("distribution_version",)),
-    ("distribution_path", ("distribution_version",)),
-)
-
-
-def moot_when(option: str) -> frozenset[str]:
-    """The options that do not apply when ``option`` is given (e.g. a topology's clusters name their own car)."""
-    return frozenset(k for when, keys in _MOOT_WHEN if when == option for k in keys)
-
-
-def applying_options(options: dict[str, Any]) -> dict[str, Any]:
-    """Stored race options without those that did not apply: no Elasticsearch default version beside an
-    OpenSearch ``--distribution``, no ``--car`` default on a topology's clusters, nothing about starting clusters
-    on ``--target-hosts``. Pure; also applied when showing trials stored before it existed."""
-    moot = {k for when, keys in _MOOT_WHEN if options.get(when) not in (None, "", [], {}) for k in keys}
-    return {k: v for k, v in options.items() if k not in moot}

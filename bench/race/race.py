@@ -51,6 +51,7 @@ from bench.http.cluster_stats import (
 from bench.provision.cpus import cpu_list_text, pin_process
 from bench.provision.facts_text import distribution_text
 from bench.race.cluster_source import RaceClusters, resolve_clusters
+from bench.race.flags import public_options
 from bench.race.options import RaceOptions
 from bench.race.pipeline import RaceHook, RacePlan, RaceResult, RaceSchedule, RaceTargets, race_hooks
 from bench.results.report import check_report_file, render_summary, write_report
@@ -134,7 +135,7 @@ def load_race_track(opts: RaceOptions, resolved: ResolvedTrack | None = None
 def _stored_options(opts: RaceOptions, track: Track) -> dict[str, Any]:
     """The options stored with the trial, plus the template variables the track rendered as empty (so a trial
     run without a parameter it needed says so)."""
-    out = opts.public()
+    out = public_options(opts)
     if track.undefined_params:
         out["undefined_track_params"] = list(track.undefined_params)
     return out

@@ -25,7 +25,7 @@ import bench
 from bench.compare.core import Comparison, Side
 from bench.compare.render import side_lines, table_headers, table_rows, to_json
 from bench.provision.facts_text import distribution_text
-from bench.race.options import applying_options
+from bench.race.flags import applying_options
 from bench.reporting.headline_view import compare_headline_view, trial_headline
 from bench.reporting.placement import where_text
 from bench.results.report import format_value

@@ -2,7 +2,7 @@
 module of the ``bench`` package.
 
 Both are made at build time (``gen_pages.py``, run by the mkdocs-gen-files plugin), never committed: an option
-added to ``bench/cli.py`` or a module moved in ``bench/`` shows up in the next build, and nothing can go stale.
+added to ``bench/cli/`` (or ``bench/race/flags.py``) or a module moved in ``bench/`` shows up in the next build, and nothing can go stale.
 Pure functions of the source tree, without mkdocs, so ``tests/test_docs.py`` can call them.
 """
 
@@ -16,9 +16,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "bench"
 CLI_PAGE = "reference/cli.md"
+RACE_OPTIONS_PAGE = "reference/race-options.md"
 API_DIR = "reference/api"
 # Where each generated page or folder appears in mkdocs.yml's nav: tests/test_docs.py accepts these as existing.
-GENERATED = (CLI_PAGE, API_DIR + "/")
+GENERATED = (CLI_PAGE, RACE_OPTIONS_PAGE, API_DIR + "/")
 
 
 def _md(text: str) -> str:
@@ -81,14 +82,14 @@ def _command(parser: argparse.ArgumentParser, title: str, summary: str, level: i
 
 
 def cli_reference() -> str:
-    """The whole command line as markdown: every subcommand's usage and arguments, from ``bench.cli._parser()``."""
-    from bench.cli import _parser
+    """The whole command line as markdown: every subcommand's usage and arguments, from ``bench.cli.build_parser()``."""
+    from bench.cli import build_parser
 
-    parser = _parser()
+    parser = build_parser()
     head = [
         "# Command line reference",
         "",
-        "Generated from `bench.cli._parser()` each time the docs are built, so it always matches the code. "
+        "Generated from `bench.cli.build_parser()` each time the docs are built, so it always matches the code. "
         "`bench COMMAND --help` prints the same. Options given before the command (`--quiet`, the metrics "
         "store flags) also work after it.",
         "",
@@ -104,6 +105,21 @@ def cli_reference() -> str:
             del os.environ["COLUMNS"]
         else:
             os.environ["COLUMNS"] = saved
+
+
+def race_options_page() -> str:
+    """Every ``bench race`` option from its one declaration (``bench/race/flags.py``): flags with Rally's and OSB's
+    spellings, default, meaning, and what a cloud topology's race does with it."""
+    from bench.cli import build_parser
+    from bench.race.flags import options_table
+
+    race = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["race"]
+    return ("# Race options\n\n"
+            "Every option of `bench race`, generated from its one declaration in `bench/race/flags.py` each time the "
+            "docs are built. Rally's and OpenSearch Benchmark's spellings of an option are listed beside bench's. "
+            "The last column says what a [cloud topology's race](../guide/cloud.md), which runs a second `bench "
+            "race` on a driver host, does with it. `bench race --help` prints the same flags.\n\n"
+            + options_table(race))
 
 
 def api_modules() -> list[tuple[str, str]]:
