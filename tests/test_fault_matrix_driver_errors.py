@@ -20,6 +20,7 @@ import pytest
 
 from bench.cli import main
 from bench.driver.client_loop import BACKOFF_CAP, next_backoff
+from bench.driver.item_errors import MAX_ITEM_KINDS, item_failures, item_failures_text, parse_item_failures
 from bench.results.exit_status import EXIT_OK
 from bench.results.summary import Summary
 from bench.trials.sqlite import TrialStore
@@ -196,3 +197,25 @@ def test_two_mapping_conflicts_in_each_bulk_are_two_kinds_with_their_documents(t
         assert (e.count, e.documents) == (docs // per_bulk, docs // 3), e
         assert e.first_s is not None and e.last_s is not None and 0 < e.first_s <= e.last_s
     assert out.count(f"({docs // 3:,} documents)") == 2, out
+
+
+def test_item_errors_group_by_kind_within_a_bulk_whatever_their_ids() -> None:
+    conflicts = [{"create": {"error": {"type": "version_conflict_engine_exception",
+                                       "reason": f"[doc-{i}]: version conflict, document already exists"}}}
+                 for i in range(300)]
+    mapping = [{"index": {"error": {"type": "document_parsing_exception",
+                                    "reason": f"[1:{i % 9}] failed to parse field [d] of type [date] in document "
+                                              f"with id 'x{i}'. Preview of field's value: 'v{i}'"}}}
+               for i in range(200)]
+    ok = [{"index": {"status": 201}}] * 10
+    failed, kinds = item_failures(conflicts + ok + mapping)
+    assert failed == 500 and [n for n, _ in kinds] == [300, 200]
+    text = item_failures_text(failed, 510, kinds)
+    assert parse_item_failures(text) == kinds
+    # the summary reads a bulk stored before kinds were kept as one message
+    assert parse_item_failures("3 of 5 documents failed, first: mapper_parsing_exception: x") is None
+
+    many = [{"index": {"error": {"type": f"t{i % 25}", "reason": "r"}}} for i in range(100)]
+    failed, kinds = item_failures(many)
+    assert failed == 100 and len(kinds) == MAX_ITEM_KINDS + 1 and sum(n for n, _ in kinds) == 100
+    assert kinds[-1][1] == "5 other kinds of item error"
