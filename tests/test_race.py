@@ -253,7 +253,10 @@ def test_task_whose_requests_all_fail_is_complete_with_errors_and_flagged_in_com
         if fmt == "json":  # the document only (it parses), the trial's status among its facts
             body = json.loads(shown)
             assert body["trial"]["status"].startswith("complete, with errors")
-            assert body["errors"] == [{"task": "probe", "message": message, "count": 12}]
+            [error] = body["errors"]
+            assert {k: error[k] for k in ("task", "message", "count", "documents")} == \
+                {"task": "probe", "message": message, "count": 12, "documents": 0}
+            assert 0 < error["first_s"] <= error["last_s"]  # when the kind came, seconds after its step started
             assert {r["metric"] for r in body["rows"] if r["task"] == "probe"} == {"error rate", "failed requests"}
             continue
         if fmt == "csv":  # the rows only, the errors among them

@@ -19,7 +19,7 @@ from bench.driver.custom_schedule import RallySchedule
 from bench.driver.missing_feature import explain
 from bench.driver.param_types import ParamError
 from bench.driver.params import CorpusSource
-from bench.driver.runners.core import Context, Result, Runner
+from bench.driver.runners.core import Context, Result, Runner, request_docs
 from bench.driver.samples import SampleFields
 from bench.driver.schedule import Pacer
 from bench.track.model import Task
@@ -66,11 +66,36 @@ class Bounds:
         return due < self.warmup_end and (self.warmup_cap is None or i < self.warmup_cap)
 
 
+CONNECTION = "connection"  # the error type of a request that could not reach the cluster
+
+# A client whose request could not reach the cluster (connection refused, reset, unreachable) waits before its
+# next request: BACKOFF_FIRST, doubling after each such failure up to BACKOFF_CAP, none again after any answer.
+# Without it a dead target made each client fail as fast as the machine could open sockets (thousands of errors in
+# under 3 s), so the error count measured the load driver, not the outage. A timeout already waited; an HTTP error
+# is an answer.
+BACKOFF_FIRST = 0.05
+BACKOFF_CAP = 1.0
+
+
+def next_backoff(previous: float) -> float:
+    """The wait after a connection failure that followed a wait of ``previous`` seconds (0: the first)."""
+    return min(BACKOFF_CAP, previous * 2 if previous else BACKOFF_FIRST)
+
+
+def failed_without_answer(e: BaseException, params: dict[str, Any]) -> Result:
+    """The failed request of an exception: a bulk that got no answer failed every document it carried."""
+    res = result_from_exception(e)
+    docs = request_docs(params)
+    if docs:
+        res.units, res.unit, res.failed_units = docs, "docs", docs
+    return res
+
+
 def result_from_exception(e: BaseException) -> Result:
     if isinstance(e, (asyncio.TimeoutError, TimeoutError)):
         return Result(success=False, error_type="timeout", detail="request timed out")
     if isinstance(e, aiohttp.ClientConnectionError | ConnectionError | OSError):
-        return Result(success=False, error_type="connection", detail=f"connection error: {e}")
+        return Result(success=False, error_type=CONNECTION, detail=f"connection error: {e}")
     if isinstance(e, aiohttp.ClientError):
         return Result(success=False, error_type="transport", detail=f"{type(e).__name__}: {e}")
     return Result(success=False, error_type=type(e).__name__, detail=f"{type(e).__name__}: {e}")
@@ -113,6 +138,7 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
         if client_start > now and await _sleep(stopped, client_start - now):
             return
         i = 0
+        backoff = 0.0  # the last wait after a connection failure; 0 after an answer
         while not stop.is_set():
             if total_iterations is not None and i >= total_iterations:
                 break
@@ -151,7 +177,7 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
             except MemoryError:
                 raise  # the load driver's, not the cluster's: never a failed request
             except Exception as e:  # noqa: BLE001 - every failure of a request is data, not a crash
-                res = result_from_exception(e)
+                res = failed_without_answer(e, params)
             t1 = time.monotonic() - res.after_response
             if pacer is not None:
                 pacer.after_request(t1 - client_start, res.units if res.success else 0, res.unit)
@@ -170,5 +196,14 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
             if not res.success and on_failure is not None and task.ignore_response_error_level != "non-fatal":
                 on_failure(f"task '{task.name}' ({op.operation_type}) failed: {detail}")
             i += 1
+            if res.error_type == CONNECTION:
+                # Not any request's time: the next one's latency counts from its due time, so for a paced task it
+                # includes this wait (the request was due and not sent), its service time does not.
+                backoff = next_backoff(backoff)
+                wait = backoff if b.deadline is None else min(backoff, b.deadline - time.monotonic())
+                if wait > 0 and await _sleep(stopped, wait):
+                    break
+            elif res.success or res.status:
+                backoff = 0.0
     finally:
         stopped.cancel()

@@ -260,7 +260,8 @@ def missing_feature(message: str) -> str | None:
 def explain(message: str) -> str:
     """``message`` after what the cluster lacks, when it says so; else ``message`` as it is."""
     what = missing_feature(message)
-    return message if what is None or message.startswith(LACKS) else f"{LACKS}{what}{SEPARATOR}{message}"
+    # LACKS anywhere: a bulk's item failures say it per kind of failure (bench.driver.item_errors)
+    return message if what is None or LACKS in message else f"{LACKS}{what}{SEPARATOR}{message}"
 
 
 LACKS = "the cluster lacks "

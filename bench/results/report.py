@@ -6,7 +6,8 @@ thousands separators, sizes in the unit their magnitude calls for, no scientific
 out Rally's min/median/max-across-primary-shards rows where they only repeat the total (one shard); both end with
 the summary's notes; csv and json carry the raw values (machine-readable, full precision). Every format
 carries the distinct error messages of failed requests with their counts: in the notes (table, markdown,
-json), as ``errors`` (json) and as ``error: <message>`` rows counting requests (csv, which has no notes).
+json), as ``errors`` (json, with failed bulk items and first/last times) and as ``error: <message>`` rows
+counting requests, and documents for bulk items (csv, which has no notes).
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ def render_summary(summary: Summary, fmt: ReportFormat = "table", *, full: bool 
             w.writerow([redact_text(r.metric), redact_text(r.task), value, unit, r.partial or ""])
         for e in errors:
             w.writerow([f"error: {e['message']}", redact_text(e["task"]), e["count"], "requests", ""])
+            if e["documents"]:
+                w.writerow([f"error: {e['message']}", redact_text(e["task"]), e["documents"], "documents", ""])
         return buf.getvalue()
     shown = shown_rows(summary, collapse=fmt == "table")
     text = render_headline(race_headline(summary), fmt, width=width)
@@ -118,13 +121,17 @@ def summary_document(summary: Summary) -> dict[str, Any]:
 class ErrorRecord(TypedDict):
     task: str
     message: str  # redacted
-    count: int
+    count: int  # requests
+    documents: int  # documents that failed with it (bulk items, or all of a bulk that failed whole)
+    first_s: float | None  # seconds after the step's start: the first and the last request that got it
+    last_s: float | None
 
 
 def error_records(summary: Summary) -> list[ErrorRecord]:
-    """One record per task and distinct error message of its failed requests: task, message (redacted), count."""
-    return [{"task": t.task, "message": redact_text(e.message), "count": e.count} for t in summary.tasks
-            for e in t.error_messages]
+    """One record per task and kind of error of its failed requests: task, message (redacted), count of requests,
+    failed bulk items, first and last time."""
+    return [{"task": t.task, "message": redact_text(e.message), "count": e.count, "documents": e.documents,
+             "first_s": e.first_s, "last_s": e.last_s} for t in summary.tasks for e in t.error_messages]
 
 
 def check_report_file(path: Path | str) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, model_validator
 
+from bench.driver.item_errors import parse_item_failures
 from bench.http.cluster_stats import ClusterTotals
 
 # The sections seam is documented as bench.results.summary's: re-exported.
@@ -54,6 +55,11 @@ class ErrorCount(BaseModel):
     count: int
     # How many distinct messages the kind holds (they differ in document ids, values, index UUIDs ...).
     variants: int = 1
+    documents: int = 0  # documents that failed with it (bulk items, or every document of a bulk that failed whole)
+    # When the first and the last request that got it completed, seconds after its step started (None: stored
+    # before these were kept).
+    first_s: float | None = None
+    last_s: float | None = None
 
 
 class TaskSummary(BaseModel):
@@ -342,32 +348,62 @@ def error_kind(message: str) -> str:
 
 def error_messages(df: pd.DataFrame) -> list[ErrorCount]:
     """The failed requests in ``df`` grouped by kind (``error_kind``: the message without document ids, values
-    and UUIDs) -> one example message, the count and how many distinct messages, most frequent first. A failure
-    stored without a message (older trials) is listed by its error type."""
+    and UUIDs) -> one example message, the count of requests, for bulk item failures the documents, how many
+    distinct messages, and the first and last time one completed; most frequent first. A bulk whose items failed
+    in several ways counts in each of its kinds (``bench.driver.item_errors``). A failure stored without a message
+    (older trials) is listed by its error type."""
     failed = request_failed(df)
     if not failed.any():
         return []
     types = df.loc[failed, "error_type"].fillna("item-errors").astype(str)
     msgs = df.loc[failed, "error"] if "error" in df else pd.Series(None, index=types.index, dtype=object)
-    text = msgs.where(msgs.notna(), types).astype(str).str.slice(0, MAX_MESSAGE_CHARS)
-    counts = text.value_counts(sort=False)
-    kinds: dict[str, ErrorCount] = {}
-    for message, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        kind = kinds.get(key := error_kind(str(message)))
-        if kind is None:
-            kinds[key] = ErrorCount(message=str(message), count=int(n))
+    text = msgs.where(msgs.notna(), types).astype(str)
+    part = pd.DataFrame({"t": df.loc[failed, "relative_time"].astype(float),
+                         "docs": df.loc[failed, "failed_units"].where(df.loc[failed, "unit"] == "docs", 0)})
+    by_text = part.groupby(text.to_numpy(), sort=False).agg(n=("t", "size"), first=("t", "min"), last=("t", "max"),
+                                                            docs=("docs", "sum"))
+    # (message, requests, documents, first, last), a bulk's text split into its kinds; a bulk that failed as a
+    # whole (no answer, an HTTP error) failed all its documents
+    entries: list[tuple[str, int, int, float, float]] = []
+    for message, n, first, last, failed_docs in zip(by_text.index, by_text["n"], by_text["first"], by_text["last"],
+                                                    by_text["docs"]):
+        kinds = parse_item_failures(str(message))
+        if kinds is None:
+            entries.append((str(message)[:MAX_MESSAGE_CHARS], int(n), int(failed_docs), float(first), float(last)))
         else:
-            kind.count += int(n)
-            kind.variants += 1
-    return sorted(kinds.values(), key=lambda e: (-e.count, e.message))
+            entries += [(m[:MAX_MESSAGE_CHARS], int(n), docs * int(n), float(first), float(last)) for docs, m in kinds]
+    grouped: dict[str, tuple[ErrorCount, set[str]]] = {}
+    for message, n, docs, first, last in sorted(entries, key=lambda e: (-e[1], e[0])):
+        kind = grouped.get(key := error_kind(message))
+        if kind is None:
+            grouped[key] = (ErrorCount(message=message, count=n, documents=docs, first_s=first, last_s=last),
+                            {message})
+            continue
+        e, seen = kind
+        e.count, e.documents = e.count + n, e.documents + docs
+        e.first_s = first if e.first_s is None else min(e.first_s, first)
+        e.last_s = last if e.last_s is None else max(e.last_s, last)
+        seen.add(message)
+        e.variants = len(seen)
+    return sorted((e for e, _ in grouped.values()), key=lambda e: (-e.count, -e.documents, e.message))
 
 
 def messages_text(messages: list[ErrorCount]) -> str:
-    """'3× HTTP 404: ...; 1× timeout' (at most MAX_MESSAGES, then how many more)."""
-    shown = [f"{e.count}× {e.message}" + (f" (e.g.; {e.variants} messages of this kind, differing in ids or values)"
-                                           if e.variants > 1 else "") for e in messages[:MAX_MESSAGES]]
+    """'3× HTTP 404: ... (first 1.2 s, last 3.4 s after its step started); 1× timeout (...)' (at most
+    MAX_MESSAGES, then how many more)."""
+    shown = [f"{e.count:,}× {e.message}" + (f" ({e.documents:,} documents)" if e.documents else "")
+             + (f" (e.g.; {e.variants} messages of this kind, differing in ids or values)" if e.variants > 1 else "")
+             + _when(e) for e in messages[:MAX_MESSAGES]]
     more = len(messages) - MAX_MESSAGES
     return "; ".join(shown) + (f"; and {more} more kinds of error" if more > 0 else "")
+
+
+def _when(e: ErrorCount) -> str:
+    if e.first_s is None or e.last_s is None:
+        return ""  # stored before the times were kept
+    if e.count == 1:
+        return f" (at {e.first_s:,.1f} s after its step started)"
+    return f" (first {e.first_s:,.1f} s, last {e.last_s:,.1f} s after its step started)"
 
 
 def error_note(ts: TaskSummary) -> str:

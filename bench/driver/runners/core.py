@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.driver.bulk.bodies import BulkBody
+from bench.driver.item_errors import error_reason, item_failures, item_failures_text
 from bench.driver.missing_feature import ONE_NODE_REPLICAS
 from bench.driver.param_types import ParamError, as_float, as_int, param_bool, param_float, param_int
 from bench.driver.runners.track_defs import TrackDefinitions
@@ -58,18 +59,6 @@ class Context:
 Runner = Callable[[Context, dict[str, Any]], Awaitable[Result]]
 
 
-def error_reason(err: dict[str, Any]) -> str:
-    """``type: reason``, and the innermost ``caused_by`` when it says something else: an engine wraps what it
-    could not parse ("failed to parse field [template]") around the cause ("unknown field [lifecycle]")."""
-    text = f"{err.get('type')}: {err.get('reason')}"
-    inner, depth = err.get("caused_by"), 0
-    while isinstance(inner, dict) and isinstance(inner.get("caused_by"), dict) and depth < 10:
-        inner, depth = inner["caused_by"], depth + 1
-    if isinstance(inner, dict) and inner.get("reason") and str(inner.get("reason")) not in text:
-        text += f" (caused by {inner.get('type')}: {inner.get('reason')})"
-    return text
-
-
 def _fail(status: int, body: Any, *, units: int = 1, unit: str = "ops", bytes_sent: int = 0) -> Result:
     reason = None
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
@@ -105,19 +94,22 @@ async def bulk(ctx: Context, p: dict[str, Any]) -> Result:
 
 def bulk_result(raw: bytes, status: int, *, docs: int, bytes_sent: int) -> Result:
     """A 2xx bulk answer: success, or the count of failed items (the answer lists only those, see
-    filter_path) and the first one's reason."""
+    filter_path), grouped by kind with a count each (``item_failures``)."""
     data = json.loads(raw)
     ok = Result(units=docs, unit="docs", bytes_sent=bytes_sent, bytes_received=len(raw), status=status)
     if not data.get("errors"):
         return ok
-    failed = [next(iter(i.values())) for i in data.get("items") or []]
-    failed = [f for f in failed if isinstance(f, dict) and "error" in f]
-    first = failed[0]["error"] if failed else {}
-    ok.success, ok.error_type, ok.failed_units = False, "bulk-item-failures", len(failed) or docs
-    ok.detail = (f"{len(failed)} of {docs} documents failed, first: "
-                 f"{first.get('type') if isinstance(first, dict) else first}: "
-                 f"{first.get('reason') if isinstance(first, dict) else ''}")
+    failed, kinds = item_failures(data.get("items") or [])
+    ok.success, ok.error_type, ok.failed_units = False, "bulk-item-failures", failed or docs
+    ok.detail = item_failures_text(failed, docs, kinds)
     return ok
+
+
+def request_docs(params: dict[str, Any]) -> int:
+    """The documents a request carries (a bulk body's), 0 for others: what a request that failed without an answer
+    (connection refused or reset, timeout) failed to index."""
+    body = params.get("body")
+    return body.docs if isinstance(body, BulkBody) else 0
 
 
 def raw_failure(status: int, raw: bytes, *, bytes_sent: int) -> Result:
