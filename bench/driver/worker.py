@@ -268,6 +268,39 @@ async def _prepare_documents(plan: StepPlan, stop: asyncio.Event) -> CorporaPrep
     return CorporaPrepared(time.monotonic() - started, cpu_seconds) if sets else None
 
 
+Job = tuple[Task, int, Any, Any, Any]  # task, client id, runner, param source, offsets
+
+
+def _jobs(plan: StepPlan, code: TrackCode | None) -> list[Job]:
+    """Each client of this worker with its runner and parameter source (a track's own where it registers them)."""
+    gzip_for = {t.name: t.options.http_compress for t in plan.targets}
+    default_index = next(iter(plan.indices), None) if len(plan.indices) == 1 else None
+    jobs: list[Job] = []
+    for task_idx, client_id in plan.clients:
+        task = plan.tasks[task_idx]
+        op = task.operation
+        custom = code.parts(task, client_id) if code is not None else None
+        runner = (custom.runner if custom is not None and custom.runner is not None
+                  else with_retries(with_request_options(runner_for(op.operation_type), op.name, op.operation_type,
+                                                         op.params), op.params))
+        source = custom.source if custom is not None and custom.source is not None else param_source(
+            task, SourceContext(client_id, plan.documents.get(task.name, []), gzip_for, plan.default_cluster,
+                                default_index))
+        jobs.append((task, client_id, runner, source, custom.offsets if custom is not None else None))
+    return jobs
+
+
+async def _connect(jobs: list[Job], https: dict[str, RawHttp], default_cluster: str) -> None:
+    """Every client's connection opened before the common start, so that no client's first request measures its
+    connect (thousands at once are a storm in the server's accept queue)."""
+    clients_of: dict[str, int] = {}
+    for task, *_ in jobs:
+        name = task.operation.params.get("cluster", default_cluster)
+        if isinstance(name, str):
+            clients_of[name] = clients_of.get(name, 0) + 1
+    await asyncio.gather(*(https[n].connect(c) for n, c in clients_of.items() if n in https))
+
+
 async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Event, cancel: asyncio.Event,
                     go: asyncio.Future[float], prepare_corpora: bool = False) -> LoopLoad | None:
     """Run the worker's share of the step; returns how busy its loop was once the step started."""
@@ -280,44 +313,14 @@ async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Ev
     per_cluster = max(1, len(plan.clients))
     check_nofile_limit(wid, len(plan.clients), len(plan.targets))
     https = {t.name: RawHttp(t, connections=per_cluster) for t in plan.targets}
-    gzip_for = {t.name: t.options.http_compress for t in plan.targets}
     ctx = Context(http=https, default_cluster=plan.default_cluster, indices=plan.indices,
                   definitions=plan.definitions)
-    default_index = next(iter(plan.indices), None) if len(plan.indices) == 1 else None
     code = TrackCode(plan.track_code, plan.targets, plan.default_cluster, per_cluster) if plan.track_code else None
-    jobs = []
-    for task_idx, client_id in plan.clients:
-        task = plan.tasks[task_idx]
-        op = task.operation
-        custom = code.parts(task, client_id) if code is not None else None
-        runner = (custom.runner if custom is not None and custom.runner is not None
-                  else with_retries(with_request_options(runner_for(op.operation_type), op.name, op.operation_type,
-                                                         op.params), op.params))
-        source = custom.source if custom is not None and custom.source is not None else param_source(
-            task, SourceContext(client_id, plan.documents.get(task.name, []), gzip_for, plan.default_cluster,
-                                default_index))
-        jobs.append((task, client_id, runner, source, custom.offsets if custom is not None else None))
-
-    buffer: list[SampleFields] = []  # plain tuples: see SampleFields
-    failed = False
-
-    def on_failure(msg: str) -> None:
-        nonlocal failed
-        if plan.report_failures and not failed:
-            failed = True
-            results.put(Failure(wid, msg))
-
+    jobs = _jobs(plan, code)
     for h in https.values():
         await h.__aenter__()
     try:
-        clients_of: dict[str, int] = {}
-        for task, *_ in jobs:
-            name = task.operation.params.get("cluster", plan.default_cluster)
-            if isinstance(name, str):
-                clients_of[name] = clients_of.get(name, 0) + 1
-        # Connected before the common start, so that no client's first request measures its connect (thousands at
-        # once are a storm in the server's accept queue).
-        await asyncio.gather(*(https[n].connect(c) for n, c in clients_of.items() if n in https))
+        await _connect(jobs, https, plan.default_cluster)
         # Python's full collections walk every tracked object: here the modules, the track and its documents, so
         # at 20,000 paced searches/s one took ~75 ms once a second and every request due meanwhile started that
         # late (p99 latency 89 ms against 4 ms of service time). What exists now lives through the step: collect
@@ -326,55 +329,80 @@ async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Ev
         gc.freeze()
         results.put(Ready(wid, prepared))
         start_at = await go
+        return await _StepClients(wid, plan, results, stop, cancel, ctx).run(jobs, https, start_at)
+    finally:
+        gc.unfreeze()
+        for h in https.values():
+            await h.__aexit__(None, None, None)
+        if code is not None:
+            await code.close()
+
+
+class _StepClients:
+    """The clients of one worker's step from their common start: each in a task of its own, their samples flushed
+    to the coordinator every FLUSH_INTERVAL and when a task's clients end, all cancelled on Cancel."""
+
+    def __init__(self, wid: int, plan: StepPlan, results: Results, stop: asyncio.Event, cancel: asyncio.Event,
+                 ctx: Context) -> None:
+        self.wid, self.plan, self.results, self.stop, self.cancel, self.ctx = wid, plan, results, stop, cancel, ctx
+        self.buffer: list[SampleFields] = []  # plain tuples: see SampleFields
+        self.failed = False
+        self.cancelled = 0
+        self.by_task: dict[str, list[asyncio.Task[None]]] = {}
+
+    def on_failure(self, msg: str) -> None:
+        if self.plan.report_failures and not self.failed:
+            self.failed = True
+            self.results.put(Failure(self.wid, msg))
+
+    def count_cancelled(self) -> None:
+        self.cancelled += 1
+
+    def flush(self) -> None:
+        if self.buffer:
+            batch = self.buffer[:]
+            self.buffer.clear()
+            self.results.put(Samples.of(self.wid, batch))
+
+    async def flusher(self) -> None:
+        while True:
+            await asyncio.sleep(FLUSH_INTERVAL)
+            self.flush()
+
+    async def one(self, job: Job, start_at: float) -> None:
+        task, client_id, runner, source, offsets = job
+        try:
+            await run_client(task, client_id, self.ctx, runner, source, start_at, self.buffer.append, self.stop,
+                             self.on_failure, on_cancel=self.count_cancelled, offsets=offsets)
+        except asyncio.CancelledError:
+            if not self.cancel.is_set():
+                raise
+
+    def cancel_clients(self) -> None:
+        for ts in self.by_task.values():
+            for t in ts:
+                t.cancel()
+
+    async def canceller(self) -> None:
+        await self.cancel.wait()
+        self.cancel_clients()
+
+    async def watch(self, name: str, ts: list[asyncio.Task[None]]) -> None:
+        await asyncio.gather(*ts)
+        self.flush()
+        self.results.put(TaskDone(self.wid, name))
+
+    async def run(self, jobs: list[Job], https: dict[str, RawHttp], start_at: float) -> LoopLoad:
+        plan = self.plan
         probe = LoopProbe(len(plan.clients), tuple(dict.fromkeys(plan.tasks[ti].name for ti, _ in plan.clients)))
         probe.start()
-
-        async def flusher() -> None:
-            while True:
-                await asyncio.sleep(FLUSH_INTERVAL)
-                if buffer:
-                    batch = buffer[:]
-                    buffer.clear()
-                    results.put(Samples.of(wid, batch))
-
-        cancelled = 0
-
-        def count_cancelled() -> None:
-            nonlocal cancelled
-            cancelled += 1
-
-        async def one(task: Task, client_id: int, runner: Any, source: Any, offsets: Any) -> None:
-            try:
-                await run_client(task, client_id, ctx, runner, source, start_at, buffer.append, stop, on_failure,
-                                 on_cancel=count_cancelled, offsets=offsets)
-            except asyncio.CancelledError:
-                if not cancel.is_set():
-                    raise
-
-        by_task: dict[str, list[asyncio.Task[None]]] = {}
-        for task, client_id, runner, source, offsets in jobs:
-            by_task.setdefault(task.name, []).append(
-                asyncio.create_task(one(task, client_id, runner, source, offsets)))
-
-        async def canceller() -> None:
-            await cancel.wait()
-            for ts in by_task.values():
-                for t in ts:
-                    t.cancel()
-
-        async def watch(name: str, ts: list[asyncio.Task[None]]) -> None:
-            await asyncio.gather(*ts)
-            if buffer:
-                batch = buffer[:]
-                buffer.clear()
-                results.put(Samples.of(wid, batch))
-            results.put(TaskDone(wid, name))
-
-        fl = asyncio.create_task(flusher())
-        cn = asyncio.create_task(canceller())
+        for job in jobs:
+            self.by_task.setdefault(job[0].name, []).append(asyncio.create_task(self.one(job, start_at)))
+        fl = asyncio.create_task(self.flusher())
+        cn = asyncio.create_task(self.canceller())
         watchers = _routing_watchers(jobs, https, plan.targets, plan.default_cluster)
         try:
-            await asyncio.gather(*(watch(n, ts) for n, ts in by_task.items()))
+            await asyncio.gather(*(self.watch(n, ts) for n, ts in self.by_task.items()))
         finally:
             fl.cancel()
             cn.cancel()
@@ -383,18 +411,8 @@ async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Ev
             # A client that raised (a bad parameter, out of memory) ends the step: the others and the probe
             # stop with it rather than be destroyed pending when the loop closes.
             probe.stop()
-            for ts in by_task.values():
-                for t in ts:
-                    t.cancel()
-            if cancelled:
-                results.put(Cancelled(wid, cancelled))
-            if buffer:
-                results.put(Samples.of(wid, buffer[:]))
-                buffer.clear()
+            self.cancel_clients()
+            if self.cancelled:
+                self.results.put(Cancelled(self.wid, self.cancelled))
+            self.flush()
         return probe.result()
-    finally:
-        gc.unfreeze()
-        for h in https.values():
-            await h.__aexit__(None, None, None)
-        if code is not None:
-            await code.close()

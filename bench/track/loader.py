@@ -17,6 +17,7 @@ import json
 import logging
 import re
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -558,25 +559,11 @@ def _load_track(track_dir: Path, params: dict[str, Any], *, ignore_unused: bool,
     for i, spec in enumerate(indices):
         if isinstance(spec, dict) and spec.get("body") and "body_content" not in spec:
             spec["body_content"] = load_body(spec["body"], f"indices[{i}].body")
-    templates: dict[str, list[Any]] = {}
-    for key in ("templates", "composable-templates", "component-templates"):
-        templates[key] = []
-        for i, spec in enumerate(raw.get(key, []) or []):
-            spec = dict(spec) if isinstance(spec, dict) else spec
-            if isinstance(spec, dict) and spec.get("template"):
-                spec["template_content"] = _load_template_file(
-                    env, root, spec["template"], f"{key}[{i}].template", used_files, undefined
-                )
-            templates[key].append(spec)
-
-    # Analysed in an environment without the params: Jinja2 does not report names that are globals.
-    used = rally_helpers.used_variables(rally_helpers.make_environment(root), root, used_files)
-    unused = sorted(set(params) - used)
-    if unused and not ignore_unused:
-        raise TrackError(
-            f"{fmt.noun} '{root.name}' does not use the {fmt.noun} parameter(s) {', '.join(unused)}; "
-            f"it uses: {', '.join(sorted(used)) or '(none)'}"
-        )
+    templates = {key: [_with_template(spec, f"{key}[{i}].template", load_body)
+                       for i, spec in enumerate(raw.get(key, []) or [])]
+                 for key in ("templates", "composable-templates", "component-templates")}
+    if not ignore_unused:
+        _refuse_unused(root, fmt.noun, params, used_files)
 
     deps = track_dependencies.parse(raw.get("dependencies"), file)
     track_dependencies.ensure(deps, file, offline=offline)
@@ -607,6 +594,35 @@ def _load_track(track_dir: Path, params: dict[str, Any], *, ignore_unused: bool,
         if undefined and "''" in str(e):
             raise TrackError(f"{e}{_undefined_note(undefined)}") from None
         raise
+    _checked(track, raw, file, plugins, challenge, undefined, deprecations)
+    if check_challenge:
+        track.challenge(challenge)
+    return apply_test_mode(track) if test_mode else track
+
+
+def _with_template(spec: Any, owner: str, load_body: Callable[[str, str], dict[str, Any]]) -> Any:
+    """An index template's spec with the content of the file its ``template`` names."""
+    spec = dict(spec) if isinstance(spec, dict) else spec
+    if isinstance(spec, dict) and spec.get("template"):
+        spec["template_content"] = load_body(spec["template"], owner)
+    return spec
+
+
+def _refuse_unused(root: Path, noun: str, params: dict[str, Any], used_files: Any) -> None:
+    """A parameter the track never reads is an error (Rally's rule; --ignore-unused-track-params allows it)."""
+    # Analysed in an environment without the params: Jinja2 does not report names that are globals.
+    used = rally_helpers.used_variables(rally_helpers.make_environment(root), root, used_files)
+    unused = sorted(set(params) - used)
+    if unused:
+        raise TrackError(
+            f"{noun} '{root.name}' does not use the {noun} parameter(s) {', '.join(unused)}; "
+            f"it uses: {', '.join(sorted(used)) or '(none)'}"
+        )
+
+
+def _checked(track: Track, raw: dict[str, Any], file: Path, plugins: Any, challenge: str | None,
+             undefined: list[str], deprecations: legacy.Deprecations) -> None:
+    """The checks and changes after validation, in their order."""
     _default_target_index(track, file)
     # Processors first: what they change in operation params, and the corpora they add, is what the checks and the
     # race see.
@@ -617,9 +633,6 @@ def _load_track(track_dir: Path, params: dict[str, Any], *, ignore_unused: bool,
         _blame_undefined(track, undefined)
     legacy.apply_to_challenges(track, raw, _challenge_specs(raw), file, deprecations)
     deprecations.warn()
-    if check_challenge:
-        track.challenge(challenge)
-    return apply_test_mode(track) if test_mode else track
 
 
 def _challenge_specs(raw: dict[str, Any]) -> list[dict[str, Any]]:
