@@ -131,79 +131,90 @@ async def run_client(task: Task, client_id: int, ctx: Context, runner: Runner, s
     # request made and cancelled a task each time: the largest cost of a paced client).
     stopped = asyncio.ensure_future(stop.wait())
     try:
-        task_meta = json.dumps(task.meta, default=str) if task.meta else None
-        op = task.operation
-        total_iterations = None if b.iterations is None else b.warmup_iterations + b.iterations
         now = time.monotonic()
         if client_start > now and await _sleep(stopped, client_start - now):
             return
-        i = 0
-        backoff = 0.0  # the last wait after a connection failure; 0 after an answer
-        while not stop.is_set():
-            if total_iterations is not None and i >= total_iterations:
-                break
-            if b.deadline is not None and time.monotonic() >= b.deadline:
-                break
-            try:
-                params = next(source)
-            except StopIteration:
-                break
-            if pacer is not None:
-                off = pacer.next_offset(time.monotonic() - client_start)
-            else:
-                assert offsets is not None  # the track's scheduler instead of the pacer
-                off = next(offsets)
-            if off is None:
-                due = time.monotonic()
-            else:
-                due = client_start + off
-                wait = due - time.monotonic()
-                if wait > 0:
-                    if b.deadline is not None and due >= b.deadline:
-                        break
-                    if await _sleep(stopped, wait):
-                        break
-            if feedback is not None:
-                feedback.before_request(time.perf_counter())
-            t0 = time.monotonic()
-            try:
-                res = await runner(ctx, params)
-            except asyncio.CancelledError:
-                if on_cancel is not None:
-                    on_cancel()
-                raise
-            except ParamError:
-                raise  # a bad track parameter stops the race at its first use instead of failing every request
-            except MemoryError:
-                raise  # the load driver's, not the cluster's: never a failed request
-            except Exception as e:  # noqa: BLE001 - every failure of a request is data, not a crash
-                res = failed_without_answer(e, params)
-            t1 = time.monotonic() - res.after_response
-            if pacer is not None:
-                pacer.after_request(t1 - client_start, res.units if res.success else 0, res.unit)
-            if feedback is not None:
-                feedback.after_request(time.perf_counter(), res.units if res.success else 0, res.unit,
-                                       {"success": res.success, **(res.meta or {})})
-            warmup = b.is_warmup(i, due)
-            # A failure because the cluster lacks a module or licence says so (bench.driver.missing_feature).
-            detail = None if res.success or not (why := res.detail or res.error_type) else explain(why)
-            meta = task_meta if not res.meta else json.dumps({**task.meta, **res.meta}, default=str, sort_keys=True)
-            record((task.name, op.name, op.operation_type, client_id, WALL_OFFSET + due, t1 - start_at,
-                    t1 - due, t1 - t0, res.units, res.unit, res.bytes_sent, res.success, res.error_type,
-                    warmup, res.failed_units, res.bytes_received, res.status,
-                    detail, meta))
-            # Rally: a task with ignore-response-error-level non-fatal does not stop an --on-error=abort race.
-            if not res.success and on_failure is not None and task.ignore_response_error_level != "non-fatal":
-                on_failure(f"task '{task.name}' ({op.operation_type}) failed: {detail}")
-            i += 1
-            if res.error_type == CONNECTION:
-                # Not any request's time: the next one's latency counts from its due time, so for a paced task it
-                # includes this wait (the request was due and not sent), its service time does not.
-                backoff = next_backoff(backoff)
-                wait = backoff if b.deadline is None else min(backoff, b.deadline - time.monotonic())
-                if wait > 0 and await _sleep(stopped, wait):
-                    break
-            elif res.success or res.status:
-                backoff = 0.0
+        await _requests(task, client_id, ctx, runner, source, start_at, record, stop, stopped, b, client_start,
+                        pacer, offsets, feedback, on_failure, on_cancel)
     finally:
         stopped.cancel()
+
+
+async def _requests(task: Task, client_id: int, ctx: Context, runner: Runner, source: Iterator[dict[str, Any]],
+                    start_at: float, record: Callable[[SampleFields], None], stop: asyncio.Event,
+                    stopped: asyncio.Future[Any], b: Bounds, client_start: float, pacer: Pacer | None,
+                    offsets: Iterator[float | None] | None, feedback: RallySchedule | None,
+                    on_failure: Callable[[str], None] | None, on_cancel: Callable[[], None] | None) -> None:
+    """The client's requests, one after the other, each recorded as a sample (run_client's loop: one function, as
+    the per-request path is kept free of calls it does not need)."""
+    task_meta = json.dumps(task.meta, default=str) if task.meta else None
+    op = task.operation
+    total_iterations = None if b.iterations is None else b.warmup_iterations + b.iterations
+    i = 0
+    backoff = 0.0  # the last wait after a connection failure; 0 after an answer
+    while not stop.is_set():
+        if total_iterations is not None and i >= total_iterations:
+            break
+        if b.deadline is not None and time.monotonic() >= b.deadline:
+            break
+        try:
+            params = next(source)
+        except StopIteration:
+            break
+        if pacer is not None:
+            off = pacer.next_offset(time.monotonic() - client_start)
+        else:
+            assert offsets is not None  # the track's scheduler instead of the pacer
+            off = next(offsets)
+        if off is None:
+            due = time.monotonic()
+        else:
+            due = client_start + off
+            wait = due - time.monotonic()
+            if wait > 0:
+                if b.deadline is not None and due >= b.deadline:
+                    break
+                if await _sleep(stopped, wait):
+                    break
+        if feedback is not None:
+            feedback.before_request(time.perf_counter())
+        t0 = time.monotonic()
+        try:
+            res = await runner(ctx, params)
+        except asyncio.CancelledError:
+            if on_cancel is not None:
+                on_cancel()
+            raise
+        except ParamError:
+            raise  # a bad track parameter stops the race at its first use instead of failing every request
+        except MemoryError:
+            raise  # the load driver's, not the cluster's: never a failed request
+        except Exception as e:  # noqa: BLE001 - every failure of a request is data, not a crash
+            res = failed_without_answer(e, params)
+        t1 = time.monotonic() - res.after_response
+        if pacer is not None:
+            pacer.after_request(t1 - client_start, res.units if res.success else 0, res.unit)
+        if feedback is not None:
+            feedback.after_request(time.perf_counter(), res.units if res.success else 0, res.unit,
+                                   {"success": res.success, **(res.meta or {})})
+        warmup = b.is_warmup(i, due)
+        # A failure because the cluster lacks a module or licence says so (bench.driver.missing_feature).
+        detail = None if res.success or not (why := res.detail or res.error_type) else explain(why)
+        meta = task_meta if not res.meta else json.dumps({**task.meta, **res.meta}, default=str, sort_keys=True)
+        record((task.name, op.name, op.operation_type, client_id, WALL_OFFSET + due, t1 - start_at,
+                t1 - due, t1 - t0, res.units, res.unit, res.bytes_sent, res.success, res.error_type,
+                warmup, res.failed_units, res.bytes_received, res.status,
+                detail, meta))
+        # Rally: a task with ignore-response-error-level non-fatal does not stop an --on-error=abort race.
+        if not res.success and on_failure is not None and task.ignore_response_error_level != "non-fatal":
+            on_failure(f"task '{task.name}' ({op.operation_type}) failed: {detail}")
+        i += 1
+        if res.error_type == CONNECTION:
+            # Not any request's time: the next one's latency counts from its due time, so for a paced task it
+            # includes this wait (the request was due and not sent), its service time does not.
+            backoff = next_backoff(backoff)
+            wait = backoff if b.deadline is None else min(backoff, b.deadline - time.monotonic())
+            if wait > 0 and await _sleep(stopped, wait):
+                break
+        elif res.success or res.status:
+            backoff = 0.0
