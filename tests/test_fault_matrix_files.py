@@ -1,0 +1,141 @@
+"""The fault matrix (docs/guide/failures.md#the-fault-matrix), files and stored trials: a damaged trial under the
+history site, an unreadable corpus file, a trial compared while its race still runs, a truncated bench.db, and the
+numbers of progress lines. Real bench processes against the null sink (benchmarks/nullsink.py); the store is
+damaged the way a user's disk or hand could (a field garbled, a summary cut, samples gone, the file cut short)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchmarks.nullsink import free_port, start_in_background
+from tests.checkout import ROOT
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("fault_injection")]
+
+
+def _bench(home: Path, *args: str, cwd: Path = ROOT, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "BENCH_HOME": str(home)}
+    return subprocess.run([sys.executable, "-m", "bench", "--quiet", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, env=env, **kwargs)  # type: ignore[call-overload]
+
+
+def _no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def sink() -> Iterator[str]:
+    port = free_port()
+    procs = start_in_background(port)
+    yield f"127.0.0.1:{port}"
+    for p in procs:
+        p.terminate()
+        p.join(5)
+
+
+def _search_track(folder: Path, seconds: float = 2, rate: float = 20) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "track.json").write_text(json.dumps({
+        "version": 2, "description": "a paced search loop", "indices": [{"name": "i"}],
+        "schedule": [{"operation": {"name": "search", "operation-type": "search", "index": "i",
+                                    "body": {"query": {"match_all": {}}}},
+                      "clients": 1, "time-period": seconds, "target-throughput": rate}]}))
+    return folder
+
+
+# -- the history site around a damaged trial ---------------------------------------------------------------------
+
+EXP = """
+name: nightly
+repetitions: 1
+race:
+  track-path: {track}
+  target-hosts: "{target}"
+variants:
+  paced: {{}}
+study:
+  indexing-task: {{paced: search}}
+"""
+
+
+@pytest.fixture(scope="module")
+def two_nights(tmp_path_factory: pytest.TempPathFactory, sink: str) -> tuple[Path, Path, str]:
+    """Two runs (nights) of a one-race experiment, real races against the null sink: (home, experiment file,
+    the first night's trial id)."""
+    base = tmp_path_factory.mktemp("two-nights")
+    exp = base / "exp.yml"
+    exp.write_text(EXP.format(track=_search_track(base / "track"), target=sink))
+    for _ in range(2):
+        proc = _bench(base / "home", "experiment", str(exp))
+        assert proc.returncode == 0, proc.stderr + proc.stdout
+    with sqlite3.connect(base / "home" / "bench.db") as c:
+        [(first,)] = c.execute("SELECT id FROM trials ORDER BY start_time LIMIT 1").fetchall()
+    return base / "home", exp, first
+
+
+DAMAGE = {
+    "summary not JSON": ("UPDATE summaries SET summary = '{not json' WHERE trial_id = :id", "its stored summary"),
+    "summary of another shape": ("UPDATE summaries SET summary = '{\"tasks\": 5}' WHERE trial_id = :id",
+                                 "its stored summary"),
+    "clusters garbled": ("UPDATE trials SET clusters = 'not json' WHERE id = :id", "field clusters is not JSON"),
+    "start time garbled": ("UPDATE trials SET start_time = 'yesterday' WHERE id = :id", "field start_time"),
+    "status unknown": ("UPDATE trials SET status = 'weird' WHERE id = :id", "field status"),
+    "samples garbled": ("UPDATE samples SET latency = 'abc' WHERE trial_id = :id; "
+                        "DELETE FROM summaries WHERE trial_id = :id", "its samples"),
+    "samples and summary gone": ("DELETE FROM samples WHERE trial_id = :id; DELETE FROM summaries WHERE trial_id = :id",
+                                 "neither a summary nor samples are stored"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_damaged_trial_marks_its_night_and_the_site_is_built(two_nights: tuple[Path, Path, str], tmp_path: Path,
+                                                               damage: str) -> None:
+    home, exp, first = two_nights
+    mine = tmp_path / "home"
+    shutil.copytree(home, mine)
+    sql, said = DAMAGE[damage]
+    with sqlite3.connect(mine / "bench.db") as c:
+        for statement in sql.split(";"):
+            c.execute(statement, {"id": first})
+    site = tmp_path / "site"
+    proc = _bench(mine, "history", "site", str(exp), f"--output={site}")
+    _no_traceback(proc)
+    # Built, exit 0: a nightly job publishes the site; the damage is on its page and in one line per trial.
+    assert proc.returncode == 0, proc.stderr
+    [line] = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert line.startswith(f"warning: damaged trial {first}") and said in line and "night " in line, line
+    nights = sorted((site / "nights" / "nightly").glob("*.html"))
+    assert len(nights) == 2 and (site / "index.html").is_file() and (site / "nightly.html").is_file()
+    first_page = nights[0].read_text()
+    assert "Damaged: trials that cannot be read" in first_page and first in first_page
+    assert "Damaged" not in nights[1].read_text()
+    assert "1 night(s) with damaged trials" in (site / "index.html").read_text()
+    assert "damaged: 1 trial(s) cannot be read" in (site / "nightly.html").read_text()
+    assert "damaged" in (mine / "logs" / "bench.log").read_text()
+
+
+def test_a_damaged_trial_whose_night_cannot_be_read_is_named_on_the_index(two_nights: tuple[Path, Path, str],
+                                                                         tmp_path: Path) -> None:
+    home, exp, first = two_nights
+    mine = tmp_path / "home"
+    shutil.copytree(home, mine)
+    with sqlite3.connect(mine / "bench.db") as c:
+        c.execute("UPDATE trials SET user_tags = '{garbled' WHERE id = ?", (first,))
+    site = tmp_path / "site"
+    proc = _bench(mine, "history", "site", str(exp), f"--output={site}")
+    _no_traceback(proc)
+    assert proc.returncode == 0, proc.stderr
+    [line] = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert f"trial {first}: field user_tags is not JSON" in line and "on no night" in line, line
+    index = (site / "index.html").read_text()
+    assert "Damaged trials on no night" in index and first in index
+    assert len(list((site / "nights" / "nightly").glob("*.html"))) == 1
