@@ -854,6 +854,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if e.errno not in STORAGE_ERRNOS:
             raise
         msg = str(storage_error(e.filename or bench_home_path(), e, "path"))
+        if logging.getLogger().handlers:
+            log.error("%s", msg)
         err.print(f"error: {msg}", highlight=False, markup=False, style="red")
         return 1
 

@@ -139,3 +139,43 @@ def test_a_damaged_trial_whose_night_cannot_be_read_is_named_on_the_index(two_ni
     index = (site / "index.html").read_text()
     assert "Damaged trials on no night" in index and first in index
     assert len(list((site / "nights" / "nightly").glob("*.html"))) == 1
+
+
+# -- a corpus file this user may not read ------------------------------------------------------------------------
+
+def _without_dac_override() -> None:
+    """Tests run as root, who reads mode-000 files: drop the two capabilities that let it (from the bounding set,
+    so the bench process exec'd next has them neither), and the read fails as it does for any other user."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+@pytest.mark.parametrize("name, test_mode", [("documents.json", False), ("documents.json", True),
+                                             ("documents.json.bz2", False)])
+def test_an_unreadable_corpus_file_is_one_line_naming_it_and_logged(tmp_path: Path, name: str,
+                                                                    test_mode: bool) -> None:
+    import bz2
+
+    folder = tmp_path / "track"
+    folder.mkdir()
+    docs = b"".join(json.dumps({"n": i}).encode() + b"\n" for i in range(1000))
+    corpus = folder / name
+    corpus.write_bytes(bz2.compress(docs) if name.endswith(".bz2") else docs)
+    (folder / "track.json").write_text(json.dumps({
+        "indices": [{"name": "docs"}],
+        "corpora": [{"name": "docs", "documents": [{"source-file": name, "document-count": 1000}]}],
+        "schedule": [{"operation": {"operation-type": "bulk", "bulk-size": 100}}]}))
+    corpus.chmod(0)
+    home = tmp_path / "home"
+    proc = _bench(home, "race", f"--track-path={folder}", "--target-hosts=127.0.0.1:1",
+                  *(["--test-mode"] if test_mode else []), preexec_fn=_without_dac_override)
+    _no_traceback(proc)
+    assert proc.returncode == 2, proc.stderr
+    [line] = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert f"corpus file {corpus} is not readable (permission denied)" in line, line
+    assert f"chmod a+r {corpus}" in line and "--corpus-dir" in line and "BENCH_HOME" not in line, line
+    assert f"corpus file {corpus} is not readable" in (home / "logs" / "bench.log").read_text()
