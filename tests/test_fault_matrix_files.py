@@ -179,3 +179,48 @@ def test_an_unreadable_corpus_file_is_one_line_naming_it_and_logged(tmp_path: Pa
     assert f"corpus file {corpus} is not readable (permission denied)" in line, line
     assert f"chmod a+r {corpus}" in line and "--corpus-dir" in line and "BENCH_HOME" not in line, line
     assert f"corpus file {corpus} is not readable" in (home / "logs" / "bench.log").read_text()
+
+
+# -- comparing a trial whose race still runs ---------------------------------------------------------------------
+
+def _trials(home: Path) -> list[tuple[str, str]]:
+    try:
+        with sqlite3.connect(home / "bench.db", timeout=5) as c:
+            return c.execute("SELECT id, status FROM trials ORDER BY start_time").fetchall()
+    except sqlite3.Error:
+        return []
+
+
+def test_comparing_a_trial_still_running_is_refused_with_one_line(tmp_path: Path, sink: str) -> None:
+    import time
+
+    home = tmp_path / "home"
+    track = _search_track(tmp_path / "track", seconds=2)
+    done = _bench(home, "race", f"--track-path={track}", f"--target-hosts={sink}", "--user-tag=group:g")
+    assert done.returncode == 0, done.stderr
+    [(finished, _)] = _trials(home)
+    long_track = _search_track(tmp_path / "long", seconds=60)
+    env = {**os.environ, "BENCH_HOME": str(home)}
+    racing = subprocess.Popen([sys.executable, "-m", "bench", "--quiet", "race", f"--track-path={long_track}",
+                               f"--target-hosts={sink}", "--user-tag=group:g"], cwd=ROOT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not any(s == "running" for _, s in _trials(home)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        [running] = [i for i, s in _trials(home) if s == "running"]
+        proc = _bench(home, "compare", finished, running)
+        _no_traceback(proc)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        [line] = [x for x in proc.stderr.splitlines() if x.strip()]
+        assert f"trial {running} is still running by bench pid {racing.pid}" in line and "wait" in line, line
+        assert "did not complete" not in line
+        # A group: the running trial is left out and said to be running, not "did not complete".
+        proc = _bench(home, "compare", "tag:group=g", finished)
+        _no_traceback(proc)
+        assert "1 matching trial(s) still running" in proc.stdout and "did not complete" not in proc.stdout, \
+            proc.stdout
+        assert racing.poll() is None  # the race was measured on, untouched
+    finally:
+        racing.terminate()
+        racing.wait(30)
