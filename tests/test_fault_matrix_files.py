@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,7 @@ def two_nights(tmp_path_factory: pytest.TempPathFactory, sink: str) -> tuple[Pat
     for _ in range(2):
         proc = _bench(base / "home", "experiment", str(exp))
         assert proc.returncode == 0, proc.stderr + proc.stdout
-    with sqlite3.connect(base / "home" / "bench.db") as c:
+    with closing(sqlite3.connect(base / "home" / "bench.db")) as c:  # closed: no -wal file left beside it
         [(first,)] = c.execute("SELECT id FROM trials ORDER BY start_time LIMIT 1").fetchall()
     return base / "home", exp, first
 
@@ -103,7 +104,7 @@ def test_a_damaged_trial_marks_its_night_and_the_site_is_built(two_nights: tuple
     mine = tmp_path / "home"
     shutil.copytree(home, mine)
     sql, said = DAMAGE[damage]
-    with sqlite3.connect(mine / "bench.db") as c:
+    with closing(sqlite3.connect(mine / "bench.db")) as c, c:
         for statement in sql.split(";"):
             c.execute(statement, {"id": first})
     site = tmp_path / "site"
@@ -128,7 +129,7 @@ def test_a_damaged_trial_whose_night_cannot_be_read_is_named_on_the_index(two_ni
     home, exp, first = two_nights
     mine = tmp_path / "home"
     shutil.copytree(home, mine)
-    with sqlite3.connect(mine / "bench.db") as c:
+    with closing(sqlite3.connect(mine / "bench.db")) as c, c:
         c.execute("UPDATE trials SET user_tags = '{garbled' WHERE id = ?", (first,))
     site = tmp_path / "site"
     proc = _bench(mine, "history", "site", str(exp), f"--output={site}")
@@ -185,7 +186,7 @@ def test_an_unreadable_corpus_file_is_one_line_naming_it_and_logged(tmp_path: Pa
 
 def _trials(home: Path) -> list[tuple[str, str]]:
     try:
-        with sqlite3.connect(home / "bench.db", timeout=5) as c:
+        with closing(sqlite3.connect(home / "bench.db", timeout=5)) as c:
             return c.execute("SELECT id, status FROM trials ORDER BY start_time").fetchall()
     except sqlite3.Error:
         return []
@@ -224,3 +225,25 @@ def test_comparing_a_trial_still_running_is_refused_with_one_line(tmp_path: Path
     finally:
         racing.terminate()
         racing.wait(30)
+
+
+# -- a bench.db cut short ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cut", ["mid-page", "header only"])
+def test_a_truncated_store_is_offered_recovery_as_a_damaged_page_is(two_nights: tuple[Path, Path, str],
+                                                                     tmp_path: Path, cut: str) -> None:
+    home, _exp, first = two_nights
+    mine = tmp_path / "home"
+    shutil.copytree(home, mine)
+    db = mine / "bench.db"
+    assert not (mine / "bench.db-wal").exists()  # every row is in the file itself
+    size = db.stat().st_size
+    with open(db, "r+b") as f:
+        f.truncate(size // 2 + 17 if cut == "mid-page" else 100)  # 100: the file header and nothing else
+    for args in (["list", "trials"], ["show", first], ["compare", first, first]):
+        proc = _bench(mine, *args)
+        _no_traceback(proc)
+        assert proc.returncode == 1, (args, proc.stderr)
+        [line] = [x for x in proc.stderr.splitlines() if x.strip()]
+        assert f"trial store {db} is damaged" in line and "database disk image is malformed" in line, line
+        assert f"sqlite3 {db} .recover | sqlite3 recovered.db" in line and "restore it from a backup" in line, line

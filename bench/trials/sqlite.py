@@ -334,6 +334,9 @@ class TrialStore:
             if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN) or (code or 0) & 0xFF == sqlite3.SQLITE_READONLY:
                 raise StoreError(f"trial store {self.path} cannot be written ({e}): make its folder writable or "
                                  "set BENCH_HOME to a writable folder") from e
+            if code == sqlite3.SQLITE_CORRUPT or "malformed" in str(e):
+                # e.g. the file cut short (a disk that filled, a copy interrupted): what is left may be recovered.
+                raise read_error(self.path, "opening it", e) from e
             raise StoreError(f"trial store {self.path} cannot be opened: {e}: "
                              "move the file away (bench creates a new one) or set BENCH_HOME") from e
         except OSError as e:
