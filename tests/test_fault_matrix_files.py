@@ -247,3 +247,32 @@ def test_a_truncated_store_is_offered_recovery_as_a_damaged_page_is(two_nights: 
         [line] = [x for x in proc.stderr.splitlines() if x.strip()]
         assert f"trial store {db} is damaged" in line and "database disk image is malformed" in line, line
         assert f"sqlite3 {db} .recover | sqlite3 recovered.db" in line and "restore it from a backup" in line, line
+
+
+# -- numbers in progress lines -----------------------------------------------------------------------------------
+
+def test_progress_lines_print_counts_as_summaries_do(tmp_path: Path, sink: str) -> None:
+    """Every request fails (the sink's health has no status), paced at 200/s for 11 s: the progress line at 10 s, the
+    task's done line, the summary's note and the exit line all print the thousands as 2,200, never 2200."""
+    import re
+
+    folder = tmp_path / "track"
+    folder.mkdir()
+    (folder / "track.json").write_text(json.dumps({
+        "version": 2, "description": "failing health checks", "indices": [{"name": "i"}],
+        "schedule": [{"operation": {"name": "health", "operation-type": "cluster-health",
+                                    "request-params": {"wait_for_status": "green"}},
+                      "clients": 1, "time-period": 11, "target-throughput": 200}]}))
+    env = {**os.environ, "BENCH_HOME": str(tmp_path / "home")}
+    proc = subprocess.run([sys.executable, "-m", "bench", "race", f"--track-path={folder}", f"--target-hosts={sink}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    _no_traceback(proc)
+    out = proc.stdout + proc.stderr
+    progress = [line for line in out.splitlines() if re.match(r"\s*health: \d+ s, ", line)]
+    done = [line for line in out.splitlines() if line.startswith("done health: ")]
+    assert progress and done, out
+    for line in [*progress, *done]:
+        assert re.search(r"\d,\d{3} errors", line), line
+    assert re.search(r"\d,\d{3} of \d,\d{3} requests failed", out), out
+    unformatted = re.findall(r"\b\d{4,} (?:errors|requests|ops|docs|of \d)|\(\d{4,} of|\b\d{4,}×", out)
+    assert not unformatted, unformatted
