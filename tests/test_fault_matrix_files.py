@@ -140,6 +140,14 @@ def test_a_damaged_trial_whose_night_cannot_be_read_is_named_on_the_index(two_ni
     index = (site / "index.html").read_text()
     assert "Damaged trials on no night" in index and first in index
     assert len(list((site / "nights" / "nightly").glob("*.html"))) == 1
+    # The other commands that list trials: the rest is listed, the damaged one named in one line each.
+    listed = _bench(mine, "list", "trials")
+    _no_traceback(listed)
+    assert listed.returncode == 0 and first[:12] not in listed.stdout, listed.stdout
+    assert f"warning: trial {first} cannot be read: field user_tags is not JSON" in listed.stderr, listed.stderr
+    shown = _bench(mine, "show", first)
+    _no_traceback(shown)
+    assert shown.returncode == 1 and f"trial {first} in {mine / 'bench.db'} is damaged: field user_tags" in shown.stderr
 
 
 # -- a corpus file this user may not read ------------------------------------------------------------------------

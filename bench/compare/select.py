@@ -64,6 +64,10 @@ def resolve_side(store: TrialReader, selector: str, label: str | None = None) ->
         all_matches = matching_trials(store, tags)
         infos = [t for t in all_matches if t.status == "complete"]
         running = [t for t in all_matches if t.status == "running"]
+        unreadable = [d.id[:8] for d in store.damaged if all(d.user_tags.get(k) == v for k, v in tags.items())]
+        if unreadable:
+            notes.append(f"{label or ','.join(tags.values())}: {len(unreadable)} matching trial(s) cannot be read "
+                         f"({', '.join(unreadable)}: see bench's log) and are left out.")
         skipped = len(all_matches) - len(infos) - len(running)
         default_label = ",".join(tags.values())
         if running:
