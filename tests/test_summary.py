@@ -225,7 +225,7 @@ def test_a_small_error_rate_is_never_printed_as_zero():
                              i % 7375 != 0, None if i % 7375 else "connection", False) for i in range(73750)]
     summary = summarize(samples_frame(samples))
     assert summary.tasks[0].failed_requests == 10
-    assert any("Error rate is 0.0136% for task 'q' (10 of 73750 requests failed" in n for n in summary.notes), \
+    assert any("Error rate is 0.0136% for task 'q' (10 of 73,750 requests failed" in n for n in summary.notes), \
         summary.notes
     text = render_summary(summary)
     assert "0.0136%" in text and " 0%" not in text, text

@@ -104,5 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A read-only or full disk under any code path is the user's to fix, not a bug to show a traceback for.
         if e.errno not in STORAGE_ERRNOS:
             raise
-        _fail(err, str(storage_error(e.filename or bench_home_path(), e, "path")))
+        msg = str(storage_error(e.filename or bench_home_path(), e, "path"))
+        if logging.getLogger().handlers:
+            log.error("%s", msg)
+        _fail(err, msg)
         return 1

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from rich.console import Console
@@ -90,6 +91,9 @@ def run_list(a: argparse.Namespace, console: Console) -> int:
             where = store.locations([t.id for t in trials]) if hasattr(store, "locations") else {}
             statuses = {k: f"{v} [{where[k]}]" if k in where else v for k, v in statuses.items()}
             unreachable = getattr(store, "unreachable", None)
+            damaged = list(store.damaged)
+        for d in damaged:  # left out of the list: one line each (stderr: --format json stays JSON)
+            print(f"warning: trial {d.id} cannot be read: {redact.redact_text(d.problem)}", file=sys.stderr)
         if unreachable:
             console.print(f"note: {redact.redact_text(unreachable)}: local trials only", markup=False, highlight=False)
         if a.format == "json":

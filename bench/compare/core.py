@@ -186,13 +186,17 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
     warnings: list[str] = list(notes or [])
     if roles is not None and "roles" not in planned:
         warnings.append(roles.note([s.label for s in sides if any(t.info.id in roles.trials for t in s.trials)]))
-    bad = {s.label: [t.info.id[:8] for t in s.trials if t.info.status != "complete"] for s in sides}
+    bad = {s.label: [t.info.id[:8] for t in s.trials if t.info.status not in ("complete", "running")] for s in sides}
+    running = {s.label: [t.info.id[:8] for t in s.trials if t.info.status == "running"] for s in sides}
     missing = {s.label: [t.info.id[:8] for t in s.trials if t.summary is None] for s in sides}
     small = {s.label: len(s.trials) for s in sides if 1 < len(s.trials) < MIN_GROUP}
     # One line per kind, naming every side it concerns (a study of four variants would repeat it four times).
     if any(bad.values()):
         warnings.append("; ".join(f"{label}: trial(s) {', '.join(ids)}" for label, ids in bad.items() if ids)
                         + " did not complete; their numbers are partial.")
+    if any(running.values()):
+        warnings.append("; ".join(f"{label}: trial(s) {', '.join(ids)}" for label, ids in running.items() if ids)
+                        + " are still running; their numbers are partial.")
     if any(missing.values()):
         warnings.append("; ".join(f"{label}: trial(s) {', '.join(ids)}" for label, ids in missing.items() if ids)
                         + " have no stored samples or summary.")

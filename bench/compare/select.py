@@ -33,6 +33,14 @@ def parse_tag_selector(selector: str) -> dict[str, str]:
     return tags
 
 
+def still_running(info: TrialInfo) -> str:
+    """A compared trial whose race is still running (a store marks a running trial whose bench is gone
+    interrupted when it is opened): its numbers would be those of a race half run."""
+    by = f" by bench pid {info.pid}" if info.pid else ""
+    return (f"trial {info.id} is still running{by} (started {info.start_time:%Y-%m-%d %H:%M:%S} UTC): wait for its "
+            "race to end, then compare it; a comparison now would judge a race half run")
+
+
 def load_trial(store: TrialReader, info: TrialInfo) -> TrialData:
     """A trial with its summary; recomputed from the stored samples (and sections from the stored telemetry
     and the like) when none was stored."""
@@ -55,17 +63,29 @@ def resolve_side(store: TrialReader, selector: str, label: str | None = None) ->
         tags = parse_tag_selector(sel)
         all_matches = matching_trials(store, tags)
         infos = [t for t in all_matches if t.status == "complete"]
-        skipped = len(all_matches) - len(infos)
+        running = [t for t in all_matches if t.status == "running"]
+        unreadable = [d.id[:8] for d in store.damaged if all(d.user_tags.get(k) == v for k, v in tags.items())]
+        if unreadable:
+            notes.append(f"{label or ','.join(tags.values())}: {len(unreadable)} matching trial(s) cannot be read "
+                         f"({', '.join(unreadable)}: see bench's log) and are left out.")
+        skipped = len(all_matches) - len(infos) - len(running)
         default_label = ",".join(tags.values())
+        if running:
+            notes.append(f"{label or default_label}: {len(running)} matching trial(s) still running "
+                         f"({', '.join(t.id[:8] for t in running)}) are left out: compare again when they end.")
         if skipped:
             notes.append(f"{label or default_label}: {skipped} matching trial(s) did not complete and are left out.")
         if not infos:
-            what = f" ({len(all_matches)} matched but none completed)" if all_matches else ""
+            what = (f" ({len(all_matches)} matched: {len(running)} still running, {skipped} did not complete)"
+                    if running else f" ({len(all_matches)} matched but none completed)" if all_matches else "")
             raise StoreError(f"no complete trial has the user tags {sel.removeprefix('tag:')}{what}: "
-                             "see 'bench list trials'")
+                             + ("wait for the running race(s) to end" if running else "see 'bench list trials'"))
     else:
         ids = [p.strip() for p in sel.split(",") if p.strip()]
         infos = [store.get_trial(i) for i in ids]
+        for info in infos:
+            if info.status == "running":
+                raise StoreError(still_running(info))
         if len({i.id for i in infos}) != len(infos):
             raise ConfigError(f"{selector!r} names the same trial twice")
         default_label = infos[0].id[:8] if len(infos) == 1 else f"{len(infos)} trials ({infos[0].id[:8]}, ...)"

@@ -15,6 +15,7 @@ from rich.table import Table
 from bench.driver.coordinator import StepListener
 from bench.driver.samples import RequestSample
 from bench.track.model import Task
+from bench.util.numbers import plain
 
 
 @dataclass
@@ -43,8 +44,8 @@ class _TaskProgress:
 
     def work(self) -> str:
         """Requests, and docs only where there was bulk work (a search's unit is the request itself)."""
-        extra = "".join(f", {n:,} {u}" for u, n in self.units.items() if u != "ops")
-        return f"{self.requests:,} requests{extra}"
+        extra = "".join(f", {plain(n)} {u}" for u, n in self.units.items() if u != "ops")
+        return f"{plain(self.requests)} requests{extra}"
 
     def planned(self) -> float | None:
         t = self.task
@@ -93,7 +94,7 @@ class Progress(StepListener):
             for name, tp in self._tasks.items():
                 if not tp.done:
                     self.console.print(f"  {name}: {now - tp.started:.0f} s, {tp.rate(now)}, "
-                                       f"{tp.work()}, {tp.errors} errors")
+                                       f"{tp.work()}, {plain(tp.errors)} errors")
 
     def task_done(self, task: str) -> None:
         if task in self._tasks:
@@ -107,7 +108,7 @@ class Progress(StepListener):
             return
         now = time.monotonic()
         for name, tp in self._tasks.items():
-            err = f", [red]{tp.errors} errors[/red]" if tp.errors else ""
+            err = f", [red]{plain(tp.errors)} errors[/red]" if tp.errors else ""
             self.console.print(f"[green]done[/green] {name}: {tp.work()} in {now - tp.started:.1f} s{err}")
 
     def _table(self) -> Table:
@@ -119,6 +120,6 @@ class Progress(StepListener):
             el = now - tp.started
             planned = tp.planned()
             rem = "done" if tp.done else (f"{max(0.0, planned - el):.0f} s" if planned else "-")
-            t.add_row(name, f"{el:.0f} s", rem, tp.rate(now), f"{tp.requests:,}",
-                      f"[red]{tp.errors:,}[/red]" if tp.errors else "0")
+            t.add_row(name, f"{el:.0f} s", rem, tp.rate(now), plain(tp.requests),
+                      f"[red]{plain(tp.errors)}[/red]" if tp.errors else "0")
         return t

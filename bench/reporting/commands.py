@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import shutil
 from pathlib import Path
 from typing import Any
@@ -318,6 +319,12 @@ def _history(a: argparse.Namespace, console: Console) -> int:
     annotations = all_annotations()
     with open_store() as store:
         result = build_site(store, exps, Path(a.output).expanduser(), window=a.window, annotations=annotations)
+    # The site is built around a damaged trial (its night marked): the nightly job publishes it and exits 0,
+    # the damage said here, one line per trial, and in bench's log.
+    warn = Console(stderr=True, soft_wrap=True, emoji=False)
+    for line in result.damaged:
+        logging.getLogger(__name__).warning("history site: damaged %s", line)
+        warn.print(f"warning: damaged {line}", highlight=False, markup=False)
     console.print(f"History site {result.output}: {result.nights} night(s), {result.charts} chart(s); "
                   f"{len(result.written)} file(s) written, {result.unchanged} unchanged, {len(result.removed)} removed; "
                   f"{result.summaries_read} trial summaries read; {result.seconds:.1f} s. Open "

@@ -56,7 +56,7 @@ def unmeasured(summary: Summary | None) -> list[str]:
             # Not "error rate 100 %" alone: bulks whose items partly failed still indexed documents and have a
             # throughput. And not "no throughput" alone: a task kept out of reporting (Rally's admin operations,
             # include-in-reporting: false) succeeded without figures.
-            out.append(f"every request of task '{t.task}' failed ({t.failed_requests} of {t.requests})")
+            out.append(f"every request of task '{t.task}' failed ({t.failed_requests:,} of {t.requests:,})")
     return out + list(summary.unmeasured)
 
 

@@ -408,22 +408,22 @@ def _when(e: ErrorCount) -> str:
 
 def error_note(ts: TaskSummary) -> str:
     """The warning for a task with failed requests: how many, of which type, and whose side they came from."""
-    kinds = ", ".join(f"{n} {t}" for t, n in sorted(ts.errors_by_type.items(), key=lambda kv: (-kv[1], kv[0])))
+    kinds = ", ".join(f"{n:,} {t}" for t, n in sorted(ts.errors_by_type.items(), key=lambda kv: (-kv[1], kv[0])))
     answered = ts.failed_requests - ts.unanswered_requests
     if ts.unanswered_requests == 0:
         side = "the cluster answered every one of them"
     elif answered <= 0:
         side = "none got an HTTP answer (connection, timeout or client error)"
     else:
-        side = f"{ts.unanswered_requests} got no HTTP answer (connection, timeout or client error)"
+        side = f"{ts.unanswered_requests:,} got no HTTP answer (connection, timeout or client error)"
     hint = ("; HTTP 429 means the cluster rejected requests (a full thread-pool queue): lower the load or "
             "give the cluster more capacity" if "http-429" in ts.errors_by_type else "")
     head = (f"Every request of task '{ts.task}' failed: no throughput, latency or service time is reported"
             if ts.throughput is None and not ts.latency else f"Error rate is {percent(ts.error_rate * 100, 2)}% for task "
             f"'{ts.task}'")
     return (f"{head} "
-            f"({ts.failed_requests} of {ts.requests} requests failed"
-            + (f", {ts.failed_units} {ts.unit} failed" if ts.failed_units else "")
+            f"({ts.failed_requests:,} of {ts.requests:,} requests failed"
+            + (f", {ts.failed_units:,} {ts.unit} failed" if ts.failed_units else "")
             + (f": {kinds}" if kinds else "") + f"; {side}{hint}). Errors: {messages_text(ts.error_messages)}")
 
 

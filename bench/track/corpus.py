@@ -182,8 +182,38 @@ def damaged(src: Path, e: BaseException, no_download: str | None) -> TrackError:
                       "(the track's author, the machine that made it, a backup); keep it until then")
 
 
+def readable(path: Path) -> Path:
+    """``path`` when this process may read it; else one line naming the file and the ways to read it (a mode-000
+    or another user's file is not damaged, nor is bench's home unwritable)."""
+    try:
+        with open(path, "rb"):
+            pass
+    except PermissionError:
+        try:
+            import pwd
+
+            owner = pwd.getpwuid(path.stat().st_uid).pw_name
+        except (KeyError, OSError):
+            owner = "its owner"
+        me = _me()
+        as_owner = f", run bench as {owner}" if owner != me else ""
+        raise TrackError(f"corpus file {path} is not readable (permission denied) by user {me}: make it readable "
+                         f"(chmod a+r {path}){as_owner}, or give --corpus-dir a folder with a readable copy") from None
+    return path
+
+
+def _me() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
 def decompress(src: Path, target: Path, no_download: str | None = None) -> Path:
     """``no_download``: why bench could not fetch ``src`` again (no base-url, --offline), or None."""
+    readable(src)
     try:
         _write_atomically(target, _stream(src))
     except (OSError, EOFError, zstandard.ZstdError) as e:
@@ -257,7 +287,7 @@ def _expected_lines(d: DocumentsSpec, docs: int) -> int:
 
 def _check_lines(path: Path, d: DocumentsSpec, docs: int) -> None:
     want = _expected_lines(d, docs)
-    got = count_lines(path)
+    got = count_lines(readable(path))
     if got != want:
         meta = " (x2: includes-action-and-meta-data)" if d.includes_action_and_meta_data else ""
         raise TrackError(
@@ -410,6 +440,7 @@ def _prepare_file(corpus: str, d: DocumentsSpec, src: Sources, test_mode: bool) 
                     log.info("no 1k variant (%s); downloading the full corpus file", e)
                     found = src.download(corpus, d, d.source_file, cache / d.source_file)
             say(f"corpus {corpus}: taking the first {docs:,} documents of {found.name} (test mode)")
+            readable(found)
             try:
                 _write_atomically(target, _head_lines(found, _expected_lines(d, docs)))
             except (EOFError, zstandard.ZstdError) as e:

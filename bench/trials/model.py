@@ -62,9 +62,25 @@ class TrialInfo(BaseModel):
     track_source: dict[str, Any] = {}
 
 
+class DamagedTrial(BaseModel):
+    """A stored trial whose row cannot be read whole: ``list_trials`` leaves it out and keeps it here, so one
+    damaged row does not hide every other trial, and what is wrong with it is still said."""
+
+    id: str
+    problem: str  # e.g. "field clusters is not JSON (Expecting value: line 1 column 1 (char 0))"
+    # What of the row could be read: which experiment and night it belongs to (empty when those are the damage).
+    user_tags: dict[str, str] = {}
+    start_time: datetime | None = None
+
+
 @runtime_checkable
 class TrialReader(Protocol):
-    """Reading stored trials: what ``bench compare``, ``bench report`` and summary enrichers use."""
+    """Reading stored trials: what ``bench compare``, ``bench report`` and summary enrichers use.
+
+    ``damaged``: the trials the last ``list_trials`` left out because their row cannot be read."""
+
+    @property
+    def damaged(self) -> list[DamagedTrial]: ...
 
     def get_trial(self, id_or_prefix: str) -> TrialInfo: ...
 

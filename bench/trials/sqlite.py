@@ -24,6 +24,7 @@ from typing import Any, Callable, NamedTuple, Sequence, TypeVar
 
 import pandas as pd
 import psutil
+from pydantic import ValidationError
 
 from bench.driver.samples import RequestSample, TelemetryRow
 from bench.provision.host import machine_id
@@ -32,7 +33,7 @@ from bench.results.summary import Summary
 from bench.trials.annotations import Annotation
 
 # The row types live with the store protocol (bench.trials.model); re-exported for code written against this module.
-from bench.trials.model import STATUSES, TrialInfo, TrialStatus
+from bench.trials.model import STATUSES, DamagedTrial, TrialInfo, TrialStatus
 from bench.trials.summary import summarize_stored
 from bench.util.errors import StoreError
 from bench.util.home import db_path
@@ -292,9 +293,27 @@ def _reading(what: str) -> Callable[[Callable[..., _R]], Callable[..., _R]]:
     return decorate
 
 
+class DamagedTrialError(StoreError):
+    """A trial's row that cannot be read (a field that is not JSON, a status or time that is not one)."""
+
+    def __init__(self, path: Path, damaged: DamagedTrial) -> None:
+        super().__init__(f"trial {damaged.id} in {path} is damaged: {damaged.problem}: restore {path} from a backup "
+                         f"or delete the trial (sqlite3 {path} \"DELETE FROM trials WHERE id = '{damaged.id}'\")")
+        self.damaged = damaged
+
+
+def _is_time(value: object) -> bool:
+    try:
+        datetime.fromisoformat(str(value))
+    except ValueError:
+        return False
+    return True
+
+
 class TrialStore:
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path is not None else db_path()
+        self.damaged: list[DamagedTrial] = []  # what the last list_trials left out
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         try:
@@ -315,6 +334,9 @@ class TrialStore:
             if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN) or (code or 0) & 0xFF == sqlite3.SQLITE_READONLY:
                 raise StoreError(f"trial store {self.path} cannot be written ({e}): make its folder writable or "
                                  "set BENCH_HOME to a writable folder") from e
+            if code == sqlite3.SQLITE_CORRUPT or "malformed" in str(e):
+                # e.g. the file cut short (a disk that filled, a copy interrupted): what is left may be recovered.
+                raise read_error(self.path, "opening it", e) from e
             raise StoreError(f"trial store {self.path} cannot be opened: {e}: "
                              "move the file away (bench creates a new one) or set BENCH_HOME") from e
         except OSError as e:
@@ -433,11 +455,30 @@ class TrialStore:
                     (status, _encode("error", error), _ts(utcnow()), trial_id))
 
     def _row_to_info(self, row: sqlite3.Row | tuple[Any, ...]) -> TrialInfo:
+        """The row as a TrialInfo; a row that cannot be read raises DamagedTrialError naming the field."""
         d = dict(zip(_TRIAL_COLUMNS, row))
+        problems = []
         for f in _JSON_FIELDS:
-            d[f] = json.loads(d[f])
+            try:
+                d[f] = json.loads(d[f])
+            except (TypeError, ValueError) as e:
+                problems.append(f"field {f} is not JSON ({e})")
+                d.pop(f)
         d["test_mode"] = bool(d["test_mode"])
-        return TrialInfo.model_validate(d)
+        try:
+            info = TrialInfo.model_validate(d)
+        except ValidationError as e:
+            problems += [f"field {'.'.join(map(str, err['loc']))}: {err['msg']} ({str(err.get('input'))[:60]!r})"
+                         for err in e.errors()]
+            info = None
+        if info is None or problems:
+            tags = d.get("user_tags")
+            start = d.get("start_time")
+            damaged = DamagedTrial(id=str(d.get("id")), problem="; ".join(problems),
+                                   user_tags={str(k): str(v) for k, v in tags.items()} if isinstance(tags, dict)
+                                   else {}, start_time=start if info is not None or _is_time(start) else None)
+            raise DamagedTrialError(self.path, damaged)
+        return info
 
     @_reading("reading the trial")
     def get_trial(self, id_or_prefix: str) -> TrialInfo:
@@ -487,7 +528,14 @@ class TrialStore:
             rows = self.conn.execute(
                 f"SELECT {cols} FROM trials ORDER BY start_time DESC, rowid DESC LIMIT ?",
                 (int(limit),)).fetchall()
-        return [self._row_to_info(r) for r in rows]
+        trials, self.damaged = [], []
+        for r in rows:
+            try:
+                trials.append(self._row_to_info(r))
+            except DamagedTrialError as e:
+                log.warning("%s", e)
+                self.damaged.append(e.damaged)
+        return trials
 
     def delete_trial(self, trial_id: str) -> str:
         """Remove the trial and every row of it (samples, telemetry, summary, push records), in one transaction;
@@ -537,7 +585,11 @@ class TrialStore:
             df = pd.read_sql_query(
                 f"SELECT {', '.join(SAMPLE_COLUMNS)} FROM samples WHERE trial_id = ? ORDER BY rowid",
                 self.conn, params=(trial_id,))
-        return normalize_frame(df)
+        try:
+            return normalize_frame(df)
+        except (TypeError, ValueError) as e:  # a column holding what is not its type (e.g. text for a latency)
+            raise StoreError(f"trial {trial_id}: its samples in {self.path} are damaged ({e}): restore {self.path} "
+                             "from a backup or delete the trial") from None
 
     # -- telemetry ------------------------------------------------------------------------------------
     def add_telemetry(self, trial_id: str, rows: Sequence[TelemetryRow]) -> None:
@@ -577,7 +629,14 @@ class TrialStore:
         with self._lock:
             row = self.conn.execute("SELECT summary FROM summaries WHERE trial_id = ?",
                                     (trial_id,)).fetchone()
-        return Summary.model_validate_json(row[0]) if row else None
+        try:
+            return Summary.model_validate_json(row[0]) if row else None
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(map(str, err["loc"]))
+            raise StoreError(f"trial {trial_id}: its stored summary in {self.path} is damaged ({where + ': ' if where else ''}"
+                             f"{err['msg']}): delete it (sqlite3 {self.path} \"DELETE FROM summaries WHERE trial_id = "
+                             f"'{trial_id}'\") and bench summarises the trial's samples afresh") from None
 
     # -- annotations ----------------------------------------------------------------------------------
     def add_annotation(self, a: Annotation) -> None:

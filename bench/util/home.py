@@ -19,6 +19,11 @@ def storage_error(path: Path | str, e: OSError, what: str = "bench home") -> Ben
                           "to a folder with free space")
     if e.errno == errno.EROFS:
         problem = f"{what} {path} is read-only"
+    elif e.errno in (errno.EACCES, errno.EPERM) and e.filename and os.path.isfile(e.filename) \
+            and not os.access(e.filename, os.R_OK):
+        # A file bench only reads (a corpus, a config) is not a reason to move bench's home.
+        return BenchError(f"{e.filename} is not readable (permission denied): make it readable by this user "
+                          "(chmod) or run bench as its owner")
     elif e.errno in (errno.EACCES, errno.EPERM):
         problem = f"{what} {path} is not writable (permission denied on {e.filename or path})"
     else:

@@ -6,6 +6,10 @@ Incremental: ``.bench-site.json`` in the folder keeps the summaries of finished 
 tonight's are read from the store) and, per page, a digest of what it was made from and of its text; a page whose
 inputs are unchanged is not rendered again, and a file whose text is unchanged is not written again. Pages of
 nights that are no longer in the store are removed.
+
+A trial that cannot be read (its row, summary or samples damaged) does not stop the build: its night is built
+without it and marked (the night's page names the trial and what is wrong, the experiment's page lists the night),
+and ``BuildResult.damaged`` has one line per such trial for the command to print.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ class BuildResult(BaseModel):
     removed: list[str]
     summaries_read: int
     seconds: float
+    damaged: list[str] = []  # one line per trial left out because it cannot be read, naming where it was
 
 
 def _digest(*parts: str) -> str:
@@ -90,9 +95,12 @@ def build_site(store: TrialReader, experiments: list[ExperimentFile], output: Pa
         _digest((pages.site_dir() / name).read_text()) for name in sorted(os.listdir(pages.site_dir())))
 
     trials = store.list_trials(ALL_TRIALS)
+    damaged_rows = list(store.damaged)
+    placed: set[str] = set()
     texts: dict[str, str | None] = {}  # page -> its text, None when its inputs are unchanged (not rendered)
     inputs: dict[str, str] = {}
     summaries, n_nights, n_charts, last = [], 0, 0, None
+    damaged: list[str] = []
     ann_json = json.dumps([a.model_dump() for a in sorted(annotations, key=lambda a: a.id)])
 
     def page(path: str, key: str, render: object) -> None:
@@ -102,7 +110,11 @@ def build_site(store: TrialReader, experiments: list[ExperimentFile], output: Pa
 
     for exp in experiments:
         mine = sorted((t for t in trials if t.user_tags.get(TAG_EXPERIMENT) == exp.name), key=lambda t: t.start_time)
-        nights = experiment_nights(store, exp, mine, cache)
+        broken = [d for d in damaged_rows if d.user_tags.get(TAG_EXPERIMENT) == exp.name]
+        placed |= {d.id for d in broken}
+        nights = experiment_nights(store, exp, mine, cache, broken)
+        damaged += [f"{line} (experiment {exp.name}, night {n.run_id}{_entry(exp, n.track_index)} marked)"
+                    for n in nights for line in n.damaged]
         charts = make_charts(nights, annotations, window=window)
         n_nights += len({n.run_id for n in nights})
         n_charts += len(charts)
@@ -118,7 +130,12 @@ def build_site(store: TrialReader, experiments: list[ExperimentFile], output: Pa
              lambda exp=exp, nights=nights, charts=charts: pages.render_experiment(exp.name, nights, charts,
                                                                                   window=window))
         summaries.append(pages.experiment_summary(exp.name, nights, charts))
-    index = pages.render_index(summaries, last_night=f"{last:%Y-%m-%d %H:%M} UTC" if last else "none yet")
+    # Damaged rows whose experiment cannot be read may belong to any of these experiments: said on the index.
+    unplaced = [f"trial {d.id}: {d.problem}" for d in damaged_rows
+                if d.id not in placed and TAG_EXPERIMENT not in d.user_tags]
+    damaged += [f"{line} (its experiment cannot be read: on no night)" for line in unplaced]
+    index = pages.render_index(summaries, last_night=f"{last:%Y-%m-%d %H:%M} UTC" if last else "none yet",
+                               damaged=unplaced)
     inputs["index.html"] = _digest(index)
     texts["index.html"] = index
     for name in ASSETS:
@@ -147,4 +164,8 @@ def build_site(store: TrialReader, experiments: list[ExperimentFile], output: Pa
                                       "summaries": cache.stored}, sort_keys=True))
     return BuildResult(output=str(output), nights=n_nights, charts=n_charts, written=sorted(written),
                        unchanged=unchanged, removed=removed, summaries_read=cache.read,
-                       seconds=round(time.perf_counter() - started, 3))
+                       seconds=round(time.perf_counter() - started, 3), damaged=damaged)
+
+
+def _entry(exp: ExperimentFile, index: int) -> str:
+    return f", track entry {index}" if len(exp.track_entries()) > 1 else ""

@@ -1,11 +1,13 @@
 """The nights of an experiment as the site needs them: every run (a night) with, per track entry, its study table
 (bench/reporting/study.py, from the complete trials of each variant), what each variant ran on (the filters) and
-why a variant has no value that night (its failed trials' errors). Trials are read once per build; summaries of
+why a variant has no value that night (its failed trials' errors). A trial that cannot be read (its row, its
+summary or its samples damaged) leaves its night marked, not the site unbuilt: it is left out of the night's
+numbers and named, with what is wrong, on the night's page. Trials are read once per build; summaries of
 finished trials come from a cache the caller keeps between builds (a finished trial never changes)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
@@ -13,8 +15,9 @@ from bench.compare.core import Side, TrialData
 from bench.race.experiment import TAG_REPETITION, TAG_RUN, TAG_TRACK, TAG_VARIANT, ExperimentFile
 from bench.reporting.study import StudyTable, study_table
 from bench.results.summary import Summary
-from bench.trials.model import TrialInfo, TrialReader
+from bench.trials.model import DamagedTrial, TrialInfo, TrialReader
 from bench.trials.summary import stored_summary
+from bench.util.errors import StoreError
 
 FINISHED = ("complete", "failed", "aborted", "interrupted")
 
@@ -44,6 +47,7 @@ class Night(BaseModel):
     track_label: str
     table: StudyTable | None = None  # None: no variant completed
     errors: dict[str, list[str]] = {}  # variant -> why it has no value (its failed trials)
+    damaged: list[str] = []  # "trial ID: what is wrong", for trials left out because they cannot be read
     trials: list[TrialLine] = []
 
 
@@ -72,31 +76,65 @@ class SummaryCache:
         return summary
 
 
+def _track_index(tags: dict[str, str]) -> int:
+    value = tags.get(TAG_TRACK, "0") or "0"
+    return int(value) if value.isdigit() else 0
+
+
 def experiment_nights(store: TrialReader, exp: ExperimentFile, trials: list[TrialInfo],
-                      cache: SummaryCache) -> list[Night]:
-    """Every night of ``exp`` (oldest first), one per run and track entry. ``trials``: the experiment's trials."""
+                      cache: SummaryCache, damaged: list[DamagedTrial] | None = None) -> list[Night]:
+    """Every night of ``exp`` (oldest first), one per run and track entry. ``trials``: the experiment's trials;
+    ``damaged``: its trials whose row cannot be read (each marks its night; one without a readable start time
+    marks the night of its run's other trials, or a night of its own dated by nothing else it has)."""
     assert exp.study is not None and exp.baseline is not None
     runs: dict[str, list[TrialInfo]] = {}
     for t in trials:
         runs.setdefault(t.user_tags.get(TAG_RUN, "?"), []).append(t)
+    broken: dict[str, list[DamagedTrial]] = {}
+    for d in damaged or []:
+        broken.setdefault(d.user_tags.get(TAG_RUN, "?"), []).append(d)
     variants = [exp.baseline, *[v for v in exp.variants if v != exp.baseline]]
     nights: list[Night] = []
-    for run_id, run in sorted(runs.items(), key=lambda kv: min(t.start_time for t in kv[1])):
-        date = min(t.start_time for t in run)
+
+    def run_date(run_id: str) -> datetime:
+        dates = [t.start_time for t in runs.get(run_id, [])] + \
+                [d.start_time for d in broken.get(run_id, []) if d.start_time is not None]
+        return min(dates) if dates else datetime.min.replace(tzinfo=UTC)
+
+    for run_id in sorted({*runs, *broken}, key=run_date):
+        run, date = runs.get(run_id, []), run_date(run_id)
         for ti, entry in enumerate(exp.track_entries()):
-            mine = sorted((t for t in run if int(t.user_tags.get(TAG_TRACK, "0") or 0) == ti),
-                          key=lambda t: t.start_time)
+            mine = sorted((t for t in run if _track_index(t.user_tags) == ti), key=lambda t: t.start_time)
             night = Night(experiment=exp.name, run_id=run_id, date=date, track_index=ti,
                           track_label=entry.label or (mine[0].track if mine else ""), trials=[_line(t) for t in mine])
+            night.damaged = [f"trial {d.id}: {d.problem}" for d in broken.get(run_id, [])
+                             if _track_index(d.user_tags) == ti]
             sides: list[Side] = []
             for v in variants:
                 of_v = [t for t in mine if t.user_tags.get(TAG_VARIANT) == v]
-                done = [TrialData(info=t, summary=cache.get(store, t)) for t in of_v if t.status == "complete"]
+                done, why = [], []
+                for t in of_v:
+                    if t.status != "complete":
+                        why.append(f"{t.status}: {t.error or 'no error stored'}")
+                        continue
+                    try:
+                        summary = cache.get(store, t)
+                    except StoreError as e:
+                        text = str(e)
+                        night.damaged.append(text if text.startswith(f"trial {t.id}") else f"trial {t.id}: {text}")
+                        why.append(f"trial {t.id[:12]} cannot be read")
+                        continue
+                    if summary is None:
+                        night.damaged.append(f"trial {t.id}: complete, but neither a summary nor samples are stored")
+                        why.append(f"trial {t.id[:12]} has nothing stored")
+                        continue
+                    done.append(TrialData(info=t, summary=summary))
+                why += [f"trial {d.id[:12]} cannot be read" for d in broken.get(run_id, [])
+                        if d.user_tags.get(TAG_VARIANT) == v and _track_index(d.user_tags) == ti]
                 if done:
                     sides.append(Side(label=v, selector=f"tag:{TAG_RUN}={run_id},{TAG_VARIANT}={v}", trials=done))
                 else:
-                    night.errors[v] = [f"{t.status}: {t.error or 'no error stored'}" for t in of_v] or \
-                                      ["no race of this variant was stored this night"]
+                    night.errors[v] = why or ["no race of this variant was stored this night"]
             if sides:
                 night.table = study_table(exp.name, run_id, exp.study, sides)
             nights.append(night)

@@ -70,8 +70,9 @@ def render_experiment(name: str, nights: list[Night], charts: list[Chart], *, wi
     for c in charts:
         groups.setdefault(c.track_label or "the track", []).append(_chart_context(c))
     failed = [{"page": night_page(n), "date": f"{n.date:%Y-%m-%d %H:%M}", "run_id": n.run_id,
-               "text": "; ".join(f"{v}: {' / '.join(lines)}" for v, lines in n.errors.items())}
-              for n in nights if n.errors]
+               "text": "; ".join([f"{v}: {' / '.join(lines)}" for v, lines in n.errors.items()]
+                                 + [f"damaged: {len(n.damaged)} trial(s) cannot be read"] * bool(n.damaged))}
+              for n in nights if n.errors or n.damaged]
     dates = [n.date for n in nights]
     return _render("experiment.html.j2", name=name, nights=len({n.run_id for n in nights}), window=window,
                    first=f"{min(dates):%Y-%m-%d}" if dates else "–", last=f"{max(dates):%Y-%m-%d}" if dates else "–",
@@ -95,11 +96,12 @@ def render_night(night: Night, annotations: list[Annotation]) -> str:
     return _render("night.html.j2", experiment=night.experiment, experiment_page=experiment_page(night.experiment),
                    run_id=night.run_id, date=f"{night.date:%Y-%m-%d %H:%M} UTC", track_label=night.track_label,
                    annotations=_night_annotations(night, annotations), errors=night.errors, study=study,
+                   damaged=night.damaged,
                    trials=trials, report_command=command)
 
 
-def render_index(summaries: list[dict[str, Any]], *, last_night: str) -> str:
-    return _render("index.html.j2", experiments=summaries, last_night=last_night)
+def render_index(summaries: list[dict[str, Any]], *, last_night: str, damaged: list[str] | None = None) -> str:
+    return _render("index.html.j2", experiments=summaries, last_night=last_night, damaged=damaged or [])
 
 
 def experiment_summary(name: str, nights: list[Night], charts: list[Chart]) -> dict[str, Any]:
@@ -114,4 +116,5 @@ def experiment_summary(name: str, nights: list[Night], charts: list[Chart]) -> d
                        "step": f"{c.points[step.index].date:%Y-%m-%d}: {step.text}" if step else "none",
                        "step_class": step.kind if step else ""})
     return {"name": name, "page": experiment_page(name), "nights": len({n.run_id for n in nights}),
-            "charts": len(charts), "failed": sum(1 for n in nights if n.errors), "latest": latest}
+            "charts": len(charts), "failed": sum(1 for n in nights if n.errors or n.damaged),
+            "damaged": sum(1 for n in nights if n.damaged), "latest": latest}

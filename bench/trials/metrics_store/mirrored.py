@@ -19,7 +19,7 @@ from bench.trials.metrics_store.config import ENV_PASSWORD, StoreConfig
 from bench.trials.metrics_store.http import StoreUnavailable
 from bench.trials.metrics_store.pusher import Pusher
 from bench.trials.metrics_store.reader import StoreReader
-from bench.trials.model import TrialInfo
+from bench.trials.model import DamagedTrial, TrialInfo
 from bench.trials.sqlite import PushState, TrialStore
 from bench.util.errors import StoreError
 from bench.util.redact import redact_text
@@ -45,6 +45,11 @@ class MirroredStore:
     @property
     def path(self) -> Any:
         return self.local.path
+
+    @property
+    def damaged(self) -> list[DamagedTrial]:
+        local = {d.id for d in self.local.damaged}
+        return [*self.local.damaged, *(d for d in self.remote.damaged if d.id not in local)]
 
     # -- writes: local first, then mirrored ---------------------------------------------------------------
     def _mirror(self, trial_id: str) -> None:

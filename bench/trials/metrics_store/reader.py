@@ -13,7 +13,7 @@ from bench.trials.metrics_store import documents
 from bench.trials.metrics_store.config import StoreConfig
 from bench.trials.metrics_store.http import StoreHttp
 from bench.trials.metrics_store.layout import field, from_layout, kind
-from bench.trials.model import TrialInfo
+from bench.trials.model import DamagedTrial, TrialInfo
 from bench.util.errors import StoreError
 
 _PAGE = 5000
@@ -28,6 +28,7 @@ class StoreReader:
         self._metrics = f"{config.prefix}-{kind(documents.METRICS, config.layout)}-*"
         # Queries name fields as the store's layout does; documents read back are in Rally's names again.
         self._id = field("race-id", config.layout)
+        self.damaged: list[DamagedTrial] = []  # what the last list_trials left out
 
     def _search(self, index: str, body: dict[str, Any]) -> list[dict[str, Any]]:
         _, res = self.http.request("POST", f"/{index}/_search?ignore_unavailable=true&allow_no_indices=true", body)
@@ -72,7 +73,14 @@ class StoreReader:
     def list_trials(self, limit: int = 50) -> list[TrialInfo]:
         """Newest first (at most 10,000: the store's default result window)."""
         docs = self._race_docs({"match_all": {}}, max(1, min(int(limit), 10_000)))
-        return [documents.trial_of(d) for d in docs]
+        trials, self.damaged = [], []
+        for d in docs:
+            try:
+                trials.append(documents.trial_of(d))
+            except (KeyError, TypeError, ValueError) as e:  # a race document bench cannot read back
+                self.damaged.append(DamagedTrial(id=str(d.get("race-id")), problem=f"its race document in the "
+                                                 f"metrics store {self.http.name} cannot be read ({e})"))
+        return trials
 
     def ids(self, trial_ids: list[str]) -> set[str]:
         """Which of these trials the store holds."""
