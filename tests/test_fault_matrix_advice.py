@@ -96,6 +96,24 @@ def test_a_version_that_does_not_exist_is_not_found_not_a_checksum_to_publish(tm
     assert "must publish" not in line and "checksum: none" not in line
 
 
+def test_a_version_missing_from_the_fallback_build_advises_a_mirror_of_the_release(tmp_path, monkeypatch):
+    """The official site out of reach, bench falls back to Maven's build, which lacks the version too: the remedy is
+    a mirror of the official archives (release.url), which the user chose by default, not of the fallback."""
+    home = tmp_path / "home"
+    monkeypatch.delenv("BENCH_DISTRIBUTION_REPOSITORY", raising=False)
+    with serving(files_handler({})) as server:
+        port = server.server_address[1]
+        _ini(home, f"[distributions]\nrelease.url = http://127.0.0.1:{free_port()}/es-{{{{VERSION}}}}.tar.gz\n"
+                   f"maven-integ-test.url = http://127.0.0.1:{port}/es-{{{{VERSION}}}}.zip\n")
+        monkeypatch.setenv("BENCH_HOME", str(home))
+        monkeypatch.setenv("BENCH_CACHE", str(home / "cache"))
+        with pytest.raises(ProvisionError) as failed:
+            distribution.obtain("elasticsearch", "8.99.0")
+    line = str(failed.value)
+    assert line.startswith(f"elasticsearch 8.99.0 was not found at http://127.0.0.1:{port}/es-8.99.0.zip (HTTP 404)")
+    assert "'release.url = <URL template>'" in line and "must publish" not in line, line
+
+
 def test_an_archive_without_its_checksum_keeps_the_checksum_advice(tmp_path, monkeypatch):
     """The archive is there, only its .sha512 is not: that is the mirror's to fix (or checksum: none). The server
     takes GET only, as a plain file server may: bench asks for the archive with GET when HEAD is refused."""

@@ -99,11 +99,12 @@ def obtain(engine: str, version: str, repository: str | None = None, car_reposit
                                  "back to another build") from None
         host, reason = repo.host, _reason(e)
         fallback = f"{host} unreachable ({reason})"
-        repo = fallback_repository(engine, version, checksum)
+        chosen, repo = repo, fallback_repository(engine, version, checksum)
         notice(f"cannot reach {host}: {reason}; running {engine} "
                f"{version} from Maven Central's integ-test build instead: a minimal build without most modules and "
                f"without a bundled JDK (pass --distribution-repository=release to refuse this fallback)")
-        archive = _download_release(engine, version, repo)
+        # a mirror of the official archives is the remedy, not one of the fallback's
+        archive = _download_release(engine, version, repo, mirror_of=chosen)
     verified = _stored_checksum(archive, repo.checksum)
     # The digest download_archive just verified keys the unpacked install: no second pass over the archive.
     key = verified.partition(":")[2] if verified else _file_digest(archive, "sha1")
@@ -112,30 +113,31 @@ def obtain(engine: str, version: str, repository: str | None = None, car_reposit
                                  fallback=fallback))
 
 
-def _download_release(engine: str, version: str, repo: Repository) -> Path:
-    """download_archive, where an archive that is not there says which version and what to do instead."""
+def _download_release(engine: str, version: str, repo: Repository, mirror_of: Repository | None = None) -> Path:
+    """download_archive, where an archive that is not there says which version and what to do instead (a mirror of
+    ``mirror_of``'s archives, by default ``repo``'s)."""
     try:
         return download_archive(repo.url, repo.checksum or "none")
     except ArchiveNotFound as e:
         raise ArchiveNotFound(f"{engine} {version} was not found at {repo.url} ({_http_status(e)}): "
-                              f"{_not_found_advice(engine, repo)}") from None
+                              f"{_not_found_advice(engine, repo, mirror_of or repo)}") from None
 
 
 def _http_status(e: BaseException) -> str:
     return next((w for w in ("HTTP 410", "HTTP 404") if w in str(e)), "HTTP 404")
 
 
-def _not_found_advice(engine: str, repo: Repository) -> str:
+def _not_found_advice(engine: str, repo: Repository, mirror_of: Repository) -> str:
     """What to do when a repository does not have a version: check it, use a local archive, or another mirror."""
     check = "check the version"
     if repo.name == "maven-integ-test" or "repo1.maven.org" in repo.url:
         # Maven lays a version out as a folder of its own, and the folder above lists every version it has.
         check += f" (the versions there are listed at {repo.url.rsplit('/', 2)[0]}/)"
-    if repo.name == "url":
+    if mirror_of.name == "url":
         mirror = "pass a mirror that has it as --distribution-repository=URL-TEMPLATE"
     else:
         # the keys bench.provision.repositories reads: Rally's NAME.url is Elasticsearch's
-        key = f"{repo.name}.url" if engine == "elasticsearch" else f"{engine}.{repo.name}.url"
+        key = f"{mirror_of.name}.url" if engine == "elasticsearch" else f"{engine}.{mirror_of.name}.url"
         mirror = (f"set a mirror that has it as '{key} = <URL template>' in [distributions] of {ini_path()} "
                   "(or --distribution-repository=URL-TEMPLATE)")
     return f"{check}; for an archive or install on this machine pass --distribution-path=PATH; {mirror}"
@@ -304,6 +306,7 @@ def _expected_checksum(url: str, algo: str, archive: Path) -> str:
     except urllib.error.HTTPError as e:
         # A checksum that is not there is most often an archive that is not there either: a version that does not
         # exist wants other advice than a mirror that serves archives without checksums.
+        e.close()
         archive_status = _archive_status(url) if e.code in NOT_FOUND else None
         if archive_status in NOT_FOUND:
             raise ArchiveNotFound(f"{url} is not there (HTTP {archive_status}), nor is its checksum {url}.{algo}"
@@ -333,6 +336,7 @@ def _archive_status(url: str) -> int | None:
             with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=_TIMEOUT) as resp:
                 return int(resp.status)
         except urllib.error.HTTPError as e:
+            e.close()  # an HTTPError holds the answer's connection
             if method == "HEAD" and e.code in (405, 501):
                 continue
             return e.code

@@ -45,6 +45,7 @@ def fetch(url: str, dest: Path, *, error: type[BenchError], what: str = "", hint
     except BaseException as e:
         dest.unlink(missing_ok=True)
         if isinstance(e, urllib.error.HTTPError):
+            e.close()  # it holds the answer's connection
             raise (not_found if not_found is not None and e.code in NOT_FOUND else error)(f"cannot download {what}{url}: HTTP {e.code} {e.reason}{hint}") from None
         if isinstance(e, (urllib.error.URLError, OSError)):
             no_answer = isinstance(e, (urllib.error.URLError, ConnectionError, TimeoutError, socket.gaierror))
