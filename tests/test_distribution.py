@@ -147,7 +147,8 @@ def test_partial_download_is_never_used(server: _Server, cache: Path) -> None:
 
 
 def test_missing_version_is_a_clear_error(server: _Server) -> None:
-    with pytest.raises(ProvisionError, match=r"elasticsearch-9\.9\.9\.zip\.sha1: HTTP 404"):
+    with pytest.raises(ProvisionError, match=r"elasticsearch 9\.9\.9 was not found at .*/elasticsearch-9\.9\.9\.zip "
+                                             r"\(HTTP 404\): check the version"):
         obtain_distribution("elasticsearch", "9.9.9", repository=server.base + "/es/elasticsearch-{version}.zip")
 
 

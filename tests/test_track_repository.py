@@ -93,7 +93,10 @@ def test_nested_names_unknown_names_and_unknown_repositories(repo_home):
         resolve_track("geonames", None, revision="nope", progress=False)
 
 
-def test_offline_without_a_clone_is_one_line(repo_home, capsys):
+def test_offline_without_a_clone_is_one_line(bench_home, capsys):
+    # a repository behind a network (a file:// one is cloned --offline: that needs no network)
+    (bench_home / "bench.ini").parent.mkdir(parents=True, exist_ok=True)
+    (bench_home / "bench.ini").write_text("[tracks]\ndefault.url = https://git.invalid/rally-tracks\n")
     assert main(["info", "--track=geonames", "--offline"]) == 2  # a ConfigError
     err = capsys.readouterr().err
     assert "track repository default is not cloned yet" in err and "--offline" in err and len(err.splitlines()) == 1

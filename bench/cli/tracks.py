@@ -51,9 +51,10 @@ def run_info(a: argparse.Namespace, console: Console) -> int:
     if not a.track and not a.track_path:
         raise ConfigError("bench info needs --track=NAME (see 'bench list tracks'), --track-path=DIR, --workload=NAME "
                           "or --workload-path=DIR")
-    track = load_track(_resolve(a).dir, params(a.track_params, "--track-params"), ignore_unused=True,
+    resolved = _resolve(a)
+    track = load_track(resolved.dir, params(a.track_params, "--track-params"), ignore_unused=True,
                        offline=a.offline)
-    console.print(render_info(track, a.challenge), highlight=False, markup=False, soft_wrap=True)
+    console.print(render_info(track, a.challenge, resolved.source), highlight=False, markup=False, soft_wrap=True)
     return 0
 
 

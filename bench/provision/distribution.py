@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bench.provision.model import ENGINES, Checksum, DistributionFacts, EngineLayout
-from bench.provision.repositories import fallback_repository, resolve_repository
+from bench.provision.repositories import Repository, fallback_repository, resolve_repository
 from bench.util.activity import notice
-from bench.util.download import fetch
+from bench.util.download import NOT_FOUND, fetch
 from bench.util.errors import ProvisionError
 from bench.util.file_lock import exclusive, lock_file_for, part_path, remove_stale_parts, write_atomically
 from bench.util.home import distributions_dir
+from bench.util.ini import ini_path
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,14 @@ _UNPACKED_MARKER = ".bench-unpacked"
 
 class DistributionUnreachable(ProvisionError):
     """The repository's host cannot be reached at all (no DNS answer, refused, timed out): not an HTTP error."""
+
+
+class ArchiveNotFound(ProvisionError):
+    """The repository answered that the archive itself is not there (HTTP 404/410): most often a version that was
+    never released, or that this mirror does not have. Not a missing checksum beside an archive that is there.
+    Bad input as a wrong option is: running again will not help."""
+
+    exit_code = 2
 
 
 def distribution_url(engine: str, version: str, repository: str | None = None, *, os: str | None = None,
@@ -83,24 +92,55 @@ def obtain(engine: str, version: str, repository: str | None = None, car_reposit
     repo = resolve_repository(engine, version, repository, car_repository, checksum)
     fallback = None
     try:
-        archive = download_archive(repo.url, repo.checksum or "none")
+        archive = _download_release(engine, version, repo)
     except DistributionUnreachable as e:
         if repo.explicit:
             raise ProvisionError(f"{e}; the {repo.name} repository was chosen explicitly, so bench does not fall "
                                  "back to another build") from None
         host, reason = repo.host, _reason(e)
         fallback = f"{host} unreachable ({reason})"
-        repo = fallback_repository(engine, version, checksum)
+        chosen, repo = repo, fallback_repository(engine, version, checksum)
         notice(f"cannot reach {host}: {reason}; running {engine} "
                f"{version} from Maven Central's integ-test build instead: a minimal build without most modules and "
                f"without a bundled JDK (pass --distribution-repository=release to refuse this fallback)")
-        archive = download_archive(repo.url, repo.checksum or "none")
+        # a mirror of the official archives is the remedy, not one of the fallback's
+        archive = _download_release(engine, version, repo, mirror_of=chosen)
     verified = _stored_checksum(archive, repo.checksum)
     # The digest download_archive just verified keys the unpacked install: no second pass over the archive.
     key = verified.partition(":")[2] if verified else _file_digest(archive, "sha1")
     home = unpack(archive, key, layout.binary)
     return Obtained(home, _facts(home, engine, version, repo.name, repo.flavour, repo.url, archive.name, verified,
                                  fallback=fallback))
+
+
+def _download_release(engine: str, version: str, repo: Repository, mirror_of: Repository | None = None) -> Path:
+    """download_archive, where an archive that is not there says which version and what to do instead (a mirror of
+    ``mirror_of``'s archives, by default ``repo``'s)."""
+    try:
+        return download_archive(repo.url, repo.checksum or "none")
+    except ArchiveNotFound as e:
+        raise ArchiveNotFound(f"{engine} {version} was not found at {repo.url} ({_http_status(e)}): "
+                              f"{_not_found_advice(engine, repo, mirror_of or repo)}") from None
+
+
+def _http_status(e: BaseException) -> str:
+    return next((w for w in ("HTTP 410", "HTTP 404") if w in str(e)), "HTTP 404")
+
+
+def _not_found_advice(engine: str, repo: Repository, mirror_of: Repository) -> str:
+    """What to do when a repository does not have a version: check it, use a local archive, or another mirror."""
+    check = "check the version"
+    if repo.name == "maven-integ-test" or "repo1.maven.org" in repo.url:
+        # Maven lays a version out as a folder of its own, and the folder above lists every version it has.
+        check += f" (the versions there are listed at {repo.url.rsplit('/', 2)[0]}/)"
+    if mirror_of.name == "url":
+        mirror = "pass a mirror that has it as --distribution-repository=URL-TEMPLATE"
+    else:
+        # the keys bench.provision.repositories reads: Rally's NAME.url is Elasticsearch's
+        key = f"{mirror_of.name}.url" if engine == "elasticsearch" else f"{engine}.{mirror_of.name}.url"
+        mirror = (f"set a mirror that has it as '{key} = <URL template>' in [distributions] of {ini_path()} "
+                  "(or --distribution-repository=URL-TEMPLATE)")
+    return f"{check}; for an archive or install on this machine pass --distribution-path=PATH; {mirror}"
 
 
 def _reason(e: BaseException) -> str:
@@ -264,8 +304,16 @@ def _expected_checksum(url: str, algo: str, archive: Path) -> str:
         with urllib.request.urlopen(f"{url}.{algo}", timeout=_TIMEOUT) as resp:
             text = resp.read(4096).decode("ascii", "replace")
     except urllib.error.HTTPError as e:
-        raise ProvisionError(f"cannot fetch checksum {url}.{algo}: HTTP {e.code}; the mirror must publish it "
-                             "(or set checksum: none in the car config to skip verification)") from e
+        # A checksum that is not there is most often an archive that is not there either: a version that does not
+        # exist wants other advice than a mirror that serves archives without checksums.
+        e.close()
+        archive_status = _archive_status(url) if e.code in NOT_FOUND else None
+        if archive_status in NOT_FOUND:
+            raise ArchiveNotFound(f"{url} is not there (HTTP {archive_status}), nor is its checksum {url}.{algo}"
+                                  ) from None
+        there = ", although the archive is there" if archive_status == 200 else ""
+        raise ProvisionError(f"cannot fetch checksum {url}.{algo}: HTTP {e.code}{there}; the mirror must publish it "
+                             "(or set checksum: none in the car config to skip verification)") from None
     except (urllib.error.URLError, OSError) as e:
         if archive.exists() and stored.exists():
             log.warning("cannot fetch %s.%s (%s); verifying the cached archive against the stored checksum",
@@ -280,8 +328,25 @@ def _expected_checksum(url: str, algo: str, archive: Path) -> str:
     return token
 
 
+def _archive_status(url: str) -> int | None:
+    """The HTTP status the server answers for the archive at url (200 when it is there), None when it cannot be
+    told. HEAD first; a server that does not take HEAD is asked with GET, closed after the headers."""
+    for method in ("HEAD", "GET"):
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=_TIMEOUT) as resp:
+                return int(resp.status)
+        except urllib.error.HTTPError as e:
+            e.close()  # an HTTPError holds the answer's connection
+            if method == "HEAD" and e.code in (405, 501):
+                continue
+            return e.code
+        except (urllib.error.URLError, OSError):
+            return None
+    return None
+
+
 def _fetch(url: str, dest: Path) -> None:
-    fetch(url, dest, error=ProvisionError, unreachable=DistributionUnreachable,
+    fetch(url, dest, error=ProvisionError, unreachable=DistributionUnreachable, not_found=ArchiveNotFound,
           hint="; check the version, the repository and the network")
 
 

@@ -12,6 +12,7 @@ from tabulate import tabulate
 
 from bench.track.model import Challenge, Parallel, Task, Track
 from bench.track.notices import params_hint
+from bench.track.source import TrackSource
 
 NOT_RUNNABLE = "CANNOT RUN"
 
@@ -86,11 +87,15 @@ def _reason(t: Task) -> str:
     return why.split(": use one of ", 1)[0]  # the list of every type bench has: 'bench info' of a runnable track
 
 
-def render_info(track: Track, challenge: str | None = None) -> str:
-    """The track's description, indices, corpora, challenges and their schedules (only ``challenge`` in detail
-    when given), each task bench cannot run marked with the reason."""
+def render_info(track: Track, challenge: str | None = None, source: TrackSource | None = None) -> str:
+    """The track's description, where it was read from (a repository's branch or revision and commit), indices,
+    corpora, challenges and their schedules (only ``challenge`` in detail when given), each task bench cannot run
+    marked with the reason."""
     noun, ch_noun = track.words[0], track.words[1]
-    out = [f"{noun.capitalize()}: {track.name} ({track.root})", f"Description: {track.description or '-'}"]
+    out = [f"{noun.capitalize()}: {track.name} ({track.root})"]
+    if source is not None:
+        out.append(f"{noun.capitalize()} from: {source.describe()}")
+    out.append(f"Description: {track.description or '-'}")
     if track.params:
         out.append("Track parameters: " + ", ".join(f"{k}={v}" for k, v in track.params.items()))
     if track.undefined_params:

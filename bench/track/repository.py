@@ -53,6 +53,10 @@ class RepositoryKind:
     revision_flag: str
     name_flag: str
 
+    @property
+    def path_flag(self) -> str:
+        return f"{self.name_flag}-path"  # --track-path / --workload-path
+
 
 TRACKS = RepositoryKind("tracks", DEFAULT_URL, TRACK_FILE, MASTER, "track", "--track-repository", "--track-revision",
                         "--track")
@@ -80,6 +84,27 @@ def repository_dir(name: str, kind: RepositoryKind = TRACKS) -> Path:
         raise ConfigError(f"{kind.flag}={name!r}: use a plain name (its URL is [{kind.section}] NAME.url in "
                           f"bench.ini)")
     return bench_home() / kind.section / name
+
+
+def is_local(url: str) -> bool:
+    """A ``file://`` URL or a folder of this machine: reachable without a network, so ``--offline`` may clone it."""
+    return url.startswith("file://") or ("://" not in url and Path(url).is_dir())
+
+
+def listed(names: list[str], limit: int = 8) -> str:
+    """A few names in one phrase, ``a, b, c and 12 more``; ``none`` for none."""
+    if not names:
+        return "none"
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def branch_order(name: str) -> tuple[int, tuple[int, ...], str]:
+    """Named branches (``master``, ``main``) first, then version branches newest first, as one looks for them."""
+    parts = name.split(".")
+    if all(p.isdigit() for p in parts):
+        return 1, (*(-int(p) for p in parts), 1), name  # the 1: 8.15 and 8.2 before 8
+    return 0, (), name
 
 
 def _git(args: list[str], cwd: Path | None = None, what: str = "") -> str:
@@ -127,21 +152,37 @@ class TrackRepository:
                     _git(["fetch", "--prune", "--tags", "origin"], self.dir, f" in {self.dir}")
                 except TrackError as e:
                     notices.warn(f"could not update {self.kind.noun} repository {self.name} from {self.url} ({e}); "
-                                 f"continuing with the local copy in {self.dir}")
+                                 f"continuing with the local copy in {self.dir} (--offline skips the update)")
             return
         if self.dir.exists() and any(self.dir.iterdir()):
             raise ConfigError(f"{self.dir} is not a git repository: move it away (bench clones {self.kind.noun} repository "
                               f"{self.name} there)")
-        if offline:
+        # A file:// URL or a folder needs no network: cloning it is no download, so --offline allows it.
+        if offline and not is_local(self.url):
             raise ConfigError(f"{self.kind.noun} repository {self.name} is not cloned yet ({self.dir}) and --offline forbids "
-                              f"cloning {self.url}: run once without --offline, or use --track-path")
+                              f"cloning {self.url}: run once without --offline, or use {self.kind.path_flag}")
         part = self.dir.with_name(self.dir.name + ".part")
         shutil.rmtree(part, ignore_errors=True)
         part.parent.mkdir(parents=True, exist_ok=True)
-        _git(["clone", "--quiet", self.url, str(part)], what=f" for {self.kind.noun} repository {self.name} ({self.url})")
+        try:
+            _git(["clone", "--quiet", self.url, str(part)],
+                 what=f" for {self.kind.noun} repository {self.name} ({self.url})")
+        except TrackError as e:
+            raise TrackError(f"{e}; {self._remedies()}") from None
         if self.dir.exists():
             self.dir.rmdir()
         part.rename(self.dir)
+
+    def _remedies(self) -> str:
+        """What else works when the repository cannot be cloned: Rally's remedies, with bench's names."""
+        k = self.kind
+        return (f"use {k.path_flag}=DIR for a {k.noun} folder on this machine, point the repository at a reachable "
+                f"copy with '{self.name}.url = <git URL, file:// URL or folder>' in [{k.section}] of {ini_path()}, "
+                f"or clone it into {self.dir} yourself and pass --offline")
+
+    def branches(self) -> list[str]:
+        """Every branch of the clone, the remote's and local ones, in branch_order."""
+        return sorted({*self._remote_branches(), *self._local_branches()}, key=branch_order)
 
     def _remote_branches(self) -> list[str]:
         out = _git(["for-each-ref", "--format=%(refname:strip=3)", "refs/remotes/origin"], self.dir)
@@ -155,8 +196,7 @@ class TrackRepository:
             _git(["checkout", "--quiet", revision], self.dir, f" in {self.dir}")
         except TrackError:
             raise TrackError(f"{self.kind.revision_flag}={revision}: no such branch, tag or commit in {self.kind.noun} "
-                             f"repository "
-                             f"{self.name} ({self.url})") from None
+                             f"repository {self.name} ({self.url}); its branches: {listed(self.branches())}") from None
         self.branch = revision
         if revision in self._remote_branches() and revision in self._local_branches():
             self._fast_forward(revision)
@@ -179,7 +219,7 @@ class TrackRepository:
             tags = set(_git(["tag", "--list"], self.dir).split())
             tag = next((f"v{v}" for v in (variants(version) if version else []) if f"v{v}" in tags), None)
             if tag is None:
-                known = ", ".join(sorted(remote)) or "none"
+                known = listed(sorted(remote, key=branch_order))
                 raise TrackError(f"{self.kind.noun} repository {self.name} ({self.url}) has no branch for version {version} "
                                  f"(branches: {known}): pass {self.kind.revision_flag}=BRANCH")
             _git(["checkout", "--quiet", tag], self.dir, f" in {self.dir}")

@@ -19,13 +19,16 @@ from bench.util.errors import BenchError
 log = logging.getLogger(__name__)
 
 _CHUNK = 1 << 20
+NOT_FOUND = (404, 410)  # the server answered: there is no such file
 
 
 def fetch(url: str, dest: Path, *, error: type[BenchError], what: str = "", hint: str = "",
-          timeout: float = 60.0, unreachable: type[BenchError] | None = None) -> None:
+          timeout: float = 60.0, unreachable: type[BenchError] | None = None,
+          not_found: type[BenchError] | None = None) -> None:
     """Stream ``url`` into ``dest``; on any failure (also Ctrl-C) remove ``dest`` and, for network
     problems, raise ``error`` with one line: ``cannot download <what><url>: <reason><hint>`` (``unreachable``
-    instead when no HTTP answer came at all, e.g. the host has no DNS entry here)."""
+    instead when no HTTP answer came at all, e.g. the host has no DNS entry here; ``not_found`` instead when the
+    server answered that nothing is there, HTTP 404 or 410)."""
     log.info("downloading %s to %s", url, dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -42,7 +45,8 @@ def fetch(url: str, dest: Path, *, error: type[BenchError], what: str = "", hint
     except BaseException as e:
         dest.unlink(missing_ok=True)
         if isinstance(e, urllib.error.HTTPError):
-            raise error(f"cannot download {what}{url}: HTTP {e.code} {e.reason}{hint}") from None
+            e.close()  # it holds the answer's connection
+            raise (not_found if not_found is not None and e.code in NOT_FOUND else error)(f"cannot download {what}{url}: HTTP {e.code} {e.reason}{hint}") from None
         if isinstance(e, (urllib.error.URLError, OSError)):
             no_answer = isinstance(e, (urllib.error.URLError, ConnectionError, TimeoutError, socket.gaierror))
             raise (unreachable if unreachable and no_answer else error)(f"cannot download {what}{url}: {getattr(e, 'reason', e)}{hint}") from None
