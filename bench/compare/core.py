@@ -8,6 +8,7 @@ least ``MIN_GROUP`` trials (see ``bench.compare.stats``), otherwise it is shown 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -175,15 +176,34 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
     sides = [baseline, *candidates]
     roles = role_mapping(sides)
     per_side = [_side_values(s, roles) for s in sides]
-    # Up front, before anything else: what differs between the trials besides what is being compared.
+    partial_by_side = [_partial_rows(s, roles) for s in sides]
+    warnings = _trial_warnings(sides, roles, list(notes or []), planned)
+    partial_keys = {k for p in partial_by_side for k in p}
+    if partial_keys:
+        warnings.append("Partial rows (computed from incomplete telemetry; a maximum is a lower bound) are shown, "
+                        "not judged: " + "; ".join(
+                            f"{s.label}: {k[0]} of {k[1]} ({p[k]})" for s, p in zip(sides, partial_by_side)
+                            for k in p) + ".")
+    rows, only_in = _rows(sides, per_side, partial_by_side, _Judge(noise_threshold_pct, ci_method, confidence, seed))
+    return Comparison(baseline=baseline, candidates=candidates, rows=rows, only_in=only_in,
+                      warnings=_mismatches(sides, planned) + warnings,
+                      noise_threshold_pct=noise_threshold_pct, ci_method=ci_method, confidence=confidence)
+
+
+def _mismatches(sides: list[Side], planned: frozenset[str]) -> list[str]:
+    """What differs between the trials besides what is being compared: said first, before anything else."""
     mismatches: list[str] = []
     described = [_describe(s) for s in sides]
     mixed = any("," in d for d in described)  # within a side: never by design
     if mixed or (len(set(described)) > 1 and "tracks" not in planned):
         mismatches.append("Trials of different tracks or challenges are compared: "
                           + "; ".join(f"{s.label}: {d}" for s, d in zip(sides, described)) + ".")
-    mismatches += mismatch_warnings(sides, planned)
-    warnings: list[str] = list(notes or [])
+    return mismatches + mismatch_warnings(sides, planned)
+
+
+def _trial_warnings(sides: list[Side], roles: Any, warnings: list[str], planned: frozenset[str]) -> list[str]:
+    """What the reader must know of the trials themselves: roles mapped, trials incomplete, running, without
+    samples or too few to judge, errors, differing metrics or throughput rules."""
     if roles is not None and "roles" not in planned:
         warnings.append(roles.note([s.label for s in sides if any(t.info.id in roles.trials for t in s.trials)]))
     bad = {s.label: [t.info.id[:8] for t in s.trials if t.info.status not in ("complete", "running")] for s in sides}
@@ -191,15 +211,12 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
     missing = {s.label: [t.info.id[:8] for t in s.trials if t.summary is None] for s in sides}
     small = {s.label: len(s.trials) for s in sides if 1 < len(s.trials) < MIN_GROUP}
     # One line per kind, naming every side it concerns (a study of four variants would repeat it four times).
-    if any(bad.values()):
-        warnings.append("; ".join(f"{label}: trial(s) {', '.join(ids)}" for label, ids in bad.items() if ids)
-                        + " did not complete; their numbers are partial.")
-    if any(running.values()):
-        warnings.append("; ".join(f"{label}: trial(s) {', '.join(ids)}" for label, ids in running.items() if ids)
-                        + " are still running; their numbers are partial.")
-    if any(missing.values()):
-        warnings.append("; ".join(f"{label}: trial(s) {', '.join(ids)}" for label, ids in missing.items() if ids)
-                        + " have no stored samples or summary.")
+    for ids_by_side, text in ((bad, " did not complete; their numbers are partial."),
+                              (running, " are still running; their numbers are partial."),
+                              (missing, " have no stored samples or summary.")):
+        if any(ids_by_side.values()):
+            warnings.append("; ".join(f"{label}: trial(s) {', '.join(ids)}" for label, ids in ids_by_side.items()
+                                      if ids) + text)
     if small:
         sizes = sorted(set(small.values()))
         warnings.append(f"{', '.join(small)} {'has' if len(small) == 1 else 'have'} "
@@ -224,15 +241,23 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
     if all(len(s.trials) == 1 for s in sides):
         warnings.append("Single trials: significance cannot be judged (run ≥ 3 trials per side and compare "
                         "groups, e.g. --baseline tag:variant=a --candidate tag:variant=b).")
+    return warnings
 
+
+@dataclass(frozen=True)
+class _Judge:
+    """How a candidate's values are judged against the baseline's."""
+
+    threshold: float
+    method: CiMethod
+    confidence: float
+    seed: int
+
+
+def _rows(sides: list[Side], per_side: list[Any], partial_by_side: list[dict[RowKey, str]],
+          judge: _Judge) -> tuple[list[CompareRow], list[dict[str, Any]]]:
+    """The compared rows, and the rows only some sides have."""
     failed_by_task = _failed_by_task(sides)
-    partial_by_side = [_partial_rows(s, roles) for s in sides]
-    partial_keys = {k for p in partial_by_side for k in p}
-    if partial_keys:
-        warnings.append("Partial rows (computed from incomplete telemetry; a maximum is a lower bound) are shown, "
-                        "not judged: " + "; ".join(
-                            f"{s.label}: {k[0]} of {k[1]} ({p[k]})" for s, p in zip(sides, partial_by_side)
-                            for k in p) + ".")
     keys: list[RowKey] = list(dict.fromkeys(k for order, _, _, _ in per_side for k in order))
     rows: list[CompareRow] = []
     only_in: list[dict[str, Any]] = []
@@ -252,20 +277,17 @@ def compare(baseline: Side, candidates: list[Side], *, noise_threshold_pct: floa
             if len(present) == 1:
                 continue  # baseline only
         base = per_side[0][1][key]
-        unit = per_side[0][2][key]
         higher = higher_is_better(key[0])
-        cells = []
         partial = {s.label: p[key] for s, p in zip(sides, partial_by_side) if key in p}
+        cells = []
         for (_, vals, _units, _own) in per_side[1:]:
-            cell = _cell(base, vals.get(key, []), higher, threshold=noise_threshold_pct,
-                         method=ci_method, confidence=confidence, seed=seed)
+            cell = _cell(base, vals.get(key, []), higher, threshold=judge.threshold, method=judge.method,
+                         confidence=judge.confidence, seed=judge.seed)
             if partial:
                 cell.verdict = "not judged"  # a lower bound against a value (or another bound) says nothing
             cells.append(cell)
-        rows.append(CompareRow(metric=key[0], task=key[1], unit=unit, higher_is_better=higher,
+        rows.append(CompareRow(metric=key[0], task=key[1], unit=per_side[0][2][key], higher_is_better=higher,
                                baseline=_mean(base), baseline_values=base, candidates=cells,
                                task_failed=failed_by_task.get(key[1], 0) if key[1] else 0,
                                mapped_from=mapped_from, partial=partial))
-    return Comparison(baseline=baseline, candidates=candidates, rows=rows, only_in=only_in,
-                      warnings=mismatches + warnings,
-                      noise_threshold_pct=noise_threshold_pct, ci_method=ci_method, confidence=confidence)
+    return rows, only_in
