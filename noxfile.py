@@ -30,13 +30,14 @@ def _system_packages(session: nox.Session) -> None:
 
 
 REPLICATION_PLUGIN_ENV = "BENCH_OPENSEARCH_REPLICATION_PLUGIN"
-REPLICATION_PLUGIN = Path("..", "shared", "opensearch-replication-plugin",
-                          "opensearch-cross-cluster-replication-2.19.1.0.zip")
+REPLICATION_PLUGIN = Path("opensearch-replication-plugin", "opensearch-cross-cluster-replication-2.19.1.0.zip")
 
 
 def replication_plugin(root: Path = Path(__file__).resolve().parent) -> Path | None:
-    """The replication plugin zip beside the project (``../shared/...``), if it is there."""
-    path = (root / REPLICATION_PLUGIN).resolve()
+    """The replication plugin zip in the shared folder beside the project (``../shared``, or ``$BENCH_SHARED``; the
+    tests find it the same way: tests/shared_tree.py), if it is there."""
+    shared = Path(os.environ.get("BENCH_SHARED") or root.parent / "shared")
+    path = (shared / REPLICATION_PLUGIN).resolve()
     return path if path.is_file() else None
 
 

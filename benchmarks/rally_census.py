@@ -53,9 +53,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from rally_tracks_compat import track_dirs  # noqa: E402
+from rally_tracks_compat import DEFAULT_DIR, track_dirs  # noqa: E402 - the real tree beside the checkout
 
-DEFAULT_DIR = Path("/work/shared/tracks-real/rally-tracks")
 TIMEOUT_S = 300.0
 LACKS = "the cluster lacks "  # bench.driver.missing_feature.LACKS
 SEPARATOR = " — "

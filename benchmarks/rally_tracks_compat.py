@@ -13,7 +13,7 @@ the next one.
 Prints a markdown table (track, default challenge, loads, reason), a summary count and the failure
 reasons grouped by construct. Needs a checkout of https://github.com/elastic/rally-tracks:
 
-    python benchmarks/rally_tracks_compat.py [DIR]        # DIR defaults to /work/rally-tracks-mirror
+    python benchmarks/rally_tracks_compat.py [DIR]        # DIR defaults to ../shared/tracks-real/rally-tracks
     python benchmarks/rally_tracks_compat.py DIR --json   # one JSON object per track instead
     python benchmarks/rally_tracks_compat.py DIR --offline   # never fetch a track's dependencies (no network)
     python benchmarks/rally_tracks_compat.py ~/opensearch-benchmark-workloads   # OSB's workloads, the same way
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -33,7 +34,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-DEFAULT_DIR = Path("/work/rally-tracks-mirror")
+# The real tree in the shared folder beside the checkout ($BENCH_SHARED names another), as the tests find it.
+DEFAULT_DIR = Path(os.environ.get("BENCH_SHARED") or ROOT.parent / "shared") / "tracks-real" / "rally-tracks"
 TRACK_FILE = "track.json"
 SPEC_FILES = (TRACK_FILE, "workload.json")
 TIMEOUT_S = 300

@@ -1,5 +1,5 @@
 """A leader/follower pair that answers like a CCR-capable pair, built from the recorded answers in
-/work/shared/fixtures, for races that cannot run a real CCR pair here.
+../shared/fixtures, for races that cannot run a real CCR pair here.
 
     with CcrPair("elasticsearch", lag_polls=3) as pair:
         bench race ... --target-hosts=pair.target_hosts

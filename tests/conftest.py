@@ -22,6 +22,7 @@ from tests.esnode import LocalEngines, default_cache
 from tests.isolation import leaked
 from tests.netns import NetnsLab, unavailable_reason
 from tests.ray_cluster import RayTestCluster, start_ray_cluster
+from tests.shared_tree import need_shared
 
 # The official download sites are unreachable here (see ../shared/ENVIRONMENT.md): the suite runs Maven Central's
 # integ-test builds, chosen explicitly so no test depends on the release repository's fallback. Tests of the
@@ -105,10 +106,7 @@ def netns_hosts() -> type[NetnsLab]:
 def real_track_trees() -> Path:
     """The real elastic/rally-tracks and OSB workload trees (../shared/tracks-real): marks a test ``tracks``, for
     sweeps over whole trees that take minutes though they start nothing. Skips where the trees are not there."""
-    for root in (Path(__file__).resolve().parents[2] / "shared" / "tracks-real", Path("/work/shared/tracks-real")):
-        if root.is_dir():
-            return root
-    pytest.skip("the real track trees are not at ../shared/tracks-real")
+    return need_shared("tracks-real")
 
 
 @pytest.fixture(scope="session")

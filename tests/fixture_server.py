@@ -1,4 +1,4 @@
-"""A replay server for recorded cluster answers (``/work/shared/fixtures``-style files), on 127.0.0.1.
+"""A replay server for recorded cluster answers (``../shared/fixtures``-style files), on 127.0.0.1.
 
     with FixtureServer() as srv:
         srv.add("GET", "/_ccr/stats", fixture("elasticsearch-ccr", "index_ccr_stats.json"))
@@ -23,7 +23,9 @@ from typing import Any, Self
 
 from aiohttp import web
 
-FIXTURES = Path(os.environ.get("BENCH_FIXTURES", "/work/shared/fixtures"))
+from tests.shared_tree import shared_path
+
+FIXTURES = Path(os.environ.get("BENCH_FIXTURES") or shared_path("fixtures"))
 
 
 def fixture(folder: str, name: str) -> bytes:

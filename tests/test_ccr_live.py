@@ -38,6 +38,7 @@ from tests.ccr_pair import (
     os_ccr_pair,  # noqa: F401 (the session fixture)
     write_ccr_track,
 )
+from tests.shared_tree import need_shared
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,9 +52,7 @@ def test_nox_session_provides_the_replication_plugin() -> None:
     # CI runs the live tests: its nox session points them at the plugin beside the project
     if os.environ.get("NOX_CURRENT_SESSION") != "tests":
         pytest.skip("only meaningful inside `nox -s tests`")
-    shared = ROOT.parent / "shared" / "opensearch-replication-plugin" / "opensearch-cross-cluster-replication-2.19.1.0.zip"
-    if not shared.is_file():
-        pytest.skip(f"{shared} is not there")
+    shared = need_shared("opensearch-replication-plugin", "opensearch-cross-cluster-replication-2.19.1.0.zip")
     assert Path(os.environ[PLUGIN_ENV]).resolve() == shared.resolve()
 
 

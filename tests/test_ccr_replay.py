@@ -1,5 +1,5 @@
 """CCR engine calls, the no-CCR detection and wait-for-followers-to-sync against the recorded answers in
-/work/shared/fixtures (served by tests/fixture_server.py), plus the pure planning/report helpers."""
+../shared/fixtures (served by tests/fixture_server.py), plus the pure planning/report helpers."""
 
 from __future__ import annotations
 

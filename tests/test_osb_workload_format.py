@@ -13,11 +13,10 @@ from bench.track.loader import load_track
 from bench.track.osb_workload import as_track, task_name_for_clients
 from bench.track.versions import best_match
 from bench.util.errors import TrackError
+from tests.shared_tree import shared_path
 from tests.track_repo import git
 
-OSB_TREE = Path(__file__).resolve().parents[2] / "shared" / "tracks-real" / "osb-workloads"
-if not OSB_TREE.is_dir():
-    OSB_TREE = Path("/work/shared/tracks-real/osb-workloads")
+OSB_TREE = shared_path("tracks-real", "osb-workloads")  # the tests that read it request real_track_trees
 F = Path("workload.json")
 
 
@@ -45,7 +44,7 @@ def test_osb_branch_choice_uses_main():
     assert best_match(["main", "1", "2"], "3.6.0", "main") == "main"
 
 
-def test_a_real_workload_loads_with_osb_words(tmp_path):
+def test_a_real_workload_loads_with_osb_words(tmp_path, real_track_trees):
     t = load_track(OSB_TREE / "nyc_taxis", {}, ignore_unused=True, offline=True)
     assert t.format == "osb" and t.find_challenge(None).name == "append-no-conflicts"
     with pytest.raises(TrackError, match="unknown test procedure 'nope' in workload 'nyc_taxis'"):
@@ -54,7 +53,7 @@ def test_a_real_workload_loads_with_osb_words(tmp_path):
         load_track(OSB_TREE / "nyc_taxis", {"nope": 1}, offline=True)
 
 
-def test_workload_repository_and_osb_flags(tmp_path, monkeypatch, capsys):
+def test_workload_repository_and_osb_flags(tmp_path, monkeypatch, capsys, real_track_trees):
     origin = tmp_path / "origin"
     origin.mkdir()
     for name in ("nyc_taxis", "pmc", "common_operations"):  # workloads include files of common_operations

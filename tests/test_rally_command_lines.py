@@ -11,9 +11,9 @@ import pytest
 
 from bench.cli import main
 from bench.trials.sqlite import TrialStore
-from tests.track_repo import REAL_TREE, geonames_test_corpus, make_repository, point_bench_at
+from tests.track_repo import geonames_test_corpus, make_repository, point_bench_at
 
-pytestmark = pytest.mark.skipif(not REAL_TREE.is_dir(), reason=f"the real rally-tracks tree is not at {REAL_TREE}")
+pytestmark = pytest.mark.usefixtures("real_track_trees")
 
 INCLUDED = ["delete-index", "create-index", "check-cluster-health", "index-append", "default"]
 

@@ -4,18 +4,16 @@ wikipedia track (``includes-action-and-meta-data`` on the corpus) and geoshape (
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from bench.driver.bulk.bodies import prepare_bodies
 from bench.track.loader import load_track
 from bench.track.model import CorpusSpec
+from tests.shared_tree import shared_path
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "tracks-real" / "rally-tracks"
-if not REAL.is_dir():
-    REAL = Path("/work/shared/tracks-real/rally-tracks")
-needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"the real rally-tracks tree is not at {REAL}")
+REAL = shared_path("tracks-real", "rally-tracks")
+needs_real = pytest.mark.usefixtures("real_track_trees")
 
 
 @needs_real

@@ -1,4 +1,4 @@
-"""ccr-stats: parsing and lag on the recorded answers of both APIs (/work/shared/fixtures), the device against a
+"""ccr-stats: parsing and lag on the recorded answers of both APIs (../shared/fixtures), the device against a
 replay server of those recordings, and a live test when BENCH_CCR_LEADER / BENCH_CCR_FOLLOWER are set."""
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ from bench.track.repository import TrackRepository
 from bench.track.resolve import resolve_track
 from bench.track.versions import best_match
 from bench.util.errors import ConfigError
-from tests.track_repo import BRANCH_7_DESCRIPTION, REAL_TREE, git, make_repository, point_bench_at
+from tests.track_repo import BRANCH_7_DESCRIPTION, git, make_repository, point_bench_at
 
-pytestmark = pytest.mark.skipif(not REAL_TREE.is_dir(), reason=f"the real rally-tracks tree is not at {REAL_TREE}")
+pytestmark = pytest.mark.usefixtures("real_track_trees")
 
 
 @pytest.fixture(scope="module")

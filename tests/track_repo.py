@@ -10,9 +10,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-REAL_TREE = Path(__file__).resolve().parents[2] / "shared" / "tracks-real" / "rally-tracks"
-if not REAL_TREE.is_dir():  # a checkout elsewhere: the machine's shared folder
-    REAL_TREE = Path("/work/shared/tracks-real/rally-tracks")
+from tests.shared_tree import shared_path
+
+REAL_TREE = shared_path("tracks-real", "rally-tracks")
 # A part of the real tree: enough for names, nesting and a shared name with a built-in track, quick to commit.
 TRACKS = ("geonames", "http_logs", "pmc", "nested", "elastic/logs", "elastic/shared")
 BRANCH_7_DESCRIPTION = "POIs from Geonames (the repository's branch 7)"
