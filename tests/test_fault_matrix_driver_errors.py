@@ -121,7 +121,7 @@ def test_a_bulk_without_answer_fails_every_document_it_carried(killed_target) ->
     task = _summary(home).tasks[0]
     assert task.unit == "docs" and task.failed_requests == len(rows), task
     assert task.failed_units == task.failed_requests * DOCS_PER_BULK, task
-    assert f"{task.failed_units} docs failed" in out, out
+    assert f"{task.failed_units:,} docs failed" in out, out
 
 
 def test_clients_back_off_when_the_target_refuses_connections(killed_target) -> None:
