@@ -14,6 +14,7 @@ from bench.race.experiment import TAG_REPETITION, TAG_RUN, TAG_TRACK, TAG_VARIAN
 from bench.reporting.study import StudyTable, study_table
 from bench.results.summary import Summary
 from bench.trials.model import TrialInfo, TrialReader
+from bench.trials.races import one_per_race
 from bench.trials.summary import stored_summary
 
 FINISHED = ("complete", "failed", "aborted", "interrupted")
@@ -89,9 +90,12 @@ def experiment_nights(store: TrialReader, exp: ExperimentFile, trials: list[Tria
             night = Night(experiment=exp.name, run_id=run_id, date=date, track_index=ti,
                           track_label=entry.label or (mine[0].track if mine else ""), trials=[_line(t) for t in mine])
             sides: list[Side] = []
+            repeated: list[str] = []
             for v in variants:
                 of_v = [t for t in mine if t.user_tags.get(TAG_VARIANT) == v]
-                done = [TrialData(info=t, summary=cache.get(store, t)) for t in of_v if t.status == "complete"]
+                complete, notes = one_per_race([t for t in of_v if t.status == "complete"])
+                repeated += notes
+                done = [TrialData(info=t, summary=cache.get(store, t)) for t in complete]
                 if done:
                     sides.append(Side(label=v, selector=f"tag:{TAG_RUN}={run_id},{TAG_VARIANT}={v}", trials=done))
                 else:
@@ -99,5 +103,6 @@ def experiment_nights(store: TrialReader, exp: ExperimentFile, trials: list[Tria
                                       ["no race of this variant was stored this night"]
             if sides:
                 night.table = study_table(exp.name, run_id, exp.study, sides)
+                night.table.notes += repeated
             nights.append(night)
     return nights

@@ -1,0 +1,203 @@
+"""The fault matrix's concurrency rows (docs/guide/failures.md#the-fault-matrix): every command that writes the
+store, run twice at once into one BENCH_HOME. Either both finish honestly (the right statuses, nothing lost, no
+"database is locked") or the second is refused in one line; never a duplicated measurement.
+
+Races run against the null sink (a real HTTP server on 127.0.0.1), a bulk track throttled so each race lasts about
+two seconds; the metrics store of ``bench store push`` is the session's Elasticsearch node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.results.exit_status import EXIT_FAILED, EXIT_OK
+from benchmarks.nullsink import free_port, start_in_background
+from tests.checkout import ROOT
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("fault_injection")]
+
+DOCS = 2000
+
+
+@pytest.fixture(scope="module")
+def sink() -> Iterator[str]:
+    port = free_port()
+    procs = start_in_background(port)
+    yield f"127.0.0.1:{port}"
+    for p in procs:
+        p.kill()
+        p.join(5)
+
+
+@pytest.fixture(scope="module")
+def track(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """20 bulks of 100 documents at 10 bulks/s: about two seconds of indexing per race."""
+    folder = tmp_path_factory.mktemp("track")
+    (folder / "docs.json").write_text("".join(json.dumps({"n": i}) + "\n" for i in range(DOCS)))
+    (folder / "track.json").write_text(json.dumps({
+        "version": 2, "indices": [{"name": "i"}],
+        "corpora": [{"name": "c", "documents": [{"source-file": "docs.json", "document-count": DOCS,
+                                                 "target-index": "i"}]}],
+        "schedule": [{"name": "index", "clients": 1, "target-throughput": 10,
+                      "operation": {"name": "load", "operation-type": "bulk", "bulk-size": 100}}]}))
+    return folder
+
+
+def _env(home: Path) -> dict[str, str]:
+    return {**os.environ, "BENCH_HOME": str(home)}
+
+
+def _start(home: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "bench", "--quiet", *args], cwd=ROOT, env=_env(home),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+
+
+def _ended(proc: subprocess.Popen[str], timeout: float = 180) -> tuple[int, str, str]:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"bench did not end within {timeout} s: {err[-2000:]}")
+    assert "Traceback" not in err and "database is locked" not in err + out, err
+    return proc.returncode, out, err
+
+
+def _trials(home: Path) -> list[dict[str, object]]:
+    try:
+        with sqlite3.connect(home / "bench.db", timeout=10) as c:
+            c.row_factory = sqlite3.Row
+            return [{**dict(r), "user_tags": json.loads(r["user_tags"])}
+                    for r in c.execute("SELECT id, status, error, user_tags FROM trials ORDER BY start_time")]
+    except sqlite3.OperationalError:  # no store yet
+        return []
+
+
+def _samples(home: Path, trial_id: str) -> int:
+    with sqlite3.connect(home / "bench.db", timeout=10) as c:
+        return int(c.execute("SELECT count(*) FROM samples WHERE trial_id = ? AND warmup = 0",
+                             (trial_id,)).fetchone()[0])
+
+
+def _wait_for(what: str, check: object, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():  # type: ignore[operator]
+        if proc.poll() is not None:
+            pytest.fail(f"bench ended before {what}: {proc.communicate()}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {what} within {timeout} s")
+        time.sleep(0.1)
+
+
+def _running(home: Path) -> int:
+    return sum(1 for t in _trials(home) if t["status"] == "running")
+
+
+def _one_line(err: str, *needles: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def _experiment(tmp_path: Path, sink: str, track: Path) -> Path:
+    f = tmp_path / "nightly.yml"
+    f.write_text(f"""
+name: nightly
+baseline: small
+repetitions: 2
+order: interleaved
+race:
+  track-path: {track}
+  target-hosts: "{sink}"
+variants:
+  small: {{}}
+  big: {{}}
+study:
+  indexing-task: {{small: index, big: index}}
+""")
+    return f
+
+
+def _keys(home: Path) -> list[tuple[str, str]]:
+    return sorted((str(t["user_tags"]["variant"]), str(t["user_tags"]["repetition"]))  # type: ignore[index]
+                  for t in _trials(home) if "experiment" in t["user_tags"])  # type: ignore[operator]
+
+
+# -- two resumes of one experiment run ------------------------------------------------------------------------------
+
+def test_two_resumes_of_one_run_at_once_one_runs_the_other_names_it_and_fails(tmp_path, sink, track) -> None:
+    home = tmp_path / "home"
+    exp = _experiment(tmp_path, sink, track)
+    rc, out, err = _ended(_start(home, "experiment", str(exp), "--repetitions=1"))
+    assert rc == EXIT_OK, err
+    assert _keys(home) == [("big", "1"), ("small", "1")]
+
+    # Repetition 2 of both variants is missing: the first resume runs it; the second comes while it does.
+    report = tmp_path / "report.md"
+    first = _start(home, "experiment", str(exp), "--resume", f"--report-file={report}")
+    _wait_for("race of the first resume", lambda: _running(home) > 0, first)
+    second = _start(home, "experiment", str(exp), "--resume", f"--report-file={tmp_path / 'second.md'}")
+    rc2, out2, err2 = _ended(second)
+    rc1, out1, err1 = _ended(first)
+
+    assert rc1 == EXIT_OK, err1
+    assert "4 races planned, 2 run now, 2 done before, 0 failed" in out1
+    assert rc2 == EXIT_FAILED, (out2, err2)
+    _one_line(err2, "experiment nightly run ", f"is being run by pid {first.pid} on ",
+              f"(bench --quiet experiment {exp} --resume --report-file={report})", "wait for it to end")
+    assert "races planned" not in out2 and not (tmp_path / "second.md").exists()
+    # Each planned race once: the study is judged on the repetitions that ran.
+    assert _keys(home) == [("big", "1"), ("big", "2"), ("small", "1"), ("small", "2")]
+    assert all(t["status"] == "complete" for t in _trials(home))
+    text = report.read_text()
+    assert "n = 2 per variant" in text and "Stored more than once" not in text
+
+    # The lock died with its holder: the run can be resumed again (nothing is left to run).
+    rc, out, err = _ended(_start(home, "experiment", str(exp), "--resume"))
+    assert rc == EXIT_OK, err
+    assert "4 races planned, 0 run now, 4 done before, 0 failed" in out
+
+
+def test_a_repetition_stored_twice_counts_once_and_is_named(tmp_path, sink, track) -> None:
+    """A store written before the lock (or copied together from two machines) may hold a planned race twice: the
+    study, the comparison and the history site take one, the latest to complete, and say so."""
+    home = tmp_path / "home"
+    exp = _experiment(tmp_path, sink, track)
+    rc, _out, err = _ended(_start(home, "experiment", str(exp)))
+    assert rc == EXIT_OK, err
+    big1 = next(t for t in _trials(home) if t["user_tags"] == {**t["user_tags"], "variant": "big",  # type: ignore[dict-item]
+                                                                  "repetition": "1"})
+    copy = "f" * 32
+    with sqlite3.connect(home / "bench.db") as c:  # the duplicate an old bench left: another trial, same tags
+        cols = [r[1] for r in c.execute("PRAGMA table_info(trials)")]
+        [end] = c.execute("SELECT end_time FROM trials WHERE id = ?", (big1["id"],)).fetchone()
+        later = (datetime.fromisoformat(end) + timedelta(minutes=1)).isoformat()
+        picked = ", ".join("? AS id" if col == "id" else "? AS end_time" if col == "end_time" else col for col in cols)
+        c.execute(f"INSERT INTO trials ({', '.join(cols)}) SELECT {picked} FROM trials WHERE id = ?",
+                  (copy, later, big1["id"]))
+        c.execute("INSERT INTO summaries SELECT ?, summary FROM summaries WHERE trial_id = ?", (copy, big1["id"]))
+    report = tmp_path / "report.md"
+    rc, out, err = _ended(_start(home, "experiment", str(exp), "--resume", f"--report-file={report}"))
+    assert rc == EXIT_OK, err
+    text = report.read_text()
+    assert "n = 2 per variant" in text, text
+    assert "Stored more than once: variant big repetition 1 of run " in text
+    assert f"trial {copy[:8]}, counts; left out: {str(big1['id'])[:8]}" in text
+
+    site = tmp_path / "site"
+    rc, out, err = _ended(_start(home, "history", "site", str(exp), f"--output={site}"))
+    assert rc == EXIT_OK, err
+    pages = " ".join(p.read_text() for p in site.rglob("*.html"))
+    assert "Stored more than once: variant big repetition 1" in pages
