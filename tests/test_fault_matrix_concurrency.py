@@ -9,14 +9,16 @@ two seconds; the metrics store of ``bench store push`` is the session's Elastics
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import os
 import sqlite3
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -201,3 +203,89 @@ def test_a_repetition_stored_twice_counts_once_and_is_named(tmp_path, sink, trac
     assert rc == EXIT_OK, err
     pages = " ".join(p.read_text() for p in site.rglob("*.html"))
     assert "Stored more than once: variant big repetition 1" in pages
+
+
+# -- every command that writes the store, twice at once ----------------------------------------------------------
+
+def _race_args(track: Path, sink: str, tag: str) -> list[str]:
+    return ["race", f"--track-path={track}", f"--target-hosts={sink}", f"--user-tag=who:{tag}"]
+
+
+def _complete_with_every_bulk(home: Path, trial: dict[str, object]) -> None:
+    assert trial["status"] == "complete", trial
+    assert _samples(home, str(trial["id"])) == DOCS // 100  # 20 bulks of 100: nothing lost, nothing doubled
+
+
+def _open_stores(paths: list[str], barrier: Any, results: Any) -> None:
+    from bench.trials.sqlite import TrialStore
+
+    for path in paths:
+        barrier.wait(60)
+        try:
+            TrialStore(Path(path)).close()
+            results.put("ok")
+        except Exception as e:  # noqa: BLE001 - the test reports what failed
+            results.put(f"{type(e).__name__}: {e}")
+
+
+def test_benches_creating_one_new_store_at_once_all_open_it(tmp_path) -> None:
+    # What two races into a new home do first, in the milliseconds that matter: three processes meet at a barrier,
+    # then each opens (creates, migrates) the same new bench.db; twenty times.
+    ctx = mp.get_context("spawn")
+    paths = [str(tmp_path / f"home{i}" / "bench.db") for i in range(20)]
+    barrier, results = ctx.Barrier(3), ctx.Queue()
+    procs = [ctx.Process(target=_open_stores, args=(paths, barrier, results)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    got = [results.get(timeout=120) for _ in range(3 * len(paths))]
+    for p in procs:
+        p.join(30)
+    assert [r for r in got if r != "ok"] == []
+
+
+def test_two_races_at_once_into_a_new_home_both_complete(tmp_path, sink, track) -> None:
+    # A new home: both create bench.db and its schema at once.
+    home = tmp_path / "home"
+    procs = [_start(home, *_race_args(track, sink, who)) for who in ("a", "b")]
+    for p in procs:
+        rc, _out, err = _ended(p)
+        assert rc == EXIT_OK, err
+    trials = _trials(home)
+    assert sorted(t["user_tags"]["who"] for t in trials) == ["a", "b"]  # type: ignore[index]
+    for t in trials:
+        _complete_with_every_bulk(home, t)
+
+
+def test_a_race_while_an_experiment_runs_both_complete(tmp_path, sink, track) -> None:
+    home = tmp_path / "home"
+    exp = _experiment(tmp_path, sink, track)
+    experiment = _start(home, "experiment", str(exp), "--repetitions=1")
+    _wait_for("experiment race", lambda: _running(home) > 0, experiment)
+    rc, _out, err = _ended(_start(home, *_race_args(track, sink, "alone")))
+    assert rc == EXIT_OK, err
+    rc, out, err = _ended(experiment)
+    assert rc == EXIT_OK, err
+    assert "2 races planned, 2 run now, 0 done before, 0 failed" in out
+    trials = _trials(home)
+    assert len(trials) == 3 and _keys(home) == [("big", "1"), ("small", "1")]
+    for t in trials:
+        _complete_with_every_bulk(home, t)
+
+
+def test_a_history_site_built_while_an_experiment_runs_shows_the_night_in_progress(tmp_path, sink, track) -> None:
+    home = tmp_path / "home"
+    exp = _experiment(tmp_path, sink, track)
+    assert _ended(_start(home, "experiment", str(exp), "--repetitions=1"))[0] == EXIT_OK  # last night
+    experiment = _start(home, "experiment", str(exp), "--repetitions=1")
+    _wait_for("tonight's race", lambda: _running(home) > 0, experiment)
+    site = tmp_path / "site"
+    rc, out, err = _ended(_start(home, "history", "site", str(exp), f"--output={site}"))
+    assert rc == EXIT_OK, err
+    assert "2 night(s)" in out and (site / "index.html").exists()
+    rc, _out, err = _ended(experiment)
+    assert rc == EXIT_OK, err
+    # Built again once tonight is done: the site now has tonight's values (the running trial was not cached).
+    rc, out, err = _ended(_start(home, "history", "site", str(exp), f"--output={site}"))
+    assert rc == EXIT_OK, err
+    assert "2 night(s)" in out and "0 file(s) written" not in out
+    assert all(t["status"] == "complete" for t in _trials(home)) and len(_trials(home)) == 4
