@@ -41,18 +41,22 @@ def sink() -> Iterator[str]:
         p.join(5)
 
 
-@pytest.fixture(scope="module")
-def track(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """20 bulks of 100 documents at 10 bulks/s: about two seconds of indexing per race."""
-    folder = tmp_path_factory.mktemp("track")
+def _write_track(folder: Path, bulk_size: int = 100, rate: float = 10) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / "docs.json").write_text("".join(json.dumps({"n": i}) + "\n" for i in range(DOCS)))
     (folder / "track.json").write_text(json.dumps({
         "version": 2, "indices": [{"name": "i"}],
         "corpora": [{"name": "c", "documents": [{"source-file": "docs.json", "document-count": DOCS,
                                                  "target-index": "i"}]}],
-        "schedule": [{"name": "index", "clients": 1, "target-throughput": 10,
-                      "operation": {"name": "load", "operation-type": "bulk", "bulk-size": 100}}]}))
+        "schedule": [{"name": "index", "clients": 1, "target-throughput": rate,
+                      "operation": {"name": "load", "operation-type": "bulk", "bulk-size": bulk_size}}]}))
     return folder
+
+
+@pytest.fixture(scope="module")
+def track(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """20 bulks of 100 documents at 10 bulks/s: about two seconds of indexing per race."""
+    return _write_track(tmp_path_factory.mktemp("track"))
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -289,3 +293,71 @@ def test_a_history_site_built_while_an_experiment_runs_shows_the_night_in_progre
     assert rc == EXIT_OK, err
     assert "2 night(s)" in out and "0 file(s) written" not in out
     assert all(t["status"] == "complete" for t in _trials(home)) and len(_trials(home)) == 4
+
+
+# -- bench store push while a race writes -------------------------------------------------------------------------
+
+def _store_docs(url: str, index: str, query: dict[str, Any]) -> list[dict[str, Any]]:
+    from bench.trials.metrics_store import config as store_config
+    from bench.trials.metrics_store.http import StoreHttp
+
+    http = StoreHttp(store_config.from_url(url, {}))
+    try:
+        http.request("POST", f"/{index}/_refresh?ignore_unavailable=true&allow_no_indices=true")
+        _, res = http.request("POST", f"/{index}/_search?ignore_unavailable=true&allow_no_indices=true",
+                              {"query": query, "size": 10_000})
+    finally:
+        http.close()
+    return [h["_source"] for h in res["hits"]["hits"]]
+
+
+@pytest.mark.parametrize("race_pushes", [True, False], ids=["race-pushes-too", "race-local-only"])
+def test_store_push_while_a_race_writes_pushes_every_sample_once(tmp_path, sink, es_cluster, race_pushes) -> None:
+    # 40 bulks of 50 at 5/s: eight seconds, in which `bench store push` runs over and over.
+    home, url = tmp_path / "home", es_cluster.hosts[0]
+    prefix = f"conc{int(race_pushes)}{os.getpid()}"
+    store = [f"--metrics-store={url}", f"--metrics-store-options=index_prefix:{prefix}"]
+    long_track = _write_track(tmp_path / "long", bulk_size=50, rate=5)
+    race = _start(home, "race", f"--track-path={long_track}", f"--target-hosts={sink}",
+                  *(store if race_pushes else []))
+    _wait_for("the race's trial", lambda: _running(home) > 0, race)
+    pushes = []
+    deadline = time.monotonic() + 60
+    while race.poll() is None and time.monotonic() < deadline:
+        rc, out, err = _ended(_start(home, "store", "push", *store))
+        assert rc == EXIT_OK, (out, err)
+        pushes.append(out)
+    rc, _out, err = _ended(race)
+    assert rc == EXIT_OK, err
+    [trial] = _trials(home)
+    assert trial["status"] == "complete"
+    assert any("still running" in out for out in pushes), pushes  # a push of a running trial says it is partial
+
+    rc, out, err = _ended(_start(home, "store", "push", *store))  # what the race added after the last push
+    assert rc == EXIT_OK, (out, err)
+    tid = str(trial["id"])
+    with sqlite3.connect(home / "bench.db") as c:
+        local = int(c.execute("SELECT count(*) FROM samples WHERE trial_id = ?", (tid,)).fetchone()[0])
+    latencies = _store_docs(url, f"{prefix}-metrics-*", {"bool": {"filter": [{"term": {"race-id": tid}},
+                                                                             {"term": {"name": "latency"}}]}})
+    assert local == DOCS // 50 and len(latencies) == local  # every sample once: nothing lost, nothing doubled
+    [doc] = _store_docs(url, f"{prefix}-races-*", {"term": {"race-id": tid}})
+    assert doc["status"] == "complete"
+    rc, out, err = _ended(_start(home, "list", "trials", *store))
+    assert rc == EXIT_OK, err
+    assert "[local+store]" in next(line for line in out.splitlines() if line.startswith(tid[:12])), out
+
+
+def test_a_push_that_read_an_older_state_and_writes_last_never_moves_the_watermark_back(tmp_path) -> None:
+    # The race's pusher and `bench store push` each write how far they sent a trial; the one that read an older
+    # state can write last. Moving back would send rows again (harmless: same ids) but also mark a trial that is
+    # whole in the store as "rows not pushed" once its race is gone.
+    from bench.trials.sqlite import PushState, TrialInfo, TrialStore, utcnow
+
+    with TrialStore(tmp_path / "bench.db") as store:
+        store.create_trial(TrialInfo(id="t" * 32, track="x", challenge="", car=[], start_time=utcnow()))
+        store.set_push_state("t" * 32, "s", PushState(120, 100, 30, 30, done=True))  # the race's pusher, done
+        store.set_push_state("t" * 32, "s", PushState(90, 70, 30, 30, done=False))  # bench store push, late
+        assert store.push_state("t" * 32, "s") == PushState(120, 100, 30, 30, done=True)
+        store.set_push_state("t" * 32, "s", PushState(150, 130, 10, 10, done=True))
+        assert store.push_state("t" * 32, "s") == PushState(150, 130, 30, 30, done=True)

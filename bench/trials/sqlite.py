@@ -670,11 +670,18 @@ class TrialStore:
         return PushState(samples_rowid, samples_seen, telemetry_rowid, telemetry_seen, bool(done))
 
     def set_push_state(self, trial_id: str, store: str, state: PushState) -> None:
+        """Advance the watermark, never back: two pushers of one trial (a race's and ``bench store push``) each
+        write what they sent, and the one that read an older state may write last. Each row id stays paired with
+        its count (the sequence numbers, hence the document ids, follow from it); ``done`` stays once set."""
         self._write("INSERT INTO pushes (trial_id, store, samples_rowid, samples_seen, telemetry_rowid, telemetry_seen, "
                     "done) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(trial_id, store) DO UPDATE SET "
-                    "samples_rowid = excluded.samples_rowid, samples_seen = excluded.samples_seen, "
-                    "telemetry_rowid = excluded.telemetry_rowid, telemetry_seen = excluded.telemetry_seen, "
-                    "done = excluded.done", (trial_id, store, *state[:4], int(state.done)))
+                    "samples_rowid = max(samples_rowid, excluded.samples_rowid), "
+                    "samples_seen = CASE WHEN excluded.samples_rowid >= samples_rowid THEN excluded.samples_seen "
+                    "ELSE samples_seen END, "
+                    "telemetry_rowid = max(telemetry_rowid, excluded.telemetry_rowid), "
+                    "telemetry_seen = CASE WHEN excluded.telemetry_rowid >= telemetry_rowid THEN excluded.telemetry_seen "
+                    "ELSE telemetry_seen END, "
+                    "done = max(done, excluded.done)", (trial_id, store, *state[:4], int(state.done)))
 
     @_reading("reading push state")
     def pending_pushes(self, store: str) -> list[str]:
