@@ -176,6 +176,33 @@ def test_two_resumes_of_one_run_at_once_one_runs_the_other_names_it_and_fails(tm
     assert "4 races planned, 0 run now, 4 done before, 0 failed" in out
 
 
+def test_a_new_run_while_another_holds_this_seconds_run_id_takes_the_next(tmp_path, sink, track) -> None:
+    # Two new runs started within one second (two timers) had one run id, so both ran every race of it. Here the
+    # test holds the locks of the run ids of the coming seconds, as another `bench experiment` would.
+    import fcntl
+
+    from bench.race.experiment import new_run_id
+
+    home = tmp_path / "home"
+    exp = _experiment(tmp_path, sink, track)
+    first = datetime.strptime(new_run_id(), "%Y%m%dT%H%M%S")
+    held = []
+    for s in range(60):
+        lock = home / "locks" / f"experiment-nightly-{(first + timedelta(seconds=s)).strftime('%Y%m%dT%H%M%S')}.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        f = open(lock, "a+")
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.append(f)
+    try:
+        rc, out, err = _ended(_start(home, "experiment", str(exp), "--repetitions=1"))
+    finally:
+        for f in held:
+            f.close()
+    assert rc == EXIT_OK, err
+    runs = {str(t["user_tags"]["experiment-run"]) for t in _trials(home)}  # type: ignore[index]
+    assert len(runs) == 1 and next(iter(runs)).endswith("b"), runs
+
+
 def test_a_repetition_stored_twice_counts_once_and_is_named(tmp_path, sink, track) -> None:
     """A store written before the lock (or copied together from two machines) may hold a planned race twice: the
     study, the comparison and the history site take one, the latest to complete, and say so."""

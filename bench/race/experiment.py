@@ -28,7 +28,8 @@ Options take ``bench race``'s flag names (``plugin``, ``track-params``, ...; ``-
 
 Resume: ``bench experiment FILE --resume`` continues the newest run of this experiment, skipping the races
 that completed (the run id, order and tags are the same, so nothing is repeated). Failed races are run again
-on resume.
+on resume. One process at a time runs a run: it holds the run's lock in the bench home, and a second resume of
+it is refused with one line naming the holder (``run_held_error``).
 """
 
 from __future__ import annotations
