@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from bench.race.options import RaceOptions
 from bench.trials.model import TrialInfo, TrialReader
-from bench.trials.races import RACE_TAGS, TAG_EXPERIMENT, TAG_REPETITION, TAG_RUN, TAG_TRACK, TAG_VARIANT
+from bench.trials.races import RACE_TAGS, TAG_EXPERIMENT, TAG_REPETITION, TAG_RUN, TAG_TRACK, TAG_VARIANT, one_per_race
 from bench.util.bundled import resolve_example
 from bench.util.errors import ConfigError, RaceInterrupted, StoreError
 from bench.util.file_lock import LockHeld, held_or_refused
@@ -494,9 +494,9 @@ def run_verdicts(store: TrialReader, name: str, run_id: str) -> list[tuple[int, 
     from bench.trials.summary import stored_summary
 
     out = []
-    for t in runs_of(store, name).get(run_id, []):
-        if t.status != "complete":
-            continue  # counted as failed by the run
+    # Failed races are counted as failed by the run; of a race stored twice, the trial the study counts is judged.
+    complete, _repeated = one_per_race([t for t in runs_of(store, name).get(run_id, []) if t.status == "complete"])
+    for t in complete:
         code, line = run_exit_code(stored_summary(store, t.id), t.options.get("max_error_rate"))
         if code != EXIT_OK and line is not None:
             out.append((code, f"{t.user_tags.get(TAG_VARIANT, '?')}#{t.user_tags.get(TAG_REPETITION, '?')} "
