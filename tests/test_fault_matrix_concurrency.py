@@ -176,6 +176,20 @@ def test_two_resumes_of_one_run_at_once_one_runs_the_other_names_it_and_fails(tm
     assert "4 races planned, 0 run now, 4 done before, 0 failed" in out
 
 
+def test_the_run_lock_dies_with_its_holder(tmp_path, sink, track) -> None:
+    home = tmp_path / "home"
+    exp = _experiment(tmp_path, sink, track)
+    first = _start(home, "experiment", str(exp), "--repetitions=1")
+    _wait_for("the first race", lambda: _running(home) > 0, first)
+    first.kill()  # kill -9: no handler runs, only the kernel frees the lock
+    first.communicate(timeout=30)
+    rc, out, err = _ended(_start(home, "experiment", str(exp), "--resume", "--repetitions=1"))
+    assert rc == EXIT_OK, err
+    assert "2 races planned, 2 run now, 0 done before, 0 failed" in out
+    statuses = sorted(str(t["status"]) for t in _trials(home))
+    assert statuses == ["complete", "complete", "interrupted"], statuses
+
+
 def test_a_new_run_while_another_holds_this_seconds_run_id_takes_the_next(tmp_path, sink, track) -> None:
     # Two new runs started within one second (two timers) had one run id, so both ran every race of it. Here the
     # test holds the locks of the run ids of the coming seconds, as another `bench experiment` would.
