@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from bench.compare.core import Side, TrialData
 from bench.trials.model import ALL_TRIALS, TrialInfo, TrialReader
+from bench.trials.races import one_per_race
 from bench.trials.summary import stored_summary
 from bench.util.errors import ConfigError, StoreError
 
@@ -75,6 +76,8 @@ def resolve_side(store: TrialReader, selector: str, label: str | None = None) ->
                          f"({', '.join(t.id[:8] for t in running)}) are left out: compare again when they end.")
         if skipped:
             notes.append(f"{label or default_label}: {skipped} matching trial(s) did not complete and are left out.")
+        infos, repeated = one_per_race(infos)  # an experiment's race counts once, however often it was stored
+        notes += repeated
         if not infos:
             what = (f" ({len(all_matches)} matched: {len(running)} still running, {skipped} did not complete)"
                     if running else f" ({len(all_matches)} matched but none completed)" if all_matches else "")

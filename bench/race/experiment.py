@@ -28,14 +28,18 @@ Options take ``bench race``'s flag names (``plugin``, ``track-params``, ...; ``-
 
 Resume: ``bench experiment FILE --resume`` continues the newest run of this experiment, skipping the races
 that completed (the run id, order and tags are the same, so nothing is repeated). Failed races are run again
-on resume.
+on resume. One process at a time runs a run: it holds the run's lock in the bench home, and a second resume of
+it is refused with one line naming the holder (``run_held_error``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import random
+import re
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,16 +49,13 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from bench.race.options import RaceOptions
 from bench.trials.model import TrialInfo, TrialReader
+from bench.trials.races import RACE_TAGS, TAG_EXPERIMENT, TAG_REPETITION, TAG_RUN, TAG_TRACK, TAG_VARIANT, one_per_race
 from bench.util.bundled import resolve_example
-from bench.util.errors import ConfigError, RaceInterrupted
+from bench.util.errors import ConfigError, RaceInterrupted, StoreError
+from bench.util.file_lock import LockHeld, held_or_refused
 from bench.util.yaml_file import load_yaml_model
 
-TAG_EXPERIMENT = "experiment"
-TAG_RUN = "experiment-run"
-TAG_VARIANT = "variant"
-TAG_REPETITION = "repetition"
-TAG_TRACK = "experiment-track"
-_RESERVED_TAGS = {TAG_EXPERIMENT, TAG_RUN, TAG_VARIANT, TAG_REPETITION, TAG_TRACK}
+_RESERVED_TAGS = set(RACE_TAGS)
 _NOT_PER_RACE = {"user_tags", "user_tag", "report_file", "report_format", "progress", "quiet"}
 # `bench race` flags whose option field has another name: the file takes the flag's name (and the field's).
 _CLI_NAMES = {"plugin": "plugins"}
@@ -359,19 +360,34 @@ class ExperimentResult(BaseModel):
 RaceRunner = Callable[[RaceOptions], Any]
 
 
-def run_experiment(exp: ExperimentFile, *, store: TrialReader, resume: bool = False, run_id: str | None = None,
-                   run_race: RaceRunner | None = None, say: Callable[[str], None] = print) -> ExperimentResult:
-    """Run (or resume) an experiment. ``run_race`` defaults to ``bench.race.race.run_race``.
+def run_lock_file(name: str, run_id: str) -> Path:
+    """The lock of one experiment run in this bench home (whose store its races write)."""
+    from bench.util.home import bench_home
 
-    A race that fails is recorded and the experiment goes on (it is run again on resume); Ctrl-C stops the
-    experiment (resume later with --resume).
-    """
-    if run_race is None:
-        from bench.race.race import run_race as _run
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)
+    return bench_home() / "locks" / f"experiment-{name}-{safe}.lock"
 
-        def run_race(o: RaceOptions) -> Any:
-            return _run(o)
 
+def run_held_error(name: str, run_id: str, held: LockHeld) -> StoreError:
+    """The one line a second comer gets: who holds the run, and what to do."""
+    h = held.holder
+    who = f"pid {h['pid']}" if h.get("pid") else "another process"
+    if h.get("host"):
+        who += f" on {h['host']}"
+    if h.get("since"):
+        who += f" since {h['since']}"
+    if h.get("command"):
+        who += f" ({h['command']})"
+    return StoreError(f"experiment {name} run {run_id} is being run by {who}: two runs at once would run its "
+                      f"missing races twice; wait for it to end, then resume with --resume if races are left "
+                      f"(lock {held.lock_file})")
+
+
+def _lock_run(exp: ExperimentFile, store: TrialReader, resume: bool, run_id: str | None,
+              stack: contextlib.ExitStack) -> str:
+    """Choose the run and hold its lock (in ``stack``) until the experiment ends. The run the user named (or
+    --resume's newest) is refused when another process holds it; a new run takes the next free id instead."""
+    named = run_id is not None or resume
     if run_id is None:
         if resume:
             runs = runs_of(store, exp.name)
@@ -380,8 +396,42 @@ def run_experiment(exp: ExperimentFile, *, store: TrialReader, resume: bool = Fa
             run_id = next(iter(runs))
         else:
             run_id = new_run_id()
-            while run_id in runs_of(store, exp.name):  # two runs within a second
-                run_id += "b"
+    while True:
+        try:
+            stack.enter_context(held_or_refused(run_lock_file(exp.name, run_id), "bench " + " ".join(sys.argv[1:])))
+        except LockHeld as held:
+            if named:
+                raise run_held_error(exp.name, run_id, held) from None
+            run_id += "b"  # two new runs within a second
+            continue
+        if named or run_id not in runs_of(store, exp.name):
+            return run_id
+        stack.close()
+        run_id += "b"
+
+
+def run_experiment(exp: ExperimentFile, *, store: TrialReader, resume: bool = False, run_id: str | None = None,
+                   run_race: RaceRunner | None = None, say: Callable[[str], None] = print) -> ExperimentResult:
+    """Run (or resume) an experiment. ``run_race`` defaults to ``bench.race.race.run_race``.
+
+    A race that fails is recorded and the experiment goes on (it is run again on resume); Ctrl-C stops the
+    experiment (resume later with --resume). One process at a time runs a run: it holds the run's lock
+    (``run_lock_file``) throughout, and a second one is refused with a StoreError naming the holder.
+    """
+    if run_race is None:
+        from bench.race.race import run_race as _run
+
+        def run_race(o: RaceOptions) -> Any:
+            return _run(o)
+
+    with contextlib.ExitStack() as lock:
+        run_id = _lock_run(exp, store, resume, run_id, lock)
+        return _run_locked(exp, store, run_id, run_race, say)
+
+
+def _run_locked(exp: ExperimentFile, store: TrialReader, run_id: str, run_race: RaceRunner,
+                say: Callable[[str], None]) -> ExperimentResult:
+    # Read under the lock: what a previous holder completed is skipped.
     done = completed_keys(runs_of(store, exp.name).get(run_id, []))
     races = plan(exp, run_id)
     result = ExperimentResult(name=exp.name, run_id=run_id, planned=len(races), skipped=0)
@@ -444,9 +494,9 @@ def run_verdicts(store: TrialReader, name: str, run_id: str) -> list[tuple[int, 
     from bench.trials.summary import stored_summary
 
     out = []
-    for t in runs_of(store, name).get(run_id, []):
-        if t.status != "complete":
-            continue  # counted as failed by the run
+    # Failed races are counted as failed by the run; of a race stored twice, the trial the study counts is judged.
+    complete, _repeated = one_per_race([t for t in runs_of(store, name).get(run_id, []) if t.status == "complete"])
+    for t in complete:
         code, line = run_exit_code(stored_summary(store, t.id), t.options.get("max_error_rate"))
         if code != EXIT_OK and line is not None:
             out.append((code, f"{t.user_tags.get(TAG_VARIANT, '?')}#{t.user_tags.get(TAG_REPETITION, '?')} "

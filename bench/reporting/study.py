@@ -19,6 +19,7 @@ from bench.compare.metrics import higher_is_better, trial_values
 from bench.compare.stats import MIN_GROUP, CiMethod, Verdict
 from bench.reporting.placement import PlacedTrial, placement_line, task_window, window_load
 from bench.results.summary import Summary, TaskSummary
+from bench.trials.races import REPEATED_RACE
 
 if TYPE_CHECKING:
     from bench.race.experiment import ExperimentFile, StudySpec
@@ -215,12 +216,14 @@ def load_study_table(store: TrialReader, exp: ExperimentFile, run_id: str, track
     baseline, candidates = comparison_selectors(exp, run_id, track_index)
     labels = [exp.baseline, *[v for v in exp.variants if v != exp.baseline]]
     if candidates:
-        base, cands, _notes = resolve_sides(store, baseline, candidates, labels)
+        base, cands, notes = resolve_sides(store, baseline, candidates, labels)
     else:  # one variant: its table (and nightly history) without a comparison
-        (base, _n), cands = resolve_side(store, baseline, labels[0]), []
-    return study_table(exp.name, run_id, exp.study, [base, *cands], ci_method=ci_method,
-                       placement=placement_line(placed_trials(store, exp.study, [base, *cands])),
-                       design=design_line(exp))
+        (base, notes), cands = resolve_side(store, baseline, labels[0]), []
+    table = study_table(exp.name, run_id, exp.study, [base, *cands], ci_method=ci_method,
+                        placement=placement_line(placed_trials(store, exp.study, [base, *cands])),
+                        design=design_line(exp))
+    table.notes += [n for n in notes if n.startswith(REPEATED_RACE)]  # its n is one per repetition: say why
+    return table
 
 
 def placed_trials(store: TrialReader, spec: StudySpec, sides: list[Side]) -> list[PlacedTrial]:

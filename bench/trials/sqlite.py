@@ -16,6 +16,7 @@ import socket
 import sqlite3
 import sys
 import threading
+import time
 import uuid
 from datetime import datetime, timezone
 from functools import wraps
@@ -233,6 +234,33 @@ def _encode(field: str, value: Any) -> Any:
     return value
 
 
+def _journal_to_wal(conn: sqlite3.Connection, timeout: float = 30.0) -> None:
+    """WAL, so readers never wait for a race's writes. A new database's first switch needs it alone, and sqlite
+    answers "database is locked" at once instead of waiting when another bench creates it at the same moment: try
+    again, within the connection's own timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if getattr(e, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _statements(script: str) -> list[str]:
+    """The SQL statements of a migration script, one by one (``executescript`` would commit the transaction)."""
+    out, pending = [], ""
+    for part in script.split(";"):
+        pending += part + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                out.append(pending.strip())
+            pending = ""
+    return out
+
+
 def _process_alive(pid: int, started: float | None) -> bool:
     try:
         p = psutil.Process(pid)
@@ -320,7 +348,7 @@ class TrialStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
             self._conn = conn
-            conn.execute("PRAGMA journal_mode=WAL")
+            _journal_to_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
             self._mark_interrupted()
@@ -351,21 +379,34 @@ class TrialStore:
             raise StoreError(f"trial store {self.path} is closed")
         return self._conn
 
+    def _schema_version(self) -> int:
+        row = self.conn.execute("SELECT version FROM schema_version").fetchone()
+        current = int(row[0]) if row else 0
+        if current > SCHEMA_VERSION:
+            raise StoreError(f"trial store {self.path} has schema version {current}, newer than "
+                             f"this bench understands ({SCHEMA_VERSION}): upgrade bench or set BENCH_HOME "
+                             "elsewhere")
+        return current
+
     def _migrate(self) -> None:
         with self._lock:
             c = self.conn
             c.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            row = c.execute("SELECT version FROM schema_version").fetchone()
-            current = row[0] if row else 0
-            if current > SCHEMA_VERSION:
-                raise StoreError(f"trial store {self.path} has schema version {current}, newer than "
-                                 f"this bench understands ({SCHEMA_VERSION}): upgrade bench or set BENCH_HOME "
-                                 "elsewhere")
-            for version in range(current, SCHEMA_VERSION):
-                # executescript commits first; the version bump follows in the same script.
-                c.executescript(MIGRATIONS[version] + (
-                    f"\nDELETE FROM schema_version; INSERT INTO schema_version VALUES ({version + 1});"))
-            c.commit()
+            if self._schema_version() == SCHEMA_VERSION:
+                return
+            # Benches opening a new store at once (two races, a race and an experiment) must not both migrate it
+            # ("table trials already exists"): the write lock first, then the version again, all in one transaction.
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                for version in range(self._schema_version(), SCHEMA_VERSION):
+                    for statement in _statements(MIGRATIONS[version]):
+                        c.execute(statement)
+                    c.execute("DELETE FROM schema_version")
+                    c.execute("INSERT INTO schema_version VALUES (?)", (version + 1,))
+                c.commit()
+            except BaseException:
+                c.rollback()
+                raise
 
     def _mark_interrupted(self) -> None:
         """Trials still ``running`` whose process is gone become ``interrupted``, ending at their last sample,
@@ -688,11 +729,18 @@ class TrialStore:
         return PushState(samples_rowid, samples_seen, telemetry_rowid, telemetry_seen, bool(done))
 
     def set_push_state(self, trial_id: str, store: str, state: PushState) -> None:
+        """Advance the watermark, never back: two pushers of one trial (a race's and ``bench store push``) each
+        write what they sent, and the one that read an older state may write last. Each row id stays paired with
+        its count (the sequence numbers, hence the document ids, follow from it); ``done`` stays once set."""
         self._write("INSERT INTO pushes (trial_id, store, samples_rowid, samples_seen, telemetry_rowid, telemetry_seen, "
                     "done) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(trial_id, store) DO UPDATE SET "
-                    "samples_rowid = excluded.samples_rowid, samples_seen = excluded.samples_seen, "
-                    "telemetry_rowid = excluded.telemetry_rowid, telemetry_seen = excluded.telemetry_seen, "
-                    "done = excluded.done", (trial_id, store, *state[:4], int(state.done)))
+                    "samples_rowid = max(samples_rowid, excluded.samples_rowid), "
+                    "samples_seen = CASE WHEN excluded.samples_rowid >= samples_rowid THEN excluded.samples_seen "
+                    "ELSE samples_seen END, "
+                    "telemetry_rowid = max(telemetry_rowid, excluded.telemetry_rowid), "
+                    "telemetry_seen = CASE WHEN excluded.telemetry_rowid >= telemetry_rowid THEN excluded.telemetry_seen "
+                    "ELSE telemetry_seen END, "
+                    "done = max(done, excluded.done)", (trial_id, store, *state[:4], int(state.done)))
 
     @_reading("reading push state")
     def pending_pushes(self, store: str) -> list[str]:

@@ -16,6 +16,7 @@ from bench.race.experiment import TAG_REPETITION, TAG_RUN, TAG_TRACK, TAG_VARIAN
 from bench.reporting.study import StudyTable, study_table
 from bench.results.summary import Summary
 from bench.trials.model import DamagedTrial, TrialInfo, TrialReader
+from bench.trials.races import one_per_race
 from bench.trials.summary import stored_summary
 from bench.util.errors import StoreError
 
@@ -81,6 +82,29 @@ def _track_index(tags: dict[str, str]) -> int:
     return int(value) if value.isdigit() else 0
 
 
+def _readable(store: TrialReader, cache: SummaryCache, night: Night,
+              trials: list[TrialInfo]) -> tuple[list[TrialData], list[str], list[str]]:
+    """A variant's trials of a night that count (complete, readable, one per race), why the others do not, and
+    the notes of races stored more than once. A trial that cannot be read is named on the night."""
+    why = [f"{t.status}: {t.error or 'no error stored'}" for t in trials if t.status != "complete"]
+    complete, notes = one_per_race([t for t in trials if t.status == "complete"])
+    done: list[TrialData] = []
+    for t in complete:
+        try:
+            summary = cache.get(store, t)
+        except StoreError as e:
+            text = str(e)
+            night.damaged.append(text if text.startswith(f"trial {t.id}") else f"trial {t.id}: {text}")
+            why.append(f"trial {t.id[:12]} cannot be read")
+            continue
+        if summary is None:
+            night.damaged.append(f"trial {t.id}: complete, but neither a summary nor samples are stored")
+            why.append(f"trial {t.id[:12]} has nothing stored")
+            continue
+        done.append(TrialData(info=t, summary=summary))
+    return done, why, notes
+
+
 def experiment_nights(store: TrialReader, exp: ExperimentFile, trials: list[TrialInfo],
                       cache: SummaryCache, damaged: list[DamagedTrial] | None = None) -> list[Night]:
     """Every night of ``exp`` (oldest first), one per run and track entry. ``trials``: the experiment's trials;
@@ -110,25 +134,11 @@ def experiment_nights(store: TrialReader, exp: ExperimentFile, trials: list[Tria
             night.damaged = [f"trial {d.id}: {d.problem}" for d in broken.get(run_id, [])
                              if _track_index(d.user_tags) == ti]
             sides: list[Side] = []
+            repeated: list[str] = []
             for v in variants:
                 of_v = [t for t in mine if t.user_tags.get(TAG_VARIANT) == v]
-                done, why = [], []
-                for t in of_v:
-                    if t.status != "complete":
-                        why.append(f"{t.status}: {t.error or 'no error stored'}")
-                        continue
-                    try:
-                        summary = cache.get(store, t)
-                    except StoreError as e:
-                        text = str(e)
-                        night.damaged.append(text if text.startswith(f"trial {t.id}") else f"trial {t.id}: {text}")
-                        why.append(f"trial {t.id[:12]} cannot be read")
-                        continue
-                    if summary is None:
-                        night.damaged.append(f"trial {t.id}: complete, but neither a summary nor samples are stored")
-                        why.append(f"trial {t.id[:12]} has nothing stored")
-                        continue
-                    done.append(TrialData(info=t, summary=summary))
+                done, why, notes = _readable(store, cache, night, of_v)
+                repeated += notes
                 why += [f"trial {d.id[:12]} cannot be read" for d in broken.get(run_id, [])
                         if d.user_tags.get(TAG_VARIANT) == v and _track_index(d.user_tags) == ti]
                 if done:
@@ -137,5 +147,6 @@ def experiment_nights(store: TrialReader, exp: ExperimentFile, trials: list[Tria
                     night.errors[v] = why or ["no race of this variant was stored this night"]
             if sides:
                 night.table = study_table(exp.name, run_id, exp.study, sides)
+                night.table.notes += repeated
             nights.append(night)
     return nights

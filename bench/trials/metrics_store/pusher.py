@@ -203,8 +203,12 @@ def push_command(config: StoreConfig, selectors: list[str]) -> tuple[list[str], 
         for tid, error in results:
             if error is None:
                 state = local.push_state(tid, config.key) or PushState()
-                lines.append(f"{tid[:12]}: pushed ({state.samples_seen} samples, {state.telemetry_seen} telemetry "
-                             f"rows) to {push.http.name}")
+                rows = f"{state.samples_seen} samples, {state.telemetry_seen} telemetry rows"
+                if state.done:
+                    lines.append(f"{tid[:12]}: pushed ({rows}) to {push.http.name}")
+                else:  # a race is writing it now: what it stores after this is not there yet
+                    lines.append(f"{tid[:12]}: still running: pushed what it has so far ({rows}) to "
+                                 f"{push.http.name}; push again once it has ended")
             else:
                 failed = True
                 lines.append(f"{tid[:12]}: not pushed: {error}")
