@@ -94,7 +94,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("util", {"bench", "util", "extensions"}),
     ("http", {"http"}),
     ("provision", {"provision"}),
-    ("track and driver", {"track", "driver"}),
+    ("track and driver", {"track", "compat", "driver"}),
     ("results", {"results"}),
     ("trials", {"trials"}),
     ("compare", {"compare"}),
@@ -109,6 +109,9 @@ SIBLING_EDGES = {
     # The loader refuses at load time what the driver cannot execute, so it reads the driver's registries of
     # operation types and schedulers; the driver runs the track's model.
     ("track", "driver"), ("driver", "track"),
+    # Rally's and OSB's modules that track code imports read the corpus handling and the track's plugins; the loader
+    # installs them and builds Rally-shaped views from them.
+    ("track", "compat"), ("compat", "track"),
     # The extension registry raises bench's errors.
     ("extensions", "util"),
     # CCR's report and sync check read the follower lag and checkpoints that the telemetry devices collect.

@@ -234,15 +234,15 @@ def test_a_missing_esrally_name_is_one_line(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_esrally_resolves_to_one_module_per_name() -> None:
-    from bench.track import esrally_names
+    from bench.compat import names as esrally_names
 
     esrally_names.install()
     import esrally.exceptions
     import esrally.track.params as params
 
-    import bench.track.esrally_compat.exceptions as own
+    import bench.compat.esrally.exceptions as own
 
     # One module object under both names: an exception raised by bench's side is caught by the track's name.
     assert esrally.exceptions is own and params.exceptions is own
-    assert sys.modules["esrally.track.params"].__name__ == "bench.track.esrally_compat.track.params"
+    assert sys.modules["esrally.track.params"].__name__ == "bench.compat.esrally.track.params"
     assert params.bounds(10, 1, 1, 3, True) == (6, 4, 8)

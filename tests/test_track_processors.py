@@ -157,7 +157,7 @@ def test_a_corpus_without_files_is_one_line(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_runner_for_a_type_bench_runs_itself_is_ralllys_error() -> None:
-    from bench.track import esrally_names
+    from bench.compat import names as esrally_names
 
     esrally_names.install()
     from esrally import exceptions

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.track import esrally_names
+from bench.compat import names as esrally_names
 from bench.track.formats import OSB, format_at
 from bench.track.model import DocumentsSpec, Track
 from bench.util.errors import TrackError
@@ -122,7 +122,7 @@ class TrackRegistry:
                              f"on_after_load_track(track) or on_prepare_track(track, data_root_dir)")
         if hasattr(processor, "downloader") or hasattr(processor, "decompressor"):
             # Rally injects these at registration; bench's download and decompress (--offline set before prepare)
-            from bench.track.esrally_compat.track.loader import Decompressor, Downloader
+            from bench.compat.esrally.track.loader import Decompressor, Downloader
 
             if hasattr(processor, "downloader"):
                 processor.downloader = Downloader()

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.track.esrally_compat.track import track as rally_track
+from bench.compat.esrally.track import track as rally_track
 from bench.track.formats import format_at
 from bench.track.model import Challenge, CorpusSpec, DocumentsSpec, IndexSpec, Parallel, Task, TemplateSpec, Track
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.track.esrally_compat import exceptions
+from bench.compat.esrally import exceptions
 from bench.util.errors import TrackError
 
 

@@ -3,8 +3,8 @@ blocks (``Index``, ``DataStream``, ``IndexTemplate``, ``ComponentTemplate``, ``D
 its ``track`` module with ``*``, which carries that module's own ``from esrally import exceptions``: track code
 writes ``from esrally.track import exceptions``, so it is a name here too."""
 
-from bench.track.esrally_compat import exceptions
-from bench.track.esrally_compat.track.track import (
+from bench.compat.esrally import exceptions
+from bench.compat.esrally.track.track import (
     ComponentTemplate,
     DataStream,
     DocumentCorpus,

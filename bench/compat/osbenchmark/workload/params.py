@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from bench.track.esrally_compat.track.params import (
+from bench.compat.esrally.track.params import (
     IndexIdConflict,
     ParamSource,
     Slice,
     bounds,
     chain,
 )
-from bench.track.osbenchmark_compat import exceptions
+from bench.compat.osbenchmark import exceptions
 
 __all__ = ["IndexIdConflict", "ParamSource", "Slice", "bounds", "chain", "exceptions"]

@@ -12,7 +12,7 @@ import logging
 from collections import Counter
 from typing import Any
 
-from bench.track.esrally_compat import exceptions
+from bench.compat.esrally import exceptions
 
 
 class Runner:

@@ -11,7 +11,7 @@ import socket
 import sys
 from typing import Any
 
-from bench.track.esrally_compat.driver.runner import BulkIndex, PutSettings, Runner, mandatory
+from bench.compat.esrally.driver.runner import BulkIndex, PutSettings, Runner, mandatory
 
 __all__ = ["BulkIndex", "Delegator", "PutSettings", "Retry", "Runner", "mandatory"]
 

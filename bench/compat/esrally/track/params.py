@@ -11,8 +11,8 @@ from collections.abc import Iterator, Mapping
 from enum import Enum
 from typing import Any
 
-from bench.track.esrally_compat import exceptions
-from bench.track.esrally_compat.utils import io
+from bench.compat.esrally import exceptions
+from bench.compat.esrally.utils import io
 
 __all__ = ["CreateComponentTemplateParamSource", "CreateComposableTemplateParamSource", "CreateIndexTemplateParamSource",
            "CreateTemplateParamSource", "IndexIdConflict", "ParamSource", "Slice", "bounds", "chain", "exceptions", "io", "logging"]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.track.osbenchmark_compat import exceptions
+from bench.compat.osbenchmark import exceptions
 from bench.util.errors import BenchError
 
 

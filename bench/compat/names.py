@@ -1,8 +1,9 @@
-"""``import esrally…`` from a track's code, when Rally itself is not installed: bench's ``esrally_compat`` modules
-(and ``import osbenchmark…`` from a workload's code: ``osbenchmark_compat``, when OSB is not installed).
+"""``import esrally…`` from a track's code, when Rally itself is not installed: bench's ``bench.compat.esrally``
+modules (and ``import osbenchmark…`` from a workload's code: ``bench.compat.osbenchmark``, when OSB is not
+installed).
 
 A finder first on ``sys.meta_path`` answers for ``esrally`` and its submodules with the module of the same dotted
-name below ``bench.track.esrally_compat`` (first: the normal path finder would otherwise load a submodule a second
+name below ``bench.compat.esrally`` (first: the normal path finder would otherwise load a submodule a second
 time, from the aliased package's folder, with its own copies of the exception classes). An installed Rally wins: the
 finder is not installed then. A name these modules do not have is a normal ModuleNotFoundError/ImportError.
 """
@@ -18,9 +19,9 @@ import types
 from collections.abc import Sequence
 
 ALIAS = "esrally"
-TARGET = "bench.track.esrally_compat"
+TARGET = "bench.compat.esrally"
 OSB_ALIAS = "osbenchmark"
-OSB_TARGET = "bench.track.osbenchmark_compat"
+OSB_TARGET = "bench.compat.osbenchmark"
 
 
 class _EsrallyFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

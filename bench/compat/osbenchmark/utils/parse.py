@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.track.osbenchmark_compat.exceptions import ConfigurationError
+from bench.compat.osbenchmark.exceptions import ConfigurationError
 
 
 def _read(key: str, params: dict[str, Any], default: Any, kind: type | tuple[type, ...], what: str,

@@ -1,5 +1,5 @@
 """``osbenchmark.utils.io``: the file sources OSB's corpus helpers read (Rally's, under the same names)."""
 
-from bench.track.esrally_compat.utils.io import FileSource, MmapSource, skip_lines
+from bench.compat.esrally.utils.io import FileSource, MmapSource, skip_lines
 
 __all__ = ["FileSource", "MmapSource", "skip_lines"]
