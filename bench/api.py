@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from bench.compare.metrics import register_metric
 from bench.driver.backends import OpenedPool, PoolFactory, register_pool_backend
-from bench.driver.params import SourceContext, SourceFactory, register_param_source
+from bench.driver.param_sources import SourceContext, SourceFactory, register_param_source
 from bench.driver.runners.core import Context, Result, Runner
 from bench.driver.runners.registry import OperationCheck, register_runner
 from bench.driver.schedule import Scheduler, SchedulerFactory, register_scheduler

@@ -7,7 +7,7 @@ extension adds with the registry of the seam it extends (all of them exported, w
 ``bench.api``, which is what an extension imports) -- each seam owns its registry and its types:
 
 - operation runners and their load-time checks ............ ``bench.driver.runners.registry.register_runner``
-- parameter sources of operations ......................... ``bench.driver.params.register_param_source``
+- parameter sources of operations ......................... ``bench.driver.param_sources.register_param_source``
 - steps before provisioning, around the schedule, after it . ``bench.race.pipeline.register_race_hook``
 - cluster sources (where a race's clusters come from) ...... ``bench.race.cluster_source.register_source``
 - telemetry devices ........................................ ``bench.telemetry.config`` (the device table)

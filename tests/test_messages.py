@@ -11,7 +11,7 @@ import pytest
 from bench.cli import build_parser, main
 from bench.race.experiment import dry_run_lines, load_experiment
 from bench.track.loader import find_track, load_track
-from bench.track.params import blame_param
+from bench.track.track_params import blame_param
 from bench.util.errors import TrackError
 from tests.checkout import ROOT
 from tests.test_race import write_track

@@ -39,7 +39,7 @@ def test_retry_flags_written_as_strings_mean_what_they_say():
 
 
 def test_bulk_looped_false_as_a_string_ends_with_the_corpus(tmp_path):
-    from bench.driver.params import bulk_source
+    from bench.driver.param_sources import bulk_source
     from bench.track.generators import generate_file
     from bench.track.model import DocumentsSpec, Operation, Task
 

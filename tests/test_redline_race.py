@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bench import extensions
-from bench.redline.extension import setup as redline_setup
+from bench.redline.redline_extension import setup as redline_setup
 from bench.redline.section import SECTION, RedlineSection
 from bench.trials.sqlite import TrialStore
 from benchmarks.nullsink import free_port, start_in_background

@@ -100,7 +100,7 @@ def test_a_body_follows_the_node_holding_most_of_its_documents() -> None:
 
 @pytest.mark.parametrize("interval", [-1, "soon", True])
 def test_a_bad_refresh_interval_is_refused(interval: object) -> None:
-    from bench.driver.params import shard_aware_problem
+    from bench.driver.param_sources import shard_aware_problem
     from bench.track.model import Operation, Task
 
     task = Task(name="t", operation=Operation(name="b", operation_type="bulk",

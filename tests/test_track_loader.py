@@ -9,8 +9,8 @@ import pytest
 
 from bench.track.loader import find_track, list_tracks, load_track
 from bench.track.model import Parallel
-from bench.track.params import parse_params
 from bench.track.rally_helpers import days_ago
+from bench.track.track_params import parse_params
 from bench.util.errors import BenchError, ConfigError, TrackError
 
 DATA = Path(__file__).parent / "data"

@@ -13,7 +13,7 @@ import pytest
 
 from bench.cli import main
 from bench.driver.bulk.bodies import IdConflicts, prepare_bodies
-from bench.driver.params import search_source
+from bench.driver.param_sources import search_source
 from bench.track.generators import generate, generate_file
 from bench.track.loader import find_track, load_track
 from bench.track.model import DocumentsSpec, Operation, Task

@@ -13,7 +13,7 @@ replication plugin, the operations that use it, the race wiring and the CCR sect
 - ``report.py``   the CCR section of the summary
 - ``operations.py`` load-time checks of the CCR operations' parameters
 - ``race_hook.py`` CCR's race hook: soft-deletes refusal before provisioning, wiring, final doc counts, the section
-- ``extension.py`` what the ccr extension registers with bench's seams
+- ``ccr_extension.py`` what the ccr extension registers with bench's seams
 
 ``--distribution=engine:version`` and ``--plugin`` (the engine and plugins a CCR pair runs) are
 ``bench.provision.overrides``.

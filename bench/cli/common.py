@@ -52,7 +52,7 @@ def load_driver(a: argparse.Namespace) -> tuple[str | None, list[str]]:
 
 
 def params(spec: str | None, what: str) -> dict[str, Any]:
-    from bench.track.params import parse_params
+    from bench.track.track_params import parse_params
 
     return parse_params(spec, what=what)
 
@@ -81,7 +81,7 @@ def ensure_redline() -> None:
     redline at all, and a stored redline would not be shown: load the extension even where its entry point is not
     installed (a source checkout on PYTHONPATH, an install older than the extension). Idempotent by name."""
     from bench import extensions
-    from bench.redline.extension import setup as redline_setup
+    from bench.redline.redline_extension import setup as redline_setup
 
     extensions.load()
     extensions.register("redline", redline_setup)
@@ -92,7 +92,7 @@ def ensure_ray(flag: str) -> None:
     PYTHONPATH, an install older than the extension): register it in-process, idempotent by name. Without
     Ray itself (the ``ray`` extra): one line naming the pip install, before anything starts."""
     from bench import extensions
-    from bench.ray.extension import setup as ray_setup
+    from bench.ray.ray_extension import setup as ray_setup
     from bench.ray.require import require_ray
 
     require_ray(flag)

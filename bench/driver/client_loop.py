@@ -17,8 +17,8 @@ import aiohttp
 
 from bench.driver.custom_schedule import RallySchedule
 from bench.driver.missing_feature import explain
+from bench.driver.param_sources import CorpusSource
 from bench.driver.param_types import ParamError
-from bench.driver.params import CorpusSource
 from bench.driver.runners.core import Context, Result, Runner, request_docs
 from bench.driver.samples import SampleFields
 from bench.driver.schedule import Pacer

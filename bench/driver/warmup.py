@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 
 from bench.driver.bulk.bodies import client_budget, client_slice
+from bench.driver.param_sources import bulk_size_bytes, ingest_doc_count, sends_corpus_once
 from bench.driver.param_types import param_bool
-from bench.driver.params import bulk_size_bytes, ingest_doc_count, sends_corpus_once
 from bench.track.corpus import bulk_documents
 from bench.track.model import Challenge, Task, Track
 from bench.util.errors import TrackError

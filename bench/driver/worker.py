@@ -39,7 +39,7 @@ from bench.driver.messages import (
     TaskDone,
     WorkerError,
 )
-from bench.driver.params import SourceContext, param_source
+from bench.driver.param_sources import SourceContext, param_source
 from bench.driver.profiling import profiled
 from bench.driver.runners.core import Context, with_retries
 from bench.driver.runners.registry import runner_for

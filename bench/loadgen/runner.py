@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.driver.params import register_param_source
+from bench.driver.param_sources import register_param_source
 from bench.driver.runners.core import Context, Result, bulk_result, raw_failure
 from bench.driver.runners.registry import register_runner
 from bench.loadgen.conditions import Response

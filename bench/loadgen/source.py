@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.driver.bulk.bodies import BulkBody
-from bench.driver.params import SourceContext, bulk_path
+from bench.driver.param_sources import SourceContext, bulk_path
 from bench.loadgen.config import LoadgenPlan, load_plan
 from bench.loadgen.template import RequestTemplate
 from bench.loadgen.variables import Variables, VariableSpec

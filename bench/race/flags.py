@@ -82,7 +82,7 @@ def kv_list(values: list[str] | None, what: str) -> dict[str, str]:
 
 def _params(attr: str, what: str) -> Convert:
     def convert(a: argparse.Namespace) -> dict[str, Any]:
-        from bench.track.params import parse_params
+        from bench.track.track_params import parse_params
 
         return parse_params(getattr(a, attr), what=what)
 

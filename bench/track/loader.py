@@ -36,8 +36,8 @@ from bench.track.formats import OSB, SPEC_FILES, format_at
 from bench.track.generators import GENERATORS, generator_names
 from bench.track.model import Challenge, Operation, Parallel, Task, Track
 from bench.track.operations import check_operation
-from bench.track.params import blame_param
 from bench.track.testmode import apply_test_mode
+from bench.track.track_params import blame_param
 from bench.util.bundled import bundled_dir
 from bench.util.errors import TrackError
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import secrets
 
 from bench.driver.bulk.shard_routing import shard_table
+from bench.driver.param_sources import SHARD_TABLE, shard_aware_problem
 from bench.driver.param_types import param_bool
-from bench.driver.params import SHARD_TABLE, shard_aware_problem
 from bench.http.client import ClusterTarget, RawHttp
 from bench.track.model import DocumentsSpec, Task
 from bench.util.errors import RaceError

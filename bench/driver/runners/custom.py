@@ -154,7 +154,7 @@ def adapt_runner(reg: RunnerRegistration, clients: EsClients, default_cluster: s
     async def run(ctx: Context, params: dict[str, Any]) -> Result:
         es_all = clients.get()
         es = es_all if reg.multi_cluster else es_all[default_cluster]
-        # bench's own prepared search body (bench.driver.params) is not a track parameter
+        # bench's own prepared search body (bench.driver.param_sources) is not a track parameter
         p = {k: v for k, v in params.items() if k != "_body_bytes"}
         p.setdefault("operation-type", reg.operation_type)
         try:

@@ -86,7 +86,7 @@ def _options_from_env() -> dict[str, Any]:
     raw = os.environ.get(ENV_OPTIONS, "").strip()
     if not raw:
         return {}
-    from bench.track.params import parse_params
+    from bench.track.track_params import parse_params
 
     return parse_params(raw, what=ENV_OPTIONS)
 
@@ -182,7 +182,7 @@ def from_ini(path: Path) -> StoreConfig | None:
 
 def from_cli(url: str, options: str | None, *, downsample: int | None = None) -> StoreConfig:
     """``--metrics-store`` and ``--metrics-store-options`` (k:v,... or a JSON file, as ``--client-options``)."""
-    from bench.track.params import parse_params
+    from bench.track.track_params import parse_params
 
     opts = parse_params(options, what="--metrics-store-options") if options else {}
     lay = _layout(opts.pop("layout", "rally"), what="--metrics-store-options")
