@@ -35,7 +35,7 @@ REPLICATION_PLUGIN = Path("opensearch-replication-plugin", "opensearch-cross-clu
 
 def replication_plugin(root: Path = Path(__file__).resolve().parent) -> Path | None:
     """The replication plugin zip in the shared folder beside the project (``../shared``, or ``$BENCH_SHARED``; the
-    tests find it the same way: tests/shared_tree.py), if it is there."""
+    tests find it the same way: tests/support/shared_tree.py), if it is there."""
     shared = Path(os.environ.get("BENCH_SHARED") or root.parent / "shared")
     path = (shared / REPLICATION_PLUGIN).resolve()
     return path if path.is_file() else None
@@ -44,7 +44,7 @@ def replication_plugin(root: Path = Path(__file__).resolve().parent) -> Path | N
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
     # The whole suite (CI's `nox -s tests`) queues the checks after it, run whether or not the tests pass; a run of
-    # some tests (`nox -s tests -- tests/test_stats.py`) does not.
+    # some tests (`nox -s tests -- tests/results/test_stats.py`) does not.
     if not session.posargs:
         session.notify("lint")
         session.notify("docs")
@@ -65,7 +65,7 @@ def tests(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def unit(session: nox.Session) -> None:
     """The unit tier (``-m unit``): every test that requests none of local_engines, ray_nodes and netns_hosts
-    (tests/tiers.py). No Java, no Ray, no root, no apt packages; a test starting an engine node, a Ray node or a
+    (tests/support/tiers.py). No Java, no Ray, no root, no apt packages; a test starting an engine node, a Ray node or a
     namespace without its marker fails in one line (it would in `nox -s tests` too)."""
     session.env["PYTHONNOUSERSITE"] = "1"
     session.install("-e", ".[test]")

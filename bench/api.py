@@ -3,7 +3,7 @@
 An extension is a package whose ``setup()`` is published under the ``bench.extensions`` entry-point group
 (``bench.extensions``); ``setup()`` calls the ``register_*`` functions below. Import from here, not from the
 modules that implement the seams: their place may change, this module's names do not (``__all__`` is checked by
-``tests/test_api.py`` against every ``register_*`` function of the core).
+``tests/project/test_api.py`` against every ``register_*`` function of the core).
 
 =========================  ===============================================================================
 seam                       what it adds

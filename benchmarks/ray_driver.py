@@ -1,6 +1,6 @@
 """The load driver on Ray: docs/s into the null sink with the Ray backend vs the local worker processes.
 
-Starts the null bulk sink (benchmarks.nullsink) and a Ray cluster of its own on 127.0.0.1 (tests/ray_cluster.py: `ray
+Starts the null bulk sink (benchmarks.nullsink) and a Ray cluster of its own on 127.0.0.1 (tests/support/ray_cluster.py: `ray
 start --block` processes it stops at the end), then runs the driver-ceiling track (nginx corpus, bulk 5,000,
 8 clients, looped) with
 
@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.trials.sqlite import TrialStore  # noqa: E402
 from benchmarks.nullsink import free_port, start_in_background  # noqa: E402
-from tests.ray_cluster import RayTestCluster, start_ray_cluster  # noqa: E402
+from tests.support.ray_cluster import RayTestCluster, start_ray_cluster  # noqa: E402
 
 TRACK = ROOT / "benchmarks" / "tracks" / "driver-ceiling"
 

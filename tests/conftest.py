@@ -2,7 +2,7 @@
 stay cached in BENCH_CACHE (``tests.esnode.default_cache``: empty at the start of a CI run); tests that only need *a*
 cluster share one real Elasticsearch per session.
 
-Tiers (tests/tiers.py, docs/extending/developing.md): a test is marked from the fixtures it requests.
+Tiers (tests/support/tiers.py, docs/extending/developing.md): a test is marked from the fixtures it requests.
 ``local_engines`` (engine nodes on this machine) gives ``cluster``, ``ray_nodes`` gives ``ray``, ``netns_hosts``
 gives ``netns``; every other test is ``unit``. A test that starts one of these without its fixture fails at once,
 in any run."""
@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 
 from bench.provision.model import ClusterInfo
-from tests import tiers
-from tests.esnode import LocalEngines, default_cache
-from tests.isolation import leaked
-from tests.netns import NetnsLab, unavailable_reason
-from tests.ray_cluster import RayTestCluster, start_ray_cluster
-from tests.shared_tree import need_shared
+from tests.support import tiers
+from tests.support.esnode import LocalEngines, default_cache
+from tests.support.isolation import leaked
+from tests.support.netns import NetnsLab, unavailable_reason
+from tests.support.ray_cluster import RayTestCluster, start_ray_cluster
+from tests.support.shared_tree import need_shared
 
 # The official download sites are unreachable here (see ../shared/ENVIRONMENT.md): the suite runs Maven Central's
 # integ-test builds, chosen explicitly so no test depends on the release repository's fallback. Tests of the
-# release repository itself serve official-layout archives locally (tests/official_archives.py) and override this.
+# release repository itself serve official-layout archives locally (tests/support/official_archives.py) and override this.
 os.environ.setdefault("BENCH_DISTRIBUTION_REPOSITORY", "maven-integ-test")
 
 
@@ -77,7 +77,7 @@ def bench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(scope="session")
 def local_engines() -> LocalEngines:
-    """Engine nodes on this machine (tests/esnode.py's helpers): requesting it, directly or through another
+    """Engine nodes on this machine (tests/support/esnode.py's helpers): requesting it, directly or through another
     fixture, marks a test ``cluster`` and lets it start nodes, also through a ``bench race`` without
     --target-hosts (then ``@pytest.mark.usefixtures("local_engines")``)."""
     os.environ.setdefault("BENCH_CACHE", default_cache())
@@ -86,7 +86,7 @@ def local_engines() -> LocalEngines:
 
 @pytest.fixture(scope="session")
 def ray_nodes() -> Callable[..., RayTestCluster]:
-    """Ray nodes on this machine: marks a test ``ray``; returns tests/ray_cluster.py's ``start_ray_cluster``.
+    """Ray nodes on this machine: marks a test ``ray``; returns tests/support/ray_cluster.py's ``start_ray_cluster``.
     Skips the test when Ray is not installed (``pip install -e .[ray]``)."""
     pytest.importorskip("ray", reason="the Ray load driver needs bench[ray]")
     return start_ray_cluster
@@ -94,7 +94,7 @@ def ray_nodes() -> Callable[..., RayTestCluster]:
 
 @pytest.fixture(scope="session")
 def netns_hosts() -> type[NetnsLab]:
-    """Network namespaces as hosts: marks a test ``netns``; returns tests/netns.py's ``NetnsLab`` (a lab per
+    """Network namespaces as hosts: marks a test ``netns``; returns tests/support/netns.py's ``NetnsLab`` (a lab per
     call). Skips the test where namespaces cannot be made (not root, no iproute2)."""
     reason = unavailable_reason()
     if reason is not None:

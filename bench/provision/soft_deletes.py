@@ -5,7 +5,7 @@ refuse to create such an index ("Creating indices with soft-deletes disabled is 
 soft-deletes-off variant there would run at 100 % errors. Before that they accept it (deprecated since
 Elasticsearch 7.6 and throughout OpenSearch 1.x); Elasticsearch before 6.5 has no soft deletes at all, so off
 is simply what it does. Verified live against OpenSearch 2.19.1 and Elasticsearch 8.19.21
-(tests/test_ccr_live.py); the other boundaries follow the engines' own version checks.
+(tests/ccr/test_ccr_live.py); the other boundaries follow the engines' own version checks.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ module of the ``bench`` package.
 
 Both are made at build time (``gen_pages.py``, run by the mkdocs-gen-files plugin), never committed: an option
 added to ``bench/cli/`` (or ``bench/race/flags.py``) or a module moved in ``bench/`` shows up in the next build, and nothing can go stale.
-Pure functions of the source tree, without mkdocs, so ``tests/test_docs.py`` can call them.
+Pure functions of the source tree, without mkdocs, so ``tests/project/test_docs.py`` can call them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ PACKAGE = ROOT / "bench"
 CLI_PAGE = "reference/cli.md"
 RACE_OPTIONS_PAGE = "reference/race-options.md"
 API_DIR = "reference/api"
-# Where each generated page or folder appears in mkdocs.yml's nav: tests/test_docs.py accepts these as existing.
+# Where each generated page or folder appears in mkdocs.yml's nav: tests/project/test_docs.py accepts these as existing.
 GENERATED = (CLI_PAGE, RACE_OPTIONS_PAGE, API_DIR + "/")
 
 
