@@ -25,7 +25,7 @@ from rich.console import Console
 import bench
 from bench.cloud.plan import TAG_CREATED, TAG_MANAGED, TAG_TOPOLOGY, TAG_TRIAL, Plan, make_plan, render_plan
 from bench.cloud.providers.base import CloudProvider, Resource, allocate_ips
-from bench.cloud.startup import _ENV, NodeBoot, distribution_url, render_startup_script
+from bench.cloud.startup import TEMPLATES_ENV, NodeBoot, distribution_url, render_startup_script
 from bench.cloud.tls import TransportTls, make_transport_tls
 from bench.cloud.topology import Topology
 from bench.provision.car import load_car
@@ -152,7 +152,7 @@ def node_boots(topo: Topology, plan: Plan, ips: dict[str, str], passwords: dict[
 
 
 def driver_script(name: str) -> str:
-    return _ENV.get_template("driver-startup.sh.j2").render(bench_version=bench.__version__, name=name,
+    return TEMPLATES_ENV.get_template("driver-startup.sh.j2").render(bench_version=bench.__version__, name=name,
                                                           base_dir=NODE_BASE_DIR)
 
 

@@ -25,9 +25,9 @@ from bench.provision.model import ENGINES, Engine, node_jvm_options
 from bench.util.errors import ConfigError
 
 _TEMPLATES = Path(__file__).parent / "templates"
-_ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_TEMPLATES)), undefined=jinja2.StrictUndefined,
+TEMPLATES_ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_TEMPLATES)), undefined=jinja2.StrictUndefined,
                           keep_trailing_newline=True)
-_ENV.filters["q"] = lambda v: shlex.quote("" if v is None else str(v))
+TEMPLATES_ENV.filters["q"] = lambda v: shlex.quote("" if v is None else str(v))
 # Keys the script owns (as the LocalProvisioner does): a car must not override them.
 _MANAGED = ("cluster.name", "node.name", "network.host", "http.port", "transport.port", "path.data", "path.logs",
             "discovery.seed_hosts", "discovery.type", "cluster.initial_master_nodes")
@@ -96,7 +96,7 @@ def render_startup_script(boot: NodeBoot) -> str:
     if car.security and layout.users_tool is None:
         raise ConfigError(f"car {','.join(boot.car)}: security is supported for elasticsearch only, not {boot.engine}")
     settings = node_settings(boot)
-    return _ENV.get_template("node-startup.sh.j2").render(
+    return TEMPLATES_ENV.get_template("node-startup.sh.j2").render(
         bench_version=bench.__version__, cluster_name=boot.cluster_name, node_name=boot.node_name,
         base_dir=boot.base_dir, os_user=boot.os_user, bind_host=boot.bind_host, http_port=boot.http_port,
         expected_nodes=len(boot.seed_hosts) or 1, distribution_url=boot.distribution_url, checksum=boot.checksum,

@@ -154,7 +154,7 @@ def _markdown(cmp: Comparison) -> str:
         rows = [r[:-1] + [markdown_result(r[-1])] for r in rows]
     else:
         rows = [[markdown_result(x) if i >= 3 and (i - 3) % 2 == 1 else x for i, x in enumerate(r)] for r in rows]
-    head, sentences = _headline_cmp(cmp)
+    head, sentences = headline_comparison(cmp)
     text = f"## {headline_title(cmp)}\n\n"
     text += "".join(f"- **Warning:** {w}\n" for w in cmp.warnings) + ("\n" if cmp.warnings else "")
     if head.rows:
@@ -178,7 +178,7 @@ def markdown_result(text: str) -> str:
     return text
 
 
-def _headline_cmp(cmp: Comparison) -> tuple[Comparison, list[str]]:
+def headline_comparison(cmp: Comparison) -> tuple[Comparison, list[str]]:
     h = compare_headline(cmp)
     rows = [r.model_copy(update={"metric": short_metric(r.metric)}) for r in h.rows]
     return cmp.model_copy(update={"rows": rows}), h.sentences
@@ -229,7 +229,7 @@ def comparison_renderable(cmp: Comparison, *, width: int = 200, full: bool = Tru
     """A rich renderable for a terminal ``width`` columns wide: sides, warnings, the headline (key rows with Δ %,
     CI and result; one sentence per candidate), then the full table (``full``) or how to get it. Numbers are
     never cut: columns of low priority are left out first (and named), text wraps."""
-    head, sentences = _headline_cmp(cmp)
+    head, sentences = headline_comparison(cmp)
     parts: list[Any] = [_wrapped([headline_title(cmp)], width, "bold")]
     if cmp.warnings:
         parts.append(_wrapped([f"Warning: {w}" for w in cmp.warnings], width, "yellow"))

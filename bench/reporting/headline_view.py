@@ -13,9 +13,9 @@ from typing import Any
 from tabulate import tabulate
 
 from bench.compare.core import Comparison
-from bench.compare.render import _headline_cmp, headline_title, markdown_result, table_headers, table_rows
+from bench.compare.render import headline_comparison, headline_title, markdown_result, table_headers, table_rows
 from bench.results.headline import race_headline
-from bench.results.report import _headline_tables, render_headline
+from bench.results.report import headline_tables, render_headline
 from bench.results.summary import Summary
 from bench.util.redact import redact_text
 
@@ -35,7 +35,7 @@ def trial_headline(summary: Summary | None) -> dict[str, Any]:
         return {"title": "Headline", "tables": [], "sentences": [], "warnings": [], "markdown": ""}
     h = race_headline(summary)
     tables = [_table(headers, rows, [["num" if n else "" for n in numeric] for _ in rows])
-              for headers, rows, numeric in _headline_tables(h)]
+              for headers, rows, numeric in headline_tables(h)]
     return {"title": "Headline", "tables": tables, "sentences": [], "warnings": [],
             "markdown": redact_text(render_headline(h, "markdown"))}
 
@@ -64,7 +64,7 @@ def _cell_classes(cmp: Comparison, headers: list[str]) -> list[list[str]]:
 
 def compare_headline_view(cmp: Comparison) -> dict[str, Any]:
     """A comparison: the headline rows (short metric names) with Δ %, CI and verdict, one sentence per candidate."""
-    head, sentences = _headline_cmp(cmp)
+    head, sentences = headline_comparison(cmp)
     headers = table_headers(head)
     rows = table_rows(head)
     tables = [_table(headers, rows, _cell_classes(head, headers))] if head.rows else []

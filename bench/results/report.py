@@ -160,7 +160,7 @@ def write_report(text: str, path: Path | str, *, option: str = "--report-file") 
     return p
 
 
-def _headline_tables(h: Headline) -> list[tuple[list[str], list[list[str]], list[bool]]]:
+def headline_tables(h: Headline) -> list[tuple[list[str], list[list[str]], list[bool]]]:
     """(headers, rows, numeric column flags) of the headline's tables: one line per task, then the rows
     extensions mark (cluster resources, CCR). Headers may hold a line break (the terminal shows two lines)."""
     tables = []
@@ -195,7 +195,7 @@ def _headline_tables(h: Headline) -> list[tuple[list[str], list[list[str]], list
 def render_headline(h: Headline, fmt: ReportFormat = "table", *, width: int = 100) -> str:
     """The headline as text: tables fitted to ``width`` (text columns wrap, numbers never) for the terminal
     and table files, pipe tables under '## Headline' for markdown; '' when there is nothing to head."""
-    tables = _headline_tables(h)
+    tables = headline_tables(h)
     if not tables:
         return ""
     if fmt == "markdown":

@@ -67,7 +67,7 @@ def local_node_pids(nodes_body: Any) -> dict[str, int]:
     return out
 
 
-async def _discover(target: ClusterTarget, timeout: float) -> dict[str, int]:
+async def discover_node_pids(target: ClusterTarget, timeout: float) -> dict[str, int]:
     async with RawHttp(target, connections=1) as http:
         status, body = await http.request("GET", NODES_PATH, params={"filter_path": NODES_FILTER}, timeout=timeout)
     if status >= 400:
@@ -114,7 +114,7 @@ class Host(Device):
             if name in started:
                 continue
             try:
-                pids = await _discover(target, self.request_timeout)
+                pids = await discover_node_pids(target, self.request_timeout)
             except Exception as e:  # noqa: BLE001 - without them the nodes have no process rows, which says so
                 log.info("host telemetry: nodes of %s not looked up: %s", name, redact_text(str(e)))
                 continue

@@ -22,7 +22,7 @@ from bench.http.client import ClusterTarget
 from bench.provision.model import NODE_LOGS
 from bench.telemetry.config import TelemetryConfig
 from bench.telemetry.device import TelemetryError
-from bench.telemetry.host import _discover
+from bench.telemetry.host import discover_node_pids
 from bench.util.redact import redact_text
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ async def local_jvms(targets: list[ClusterTarget], timeout: float = 10.0) -> dic
     """(cluster, node) -> the node's server JVM, for the nodes of these clusters that run on this machine."""
     out: dict[tuple[str, str], psutil.Process] = {}
     for t in targets:
-        for node, pid in (await _discover(t, timeout)).items():
+        for node, pid in (await discover_node_pids(t, timeout)).items():
             try:
                 out[(t.name, node)] = psutil.Process(pid)
             except psutil.Error:

@@ -181,7 +181,7 @@ _lock = threading.Lock()
 _LOADED: dict[str, TrackPlugins] = {}
 
 
-def _where(e: BaseException, root: Path, default: Path) -> str:
+def user_line(e: BaseException, root: Path, default: Path) -> str:
     """file:line of the innermost frame in the track's folder (the user's line, not importlib's)."""
     for frame in reversed(traceback.extract_tb(e.__traceback__)):
         if frame.filename.startswith(str(root.parent)) and frame.lineno:
@@ -193,7 +193,7 @@ def _where(e: BaseException, root: Path, default: Path) -> str:
 _PIP_NAMES = {"opensearchpy": "opensearch-py", "sklearn": "scikit-learn", "yaml": "pyyaml"}
 
 
-def _describe(e: BaseException) -> str:
+def describe_import_error(e: BaseException) -> str:
     if isinstance(e, ModuleNotFoundError):
         missing = (e.name or "").split(".")[0]
         if missing == "esrally":
@@ -253,7 +253,7 @@ def load_plugins(track_root: Path) -> TrackPlugins | None:
         except SyntaxError as e:
             raise TrackError(f"{e.filename or file}:{e.lineno}: track code has a syntax error: {e.msg}") from None
         except Exception as e:  # noqa: BLE001 - whatever track code raises is one line naming it
-            raise TrackError(f"{_where(e, root, file)}: loading {code} failed: {_describe(e)}") from None
+            raise TrackError(f"{user_line(e, root, file)}: loading {code} failed: {describe_import_error(e)}") from None
         register = getattr(module, "register", None)
         if not callable(register):
             raise TrackError(f"{file}: {code} has no register(registry) function")
@@ -262,8 +262,8 @@ def load_plugins(track_root: Path) -> TrackPlugins | None:
         except TrackError:
             raise
         except Exception as e:  # noqa: BLE001 - see above
-            raise TrackError(f"{_where(e, root, file)}: register(registry) of {code} failed: "
-                             f"{_describe(e)}") from None
+            raise TrackError(f"{user_line(e, root, file)}: register(registry) of {code} failed: "
+                             f"{describe_import_error(e)}") from None
         _LOADED.pop(str(root), None)  # re-inserted: the last loaded track is last
         _LOADED[str(root)] = plugins
     log.info("%s registered param sources %s, runners %s, schedulers %s, %d track processor(s)", file,

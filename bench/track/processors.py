@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.track.model import CorpusSpec, DocumentsSpec, Track
-from bench.track.plugins import TrackPlugins, _describe, _where
+from bench.track.plugins import TrackPlugins, describe_import_error, user_line
 from bench.util.errors import TrackError
 
 log = logging.getLogger(__name__)
@@ -153,8 +153,8 @@ def run_after_load(track: Track, plugins: TrackPlugins | None, selected_challeng
         except TrackError:
             raise
         except Exception as e:  # noqa: BLE001 - one line naming the processor and the error
-            raise TrackError(f"{_where(e, plugins.root, plugins.file)}: track processor "
-                             f"{name}.on_after_load_track failed: {_describe(e)}") from None
+            raise TrackError(f"{user_line(e, plugins.root, plugins.file)}: track processor "
+                             f"{name}.on_after_load_track failed: {describe_import_error(e)}") from None
         kept = view.corpora[:len(own)] if isinstance(view.corpora, list) else []
         if len(kept) != len(own) or any(a is not b for a, b in zip(kept, own)) or _fixed_part(view, own) != before:
             raise TrackError(f"{plugins.file}: track processor {name} changed the track in on_after_load_track "
@@ -192,8 +192,8 @@ def run_prepare(track: Track, plugins: TrackPlugins | None, data_root_dir: Path,
         except TrackError:
             raise
         except Exception as e:  # noqa: BLE001 - one line naming the processor and the error
-            raise TrackError(f"{_where(e, plugins.root, plugins.file)}: track processor "
-                             f"{type(proc).__name__}.on_prepare_track failed: {_describe(e)}") from None
+            raise TrackError(f"{user_line(e, plugins.root, plugins.file)}: track processor "
+                             f"{type(proc).__name__}.on_prepare_track failed: {describe_import_error(e)}") from None
     _refresh_added(track, plugins, data_root_dir)
     return calls
 

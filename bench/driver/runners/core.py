@@ -59,7 +59,7 @@ class Context:
 Runner = Callable[[Context, dict[str, Any]], Awaitable[Result]]
 
 
-def _fail(status: int, body: Any, *, units: int = 1, unit: str = "ops", bytes_sent: int = 0) -> Result:
+def failed_result(status: int, body: Any, *, units: int = 1, unit: str = "ops", bytes_sent: int = 0) -> Result:
     reason = None
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         reason = error_reason(body["error"])
@@ -82,7 +82,7 @@ async def bulk(ctx: Context, p: dict[str, Any]) -> Result:
             body: Any = json.loads(raw)
         except ValueError:
             body = raw[:300].decode(errors="replace")
-        return _fail(status, body, units=b.docs, unit="docs", bytes_sent=b.size)
+        return failed_result(status, body, units=b.docs, unit="docs", bytes_sent=b.size)
     if b'"errors":false' in raw[:128]:
         res = Result(units=b.docs, unit="docs", bytes_sent=b.size, bytes_received=len(raw), status=status)
     else:
@@ -117,7 +117,7 @@ def raw_failure(status: int, raw: bytes, *, bytes_sent: int) -> Result:
         body: Any = json.loads(raw)
     except ValueError:
         body = raw[:300].decode(errors="replace")
-    res = _fail(status, body, bytes_sent=bytes_sent)
+    res = failed_result(status, body, bytes_sent=bytes_sent)
     res.bytes_received, res.status = len(raw), status
     return res
 
@@ -168,7 +168,7 @@ async def create_index(ctx: Context, p: dict[str, Any]) -> Result:
             body.setdefault("settings", {}).update(extra_settings)
         status, resp = await http.request("PUT", f"/{name}", params=_req_params(p), body=body)
         if status >= 400:
-            return _fail(status, resp)
+            return failed_result(status, resp)
     return Result(units=len(names))
 
 
@@ -185,7 +185,7 @@ async def delete_index(ctx: Context, p: dict[str, Any]) -> Result:
         if status == 404 and only_if_exists:
             continue
         if status >= 400:
-            return _fail(status, resp)
+            return failed_result(status, resp)
     return Result(units=len(names))
 
 
@@ -203,7 +203,7 @@ async def cluster_health(ctx: Context, p: dict[str, Any]) -> Result:
     path = f"/_cluster/health/{index}" if index else "/_cluster/health"
     status, body = await ctx.cluster(p).request("GET", path, params=params)
     if status >= 400 and status != 408:  # 408: wait_for_* timed out, judged below
-        return _fail(status, body)
+        return failed_result(status, body)
     expected = params.get("wait_for_status")
     got = body.get("status") if isinstance(body, dict) else None
     if expected is not None and _HEALTH_ORDER.get(str(got), -1) < _HEALTH_ORDER.get(str(expected).lower(), 3):
@@ -253,7 +253,7 @@ def _not_found_index(res: Result) -> bool:
 async def refresh(ctx: Context, p: dict[str, Any]) -> Result:
     index = p.get("index", "_all")
     status, body = await ctx.cluster(p).request("POST", f"/{index}/_refresh", params=_req_params(p))
-    return _fail(status, body) if status >= 400 else Result()
+    return failed_result(status, body) if status >= 400 else Result()
 
 
 async def force_merge(ctx: Context, p: dict[str, Any]) -> Result:
@@ -269,7 +269,7 @@ async def force_merge(ctx: Context, p: dict[str, Any]) -> Result:
     # A force merge may take far longer than a normal request: it is bounded by request-timeout only.
     timeout = param_float(p, "request-timeout", 7200.0)
     status, body = await ctx.cluster(p).request("POST", f"/{index}/_forcemerge", params=params, timeout=timeout)
-    return _fail(status, body) if status >= 400 else Result()
+    return failed_result(status, body) if status >= 400 else Result()
 
 
 async def _force_merge_polling(ctx: Context, p: dict[str, Any], index: str, params: dict[str, Any]) -> Result:
@@ -282,7 +282,7 @@ async def _force_merge_polling(ctx: Context, p: dict[str, Any], index: str, para
     status, body = await http.request("POST", f"/{index}/_forcemerge",
                                       params={**params, "wait_for_completion": "false"})
     if status >= 400:
-        return _fail(status, body)
+        return failed_result(status, body)
     task = body.get("task") if isinstance(body, dict) else None
     while True:
         if time.monotonic() > deadline:
@@ -292,7 +292,7 @@ async def _force_merge_polling(ctx: Context, p: dict[str, Any], index: str, para
         if task:
             status, body = await http.request("GET", f"/_tasks/{task}")
             if status >= 400:
-                return _fail(status, body)
+                return failed_result(status, body)
             if isinstance(body, dict) and body.get("completed"):
                 err = body.get("error")
                 return Result(success=False, error_type="force-merge", detail=f"force-merge failed: {err}") \
@@ -300,14 +300,14 @@ async def _force_merge_polling(ctx: Context, p: dict[str, Any], index: str, para
         else:
             status, body = await http.request("GET", "/_tasks", params={"actions": "indices:admin/forcemerge"})
             if status >= 400:
-                return _fail(status, body)
+                return failed_result(status, body)
             if not (body or {}).get("nodes"):
                 return Result()
 
 
 async def put_settings(ctx: Context, p: dict[str, Any]) -> Result:
     status, body = await ctx.cluster(p).request("PUT", "/_cluster/settings", params=_req_params(p), body=p["body"])
-    return _fail(status, body) if status >= 400 else Result()
+    return failed_result(status, body) if status >= 400 else Result()
 
 
 def _path_get(doc: Any, path: str) -> Any:
@@ -322,7 +322,7 @@ async def index_stats(ctx: Context, p: dict[str, Any]) -> Result:
     index = p.get("index", "_all")
     status, body = await ctx.cluster(p).request("GET", f"/{index}/_stats", params=_req_params(p))
     if status >= 400:
-        return _fail(status, body)
+        return failed_result(status, body)
     cond = p.get("condition")
     if cond:
         actual = _path_get(body, cond["path"])
@@ -339,7 +339,7 @@ async def raw_request(ctx: Context, p: dict[str, Any]) -> Result:
     ignore = p.get("ignore") or []
     ignore = [as_int(i, "ignore") for i in ([ignore] if isinstance(ignore, int | str) else ignore)]
     if status >= 400 and status not in ignore:
-        return _fail(status, body)
+        return failed_result(status, body)
     return Result()
 
 

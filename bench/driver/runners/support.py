@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.driver.param_types import as_float
-from bench.driver.runners.core import Context, Result, _fail
+from bench.driver.runners.core import Context, Result, failed_result
 from bench.http.client import RawHttp
 from bench.util.errors import TrackError
 
@@ -33,7 +33,7 @@ class Call:
 
 
 def failed(status: int, body: Any, *, units: int = 1, unit: str = "ops") -> Result:
-    return _fail(status, body, units=units, unit=unit)
+    return failed_result(status, body, units=units, unit=unit)
 
 
 def problem(kind: str, detail: str, *, units: int = 1, unit: str = "ops", status: int = 0) -> Result:
