@@ -1,7 +1,8 @@
 """Fault-matrix cells of CCR and of the stores bench writes to (docs/guide/failures.md#the-fault-matrix): a follower
 paused by a user during a CCR race (the real OpenSearch pair, and Elasticsearch's paused answers from the recorded
-fixtures), the password of a secured cluster a ``--keep-cluster`` race keeps, and a metrics store whose credentials
-are wrong. Each ends in one true line, the right exit code and no secret printed.
+fixtures), the password of a secured cluster a ``--keep-cluster`` race keeps, and a metrics store (a secured
+Elasticsearch node) whose credentials are wrong. Each ends in one true line, the right exit code and no secret
+printed.
 """
 
 from __future__ import annotations
@@ -26,12 +27,14 @@ from bench.ccr.engine import PAUSED_ERROR, CcrError, ElasticsearchCcr, FollowerP
 from bench.ccr.section import build_section
 from bench.ccr.sync import wait_for_sync
 from bench.http.client import ClusterTarget, RawHttp
-from bench.results.exit_status import EXIT_UNMEASURED
+from bench.provision.model import ClusterInfo
+from bench.results.exit_status import EXIT_FAILED, EXIT_UNMEASURED
 from bench.results.summary import Summary, TaskSummary
 from bench.telemetry.ccr_stats import CcrStats
 from bench.telemetry.device import TelemetryContext
 from bench.telemetry.runner import SAMPLE_METRIC
 from bench.telemetry.section import with_telemetry
+from bench.trials.metrics_store.config import ENV_PASSWORD
 from bench.trials.sqlite import TrialStore
 from tests.ccr_pair import CcrPairInfo, os_ccr_pair  # noqa: F401 - the session fixture
 from tests.ccr_pair import http as ccr_http
@@ -40,6 +43,7 @@ from tests.esnode import default_cache
 from tests.fixture_server import FixtureServer, fixture
 from tests.test_cli_errors import one_line_error
 from tests.test_faults import RaceProcess, jvms_of, no_jvm_left
+from tests.test_metrics_store import secure_es_store  # noqa: F401 - a secured Elasticsearch node as the store
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.usefixtures("fault_injection")]
 
@@ -267,3 +271,33 @@ def test_a_kept_secured_cluster_names_the_file_holding_its_password_never_the_pa
     assert stopped.returncode == 0, stopped.stderr
     no_jvm_left(trial_id, timeout=30)
     assert not path.exists()  # gone with the node's folder
+
+
+# -- a metrics store whose credentials are wrong ----------------------------------------------------------------------
+
+def test_a_metrics_store_refusing_the_password_fails_the_race_before_any_node_starts(
+        tmp_path: Path, secure_es_store: ClusterInfo) -> None:  # noqa: F811
+    user, right = secure_es_store.username, secure_es_store.password.get_secret_value()  # type: ignore[union-attr]
+    host = secure_es_store.hosts[0].removeprefix("http://")
+    wrong = "not-the-password-" + right[:4]
+    home = tmp_path / "home"
+    t0 = time.monotonic()
+    # A race that would start a node of its own (no --target-hosts): it must not get that far.
+    raced = subprocess.run([sys.executable, "-m", "bench", "race", "--track=nginx", "--test-mode", "--quiet",
+                            "--car=defaults,512mheap", f"--metrics-store=http://{user}@{host}",
+                            "--metrics-store-options=index_prefix:wrongpw-early"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=300, env={**os.environ, "BENCH_HOME": str(home),
+                                                        "BENCH_CACHE": default_cache(), ENV_PASSWORD: wrong})
+    took = time.monotonic() - t0
+    assert raced.returncode == EXIT_FAILED, raced.stderr
+    line = one_line_error(raced.stderr, f"metrics store http://{user}@{host}", "HTTP 401", ENV_PASSWORD,
+                          "nothing was started")
+    assert wrong not in raced.stdout + raced.stderr and right not in raced.stdout + raced.stderr, line
+    # Before the track, a trial or a node: nothing started, nothing stored.
+    assert "Trial " not in raced.stdout and took < 60, (raced.stdout, took)
+    if (home / "bench.db").exists():
+        with TrialStore(home / "bench.db") as store:
+            assert store.list_trials() == []
+    assert not list(home.rglob("nodes"))
+    log = home / "logs" / "bench.log"
+    assert not log.exists() or wrong not in log.read_text(errors="replace")
