@@ -19,8 +19,10 @@ from typing import Any
 
 from bench.http.client import RawHttp
 from bench.telemetry.ccr_models import (
+    FOLLOWER_SETTING,
     NOT_IN_PROGRESS,
     exception_text,
+    marked_followers,
     parse_follow_info,
     parse_follower_stats,
     parse_index_ccr_stats,
@@ -55,6 +57,14 @@ class NoCcrSupport(CcrError):
     """The cluster has no CCR module / replication plugin."""
 
 
+class FollowerPaused(CcrError):
+    """A follower was paused with the pause API: it replicates nothing until someone resumes it."""
+
+
+# The error type of an operation that failed on a follower paused by a user (the CCR section names the reason).
+PAUSED_ERROR = "ccr-follower-paused"
+
+
 @dataclass(frozen=True)
 class ShardProgress:
     shard: int
@@ -86,10 +96,14 @@ class FollowerProgress:
 
 @dataclass(frozen=True)
 class NoStats:
-    """The follower reports no checkpoints (paused, stopped, vanished, not started yet): never 'in sync'."""
+    """The follower reports no checkpoints (paused, stopped, vanished, not started yet): never 'in sync'.
+
+    ``paused``: paused with the pause API (OpenSearch: PAUSED, "User initiated"; Elasticsearch: ``_ccr/info``
+    status paused). Such a follower never resumes by itself, so nothing it waits for can come."""
 
     index: str
     reason: str
+    paused: bool = False
 
 
 def _text(body: Any) -> str:
@@ -258,8 +272,10 @@ class ElasticsearchCcr(CcrEngine):
         found = {i.index: i for i in parse_index_ccr_stats(body).indices}
         index = found.get(follower_index)
         if index is None or not index.shards:
-            # A paused follower has no shard-follow tasks: it vanishes from the stats.
-            return NoStats(follower_index, "absent from _ccr/stats (paused, unfollowed or not following)")
+            # A paused follower has no shard-follow tasks: it vanishes from the stats; _ccr/info still knows it.
+            if await self._paused(follower_index):
+                return NoStats(follower_index, "paused (its _ccr/info status is paused)", paused=True)
+            return NoStats(follower_index, "absent from _ccr/stats (unfollowed or not following)")
         fatal = "; ".join(index.fatal_errors()) or None
         return FollowerProgress(
             index=follower_index, status="active", leader_index=index.shards[0].leader_index or None,
@@ -268,12 +284,20 @@ class ElasticsearchCcr(CcrEngine):
                                               s.leader_max_seq_no) for s in index.shards},
             read_exceptions=sum(len(s.read_exceptions) for s in index.shards), fatal=fatal)
 
+    async def _paused(self, follower_index: str) -> bool:
+        status, body = await self.call("GET", f"/{follower_index}/_ccr/info", ok=(400, 404))
+        if status >= 400:
+            return False
+        return any(f.follower_index == follower_index and f.status == "paused"
+                   for f in parse_follow_info(body).follower_indices)
+
     def is_active(self, p: FollowerProgress) -> bool:
         return bool(p.shards)
 
 
-# Set on every follower index while it replicates (paused too), cleared by _stop.
-FOLLOWER_SETTING = "index.plugins.replication.follower.leader_index"
+# The reason the OpenSearch plugin gives for a follower paused with its _pause API.
+USER_PAUSED = "User initiated"
+
 
 
 class OpenSearchReplication(CcrEngine):
@@ -337,9 +361,7 @@ class OpenSearchReplication(CcrEngine):
         # follower_stats lists syncing followers only; a paused one still carries the plugin's index setting
         syncing = set(parse_follower_stats(await self.stats()).index_stats)
         _, body = await self.call("GET", f"/_all/_settings/{FOLLOWER_SETTING}", params={"flat_settings": "true"})
-        marked = {name for name, doc in (body.items() if isinstance(body, dict) else [])
-                  if isinstance(doc, dict) and (doc.get("settings") or {}).get(FOLLOWER_SETTING)}
-        return sorted(syncing | marked)
+        return sorted(syncing | marked_followers(body))
 
     async def progress(self, follower_index: str) -> FollowerProgress | NoStats:
         _, body = await self.call("GET", f"{self.base}/{follower_index}/_status")
@@ -347,7 +369,9 @@ class OpenSearchReplication(CcrEngine):
         if st.status == NOT_IN_PROGRESS:
             return NoStats(follower_index, "replication not in progress (stopped, never started or unknown index)")
         if st.status == "PAUSED":
-            return NoStats(follower_index, f"paused ({st.reason or 'no reason given'})")
+            # The plugin pauses on its own too (with another reason); only the pause API's is sure to stay.
+            return NoStats(follower_index, f"paused ({st.reason or 'no reason given'})",
+                           paused=st.reason == USER_PAUSED)
         if st.status == "FAILED":
             return FollowerProgress(follower_index, st.status, fatal=st.reason or "replication failed")
         d = st.syncing_details
@@ -383,9 +407,11 @@ async def detect_engine(http: RawHttp) -> str:
 __all__ = [
     "FOLLOW_PARAMETERS",
     "NO_CCR",
+    "PAUSED_ERROR",
     "CcrEngine",
     "CcrError",
     "ElasticsearchCcr",
+    "FollowerPaused",
     "FollowerProgress",
     "NoCcrSupport",
     "NoStats",

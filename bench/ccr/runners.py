@@ -30,8 +30,10 @@ import aiohttp
 
 from bench.ccr.engine import (
     FOLLOW_PARAMETERS,
+    PAUSED_ERROR,
     CcrEngine,
     CcrError,
+    FollowerPaused,
     FollowerProgress,
     NoCcrSupport,
     NoStats,
@@ -99,8 +101,9 @@ def _index(p: dict[str, Any], ctx: Context, what: str) -> str:
 
 
 def _failed(e: CcrError) -> Result:
-    return Result(success=False, error_type="no-ccr-support" if isinstance(e, NoCcrSupport) else "ccr",
-                  detail=str(e), status=e.status)
+    kind = "no-ccr-support" if isinstance(e, NoCcrSupport) else PAUSED_ERROR if isinstance(e, FollowerPaused) \
+        else "ccr"
+    return Result(success=False, error_type=kind, detail=str(e), status=e.status)
 
 
 async def ccr_follow(ctx: Context, p: dict[str, Any]) -> Result:

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from bench.ccr.engine import PAUSED_ERROR
 from bench.results.summary import MetricRow, Summary, percentile_label
 from bench.telemetry.section import SECTION as TELEMETRY_SECTION
 from bench.telemetry.section import add_follower_lag_rows
@@ -48,6 +49,7 @@ class CatchUp(BaseModel):
     service_time_ms: dict[float, float] = {}  # percentile -> ms
     requests: int = 0
     failed: int = 0
+    paused: int = 0  # of the failed waits, those that ended because a follower was paused by a user
 
 
 class FollowerSection(BaseModel):
@@ -65,6 +67,7 @@ class FollowerSection(BaseModel):
     failed_read_requests: float | None = None
     failed_write_requests: float | None = None
     samples_without_checkpoints: int = 0
+    paused_samples: int = 0  # of those, the samples in which the follower was paused
     lag_samples: int = 0  # samples with a known lag
     leader_docs: int | None = None
     follower_docs: int | None = None
@@ -104,6 +107,7 @@ def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], in
             read_exceptions=lag.get("read_exceptions"), failed_read_requests=lag.get("failed_read_requests"),
             failed_write_requests=lag.get("failed_write_requests"),
             samples_without_checkpoints=int(lag.get("missing_samples", 0) or 0),
+            paused_samples=int(lag.get("paused_samples", 0) or 0),
             lag_samples=int(lag.get("lag_samples", 0) or 0),
             leader_docs=counts.get((f.leader_cluster, f.leader_index)) if f.leader_cluster else None,
             follower_docs=counts.get(key)))
@@ -118,6 +122,7 @@ def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], in
                 failed_read_requests=lag.get("failed_read_requests"),
                 failed_write_requests=lag.get("failed_write_requests"),
                 samples_without_checkpoints=int(lag.get("missing_samples", 0) or 0),
+                paused_samples=int(lag.get("paused_samples", 0) or 0),
                 lag_samples=int(lag.get("lag_samples", 0) or 0)))
     sync_tasks = {t.name: t for t in plan.tasks if t.operation.operation_type == SYNC_OPERATION}
     for t in summary.tasks:
@@ -128,13 +133,14 @@ def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], in
             section.catch_up.append(CatchUp(task=t.task, cluster=str(task.operation.params.get("cluster", ""))
                                             if task else "",
                                             service_time_ms={} if t.failed_requests else t.service_time,
-                                            requests=t.requests, failed=t.failed_requests))
+                                            requests=t.requests, failed=t.failed_requests,
+                                            paused=t.errors_by_type.get(PAUSED_ERROR, 0)))
     for c in section.catch_up:
         if c.failed:
-            section.unmeasured.append(f"CCR: {c.task} failed {c.failed} of {c.requests} time(s): the followers did "
-                                      "not catch up")
-            section.notes.append(f"CCR: {c.task} failed {c.failed} of {c.requests} time(s): the followers did not "
-                                 f"catch up (see the trial's error); no catch-up time is reported.")
+            why = _why_not_caught_up(c)
+            section.unmeasured.append(f"CCR: {c.task} failed {c.failed} of {c.requests} time(s): {why}")
+            section.notes.append(f"CCR: {c.task} failed {c.failed} of {c.requests} time(s): {why} (see the task's "
+                                 f"errors); no catch-up time is reported.")
     for fs in section.followers:
         if fs.docs_match is False:
             synced = section.catch_up and not any(c.failed for c in section.catch_up)
@@ -147,11 +153,30 @@ def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], in
                 + (" after wait-for-followers-to-sync: MISMATCH." if synced else " (no successful sync wait)."))
         if fs.lag_ops_max is None and fs.samples_without_checkpoints:
             section.unmeasured.append(f"CCR: the lag of follower {fs.cluster}/{fs.index} is unknown in all of its "
-                                      f"{fs.samples_without_checkpoints} samples (paused, absent or not replicating)")
-        if fs.lag_ops_max is None and fs.leader_cluster is not None:
+                                      f"{fs.samples_without_checkpoints} samples ({_why_no_lag(fs)})")
+            section.notes.append(f"CCR: no lag for {fs.cluster}/{fs.index}: {_why_no_lag(fs)} in all of its "
+                                 f"{fs.samples_without_checkpoints} ccr-stats samples.")
+        elif fs.lag_ops_max is None and fs.leader_cluster is not None:
             section.notes.append(
                 f"CCR: no lag samples for {fs.cluster}/{fs.index} (ccr-stats telemetry off or failing).")
     return section
+
+
+def _why_not_caught_up(c: CatchUp) -> str:
+    if c.paused and c.paused == c.failed:
+        return "a follower was paused by a user, so the followers could not catch up"
+    if c.paused:
+        return f"the followers did not catch up ({c.paused} time(s) because a follower was paused by a user)"
+    return "the followers did not catch up"
+
+
+def _why_no_lag(fs: FollowerSection) -> str:
+    """Why a follower's lag is unknown, as the ccr-stats samples said."""
+    if fs.paused_samples >= fs.samples_without_checkpoints:
+        return "the follower was paused"
+    if fs.paused_samples:
+        return f"the follower was paused in {fs.paused_samples} of them, absent or not replicating in the others"
+    return "the follower was absent from the stats or not replicating"
 
 
 def ccr_rows(data: dict[str, Any]) -> list[MetricRow]:

@@ -4,7 +4,9 @@ When the wait starts, the leader's per-shard checkpoints are taken as the target
 ?level=shards``: each primary's global checkpoint and max seq no; without a connection to the leader, what the
 follower last saw of it). Then the follower is polled until every followed shard has reached its target. A
 follower that reports nothing (paused, stopped, vanished, "REPLICATION NOT IN PROGRESS", RUNNING without
-checkpoints) is never in sync: the wait goes on and, at the timeout, fails naming what it last saw.
+checkpoints) is never in sync: the wait goes on and, at the timeout, fails naming what it last saw. A follower
+paused with the pause API is the exception: it stays paused until someone resumes it, so the wait fails at once
+(``FollowerPaused``) instead of waiting out its timeout.
 
 OpenSearch reports checkpoints summed over shards only; there the summed targets are compared with the summed
 follower checkpoint (an empty 2-shard index is -2 on both sides).
@@ -18,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.ccr.engine import CcrEngine, CcrError, FollowerProgress, NoStats
+from bench.ccr.engine import ELASTICSEARCH, CcrEngine, CcrError, FollowerPaused, FollowerProgress, NoStats
 from bench.http.client import RawHttp
 from bench.telemetry.ccr_models import primary_checkpoints
 from bench.util.errors import ClusterError
@@ -108,6 +110,15 @@ def lagging(f: Followed) -> list[str]:
     return []
 
 
+def paused_by_user(engine: CcrEngine, p: NoStats) -> FollowerPaused:
+    """The one line for a follower that was paused with the pause API: why the wait ends and what to do."""
+    resume = (f"POST {p.index}/_ccr/resume_follow" if engine.engine == ELASTICSEARCH
+              else f"POST _plugins/_replication/{p.index}/_resume")
+    return FollowerPaused(f"wait-for-followers-to-sync: follower {p.index} on cluster {engine.cluster} was paused by "
+                          f"a user ({p.reason}), so it cannot catch up: resume it ({resume}, or a ccr-resume task "
+                          f"before the wait), or leave it out of the wait's 'indices'", status=200)
+
+
 @dataclass
 class SyncOutcome:
     seconds: float
@@ -151,6 +162,8 @@ async def wait_for_sync(engine: CcrEngine, indices: list[str], *, leader: Leader
             if isinstance(p, FollowerProgress) and p.fatal:
                 raise CcrError(f"wait-for-followers-to-sync: follower {f.index} on cluster {engine.cluster} failed: "
                                f"{p.fatal}", status=200)
+            if isinstance(p, NoStats) and p.paused:
+                raise paused_by_user(engine, p)
             if f.targets is None and f.total_target is None and isinstance(p, FollowerProgress):
                 # No leader connection and no stats at the start: the first stats the follower gives.
                 f.targets, f.total_target = targets_from_follower(p)

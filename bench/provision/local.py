@@ -450,6 +450,7 @@ class LocalProvisioner:
 
     def _stop_cluster(self, cluster: _Cluster, keep: bool) -> list[str]:
         messages: list[str] = []
+        sign_in = ""  # how to sign in to a kept cluster with security on: where its password is, never itself
         for node in reversed(cluster.nodes):
             if node.stopped:
                 continue
@@ -468,8 +469,10 @@ class LocalProvisioner:
                         copies=self._log_copies(node), grace=STOP_GRACE))
                 except OSError as e:
                     how = f"kill -TERM {node.guard.pid} and delete {node.base} ({e.strerror}: bench stop cannot)"
+                if cluster.info.password is not None and not sign_in:
+                    sign_in = self._credentials_file(cluster, node, url)
                 messages.append(f"kept node {node.info.name} of cluster {cluster.info.name} running at "
-                                f"{url} (files in {node.base}); stop it with: {how}")
+                                f"{url} (files in {node.base}){sign_in}; stop it with: {how}")
                 continue
             self._stop_node(node)
             messages += self._copy_logs(node)
@@ -477,6 +480,22 @@ class LocalProvisioner:
                 shutil.rmtree(node.base, ignore_errors=True)
             node.stopped = True
         return messages
+
+    @staticmethod
+    def _credentials_file(cluster: _Cluster, node: _Node, url: str) -> str:
+        """Write the kept cluster's generated credentials (``user:password``, for ``curl -u "$(cat FILE)"``) to a
+        file only this user may read, in a node folder 'bench stop' deletes; the part of the keep line naming it."""
+        assert cluster.info.password is not None
+        path = node.base / "credentials"
+        try:
+            path.unlink(missing_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(f"{cluster.info.username}:{cluster.info.password.get_secret_value()}\n")
+        except OSError as e:
+            return f", security on: its generated password could not be written to {path} ({e.strerror})"
+        return (f", security on: sign in as {cluster.info.username} with the password in {path} (readable by you "
+                f"only; curl -u \"$(cat {path})\" {url})")
 
     def _stop_node(self, node: _Node) -> None:
         procs = _node_processes(node)

@@ -243,7 +243,9 @@ RACE_OPTIONS: tuple[RaceOption, ...] = (
                                                             "http_compress"),), "given",
                convert=_params("client_options", "--client-options"), as_file=True),
     RaceOption("test_mode", (_f("--test-mode", action="store_true",
-                                help="a tiny, fast version of the track to check it works"),), "given"),
+                                help="a tiny, fast version of the track to check it works"),), "given",
+               doc="a tiny, fast version of the track to check it works: 1,000 docs per corpus, no warmup, ≤ 10 s "
+                   "time periods, one iteration per client, no throttling"),
     RaceOption("offline", (_f("--offline", action="store_true",
                               help="never download corpora (use local copies only) nor install track "
                                    "dependencies"),), "given"),
@@ -280,6 +282,10 @@ RACE_OPTIONS: tuple[RaceOption, ...] = (
                                                        "it)"),
         _f("--preserve-install", action="store_true",
            help="Rally's: keep the cluster and its data; bench keeps it running (as --keep-cluster)")), "refused",
+               doc="leave the local cluster running after the race; `bench stop <trial-id-prefix>` stops it later "
+                   "(SIGTERM, SIGKILL after 30 s), keeps its logs with the trial and deletes its node folders. With "
+                   "security on, the keep line names the 0600 file holding the generated `user:password` (never the "
+                   "password itself). `--preserve-install` is Rally's spelling",
                moot_with=_STARTING, convert=lambda a: a.keep_cluster or a.preserve_install,
                refused="its machines are deleted after the race; drop it, or race a local topology to keep the "
                        "clusters"),

@@ -66,7 +66,7 @@ from bench.track.resolve import ResolvedTrack, resolve_track
 from bench.track.synthetic_corpora import corpora_text
 from bench.track.task_filter import filter_challenge
 from bench.trials.model import Trials
-from bench.trials.open import open_store
+from bench.trials.open import check_store, open_store
 from bench.trials.recording import INTERRUPTIONS, SampleBuffer, recorded_run
 from bench.trials.sqlite import TrialInfo, TrialStore, machine_info, utcnow
 from bench.trials.summary import enrich
@@ -166,6 +166,7 @@ def plan_clusters(opts: RaceOptions, track: Track, challenge: Challenge, cluster
 
 def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult:
     console = console or Console()
+    check_store()  # a metrics store refusing bench's credentials says so before a track is fetched or a node starts
     resolved = resolve_race_track(opts)
     track, challenge, warmups = load_race_track(opts, resolved)
     client_options = parse_client_options(opts.client_options)

@@ -152,6 +152,15 @@ def follower_indices(stats: CcrStats | IndexCcrStats) -> dict[str, FollowIndexSt
 # -- OpenSearch replication plugin ------------------------------------------------------------------------
 
 NOT_IN_PROGRESS = "REPLICATION NOT IN PROGRESS"
+# Set on every OpenSearch follower index while it replicates (paused too), cleared by _stop: how a paused
+# follower, which follower_stats no longer lists, is still found.
+FOLLOWER_SETTING = "index.plugins.replication.follower.leader_index"
+
+
+def marked_followers(body: Any) -> set[str]:
+    """The indices ``GET _all/_settings/<FOLLOWER_SETTING>?flat_settings=true`` marks as followers."""
+    return {name for name, doc in (body.items() if isinstance(body, dict) else [])
+            if isinstance(doc, dict) and (doc.get("settings") or {}).get(FOLLOWER_SETTING)}
 
 
 class SyncingDetails(_Open):

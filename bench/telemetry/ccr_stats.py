@@ -6,7 +6,9 @@ Rows (``node`` is the follower index, or ``index[shard]`` for shard rows):
 ``failed_read_requests``, ``failed_write_requests``, ``read_exceptions``, ``operations_read``,
 ``operations_written``, ``time_since_last_read_millis`` and every other numeric field of a shard's stats.
 A follower that is expected (named in ``ccr-stats-indices`` or seen earlier in the race) but absent from
-the answer, paused or not replicating gets a ``missing`` row and an error -- never a lag of 0.
+the answer or not replicating gets a ``missing`` row and an error -- never a lag of 0; a paused one (OpenSearch's
+``_status`` PAUSED, Elasticsearch's ``_ccr/info`` status paused) a ``paused`` row and no lag, which is a state
+of the follower, not a failing sample.
 
 The lag is measured against the truth: when the race has the follower's leader (the cluster named like the
 follower's remote alias), each sample reads both clusters' ``<index>/_stats?level=shards`` at the same instant
@@ -24,6 +26,7 @@ from typing import Any, TypeGuard
 from bench.driver.samples import TelemetryRow
 from bench.http.client import RawHttp
 from bench.telemetry.ccr_models import (
+    FOLLOWER_SETTING,
     NOT_IN_PROGRESS,
     CheckpointHistory,
     CheckpointLag,
@@ -31,8 +34,10 @@ from bench.telemetry.ccr_models import (
     TimeLag,
     checkpoint_lag,
     follower_indices,
+    marked_followers,
     parse_autofollow_stats,
     parse_ccr_stats,
+    parse_follow_info,
     parse_follower_stats,
     parse_index_ccr_stats,
     parse_leader_stats,
@@ -203,11 +208,23 @@ class CcrStats(ClusterDevice):
             first = index.shards[0] if index.shards else None
             truths[name] = await self._truth(cluster, name, first.remote_cluster if first else None,
                                              first.leader_index if first else None, errors)
+        paused = await self._es_paused(cluster, configured, set(found))
         out = self._result(cluster, ts, {n: i for n, i in found.items() if truths[n] is not _UNREADABLE}, body,
                            lambda n, i: es_index_rows(ts, cluster, i, self._histories, truth=truths[n]),
-                           also_found=set(found))
+                           also_found=set(found) | paused)
+        # paused with the pause API: a state the row records (its lag is unknown), not a problem of the sample
+        out.rows += [TelemetryRow(ts, cluster, name, self.name, "paused", 1.0) for name in sorted(paused)]
         out.errors = errors + out.errors
         return out
+
+    async def _es_paused(self, cluster: str, configured: list[str] | None, found: set[str]) -> set[str]:
+        """The paused followers: _ccr/stats drops them, _ccr/info still lists them (a deleted index: none)."""
+        names = ",".join(configured) if configured else "_all"
+        status, body = await self.get(cluster, f"/{names}/_ccr/info", ok=(400, 404, 405))
+        if status >= 400:
+            return set()
+        return {f.follower_index for f in parse_follow_info(body).follower_indices
+                if f.status == "paused" and f.follower_index not in found}
 
     def _result(self, cluster: str, ts: float, found: dict[str, Any], raw: Any, rows_for: Any,
                 also_found: set[str] | None = None) -> Sampled:
@@ -238,7 +255,13 @@ class CcrStats(ClusterDevice):
         _, af_body = await self.get(cluster, f"{base}/autofollow_stats")
         autofollow = parse_autofollow_stats(af_body)
         configured = configured_indices(self.params.get("ccr-stats-indices"), cluster)
-        names = list(dict.fromkeys([*(configured or follower.index_stats), *self._seen.get(cluster, set())]))
+        marked: set[str] = set()
+        if not configured:  # follower_stats lists syncing followers only: the paused ones carry the setting
+            _, settings = await self.get(cluster, f"/_all/_settings/{FOLLOWER_SETTING}", {"flat_settings": "true"},
+                                         ok=(400, 404))
+            marked = marked_followers(settings)
+        names = list(dict.fromkeys([*(configured or follower.index_stats), *sorted(marked),
+                                    *self._seen.get(cluster, set())]))
         statuses: dict[str, Any] = {}
         found: dict[str, Any] = {}
         errors: list[str] = []
@@ -249,7 +272,7 @@ class CcrStats(ClusterDevice):
             if st.status == NOT_IN_PROGRESS:
                 continue  # counted as missing below
             found[name] = st
-            if st.syncing_details is None:
+            if st.syncing_details is None and st.status != "PAUSED":  # paused: its row says so, no error
                 errors.append(f"follower {name} is {st.status} without checkpoints: its lag is unknown")
         truths: dict[str, CheckpointLag | None] = {}
         for name, st in found.items():

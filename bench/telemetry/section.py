@@ -95,6 +95,7 @@ class FollowerLag(BaseModel):
     failed_read_requests: float = 0.0  # during the race
     failed_write_requests: float = 0.0
     missing_samples: int = 0  # samples in which the follower was absent / paused / not replicating
+    paused_samples: int = 0  # of those, the samples in which it was paused (a state, not a failure)
     lag_samples: int = 0  # samples with a known lag (the lag rows are over these only)
 
 
@@ -206,7 +207,8 @@ def _followers(df: pd.DataFrame) -> list[FollowerLag]:
             else 0.0,
             failed_read_requests=_delta(g, "failed_read_requests") or 0.0,
             failed_write_requests=_delta(g, "failed_write_requests") or 0.0,
-            missing_samples=int(_series(g, "missing").sum() + (paused > 0).sum()), lag_samples=len(ops)))
+            missing_samples=int(_series(g, "missing").sum() + (paused > 0).sum()), lag_samples=len(ops),
+            paused_samples=int((paused > 0).sum())))
     return out
 
 
@@ -248,9 +250,7 @@ def summarize_telemetry(df: pd.DataFrame) -> TelemetrySummary:
     s.notes += _absence_notes(s.nodes, df)
     for c in s.devices:
         if c.failed or c.errors:
-            s.notes.append(f"Telemetry {c.device} on {c.cluster}: {c.failed} of {c.samples} samples failed"
-                           + (f", {c.errors} errors reported" if c.errors else "")
-                           + (f" (first: {c.first_error})" if c.first_error else "") + ".")
+            s.notes.append(device_note(c))
     if s.driver is not None:
         busy = {w: v for w, v in s.driver.worker_median.items() if v > DRIVER_CPU_WARNING}
         if busy:
@@ -259,6 +259,20 @@ def summarize_telemetry(df: pd.DataFrame) -> TelemetrySummary:
                            + "): the client, not the cluster, may be the bottleneck; use more "
                              "--worker-processes or a bigger driver machine.")
     return s
+
+
+def device_note(c: DeviceCount) -> str:
+    """What went wrong with a device's samples: those that got no answer, and the problems the answered ones
+    reported (a failing follower, an unreadable lag), told apart."""
+    if c.failed and c.errors:
+        what = (f"{c.failed} of {c.samples} samples failed, and the {c.samples - c.failed} answered ones reported "
+                f"{c.errors} problem(s)")
+    elif c.failed:
+        what = f"{c.failed} of {c.samples} samples failed"
+    else:
+        what = f"all {c.samples} samples were answered, and they reported {c.errors} problem(s)"
+    return f"Telemetry {c.device} on {c.cluster}: {what}" + (f" (first: {c.first_error})" if c.first_error else "") \
+        + "."
 
 
 def with_telemetry(summary: Summary | None, telemetry: pd.DataFrame) -> Summary | None:

@@ -8,15 +8,18 @@ Every failure becomes ``StoreUnavailable`` (cannot reach or answer: the caller m
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 from typing import Any
 
 import urllib3
 
 from bench.http.client import tls_context
-from bench.trials.metrics_store.config import StoreConfig, describe
+from bench.trials.metrics_store.config import ENV_PASSWORD, StoreConfig, describe
 from bench.util import redact
 from bench.util.errors import StoreError
+
+log = logging.getLogger(__name__)
 
 
 class StoreUnavailable(StoreError):
@@ -98,6 +101,23 @@ class StoreHttp:
                                      f"conflict: another index template covers {self.config.prefix}-*, or use "
                                      "index_prefix in --metrics-store-options)")
         return len(lines) // 2
+
+
+def check_access(config: StoreConfig) -> None:
+    """Before a race starts anything: StoreError (one line) when the store refuses bench's credentials or its TLS
+    certificate cannot be verified, which no retry cures. A store that is down or busy only delays pushing (its
+    rows wait in the local store), and one whose privileges lack ``GET /`` may still take writes: both pass."""
+    http = StoreHttp(config, timeout=10.0)
+    try:
+        # Any answer but 401 means the credentials were accepted (or are not needed).
+        http.request("GET", "/", ok=(400, 403, 404, 405))
+    except (StoreUnavailable, StoreRefused) as e:
+        log.warning("%s: checked before the race; its rows are pushed when it answers", e)
+    except StoreError as e:
+        raise StoreError(f"{e} (or {ENV_PASSWORD}, or bench.ini's [reporting] datastore.user/datastore.password); "
+                         "checked before the race: nothing was started or measured") from None
+    finally:
+        http.close()
 
 
 def _short(e: BaseException) -> str:
