@@ -36,13 +36,13 @@ from bench.telemetry.runner import SAMPLE_METRIC
 from bench.telemetry.section import with_telemetry
 from bench.trials.metrics_store.config import ENV_PASSWORD
 from bench.trials.sqlite import TrialStore
+from tests.cli.test_cli_errors import one_line_error
+from tests.faults.test_faults import RaceProcess, jvms_of, no_jvm_left
 from tests.support.ccr_pair import CcrPairInfo, os_ccr_pair  # noqa: F401 - the session fixture
 from tests.support.ccr_pair import http as ccr_http
 from tests.support.checkout import ROOT
 from tests.support.esnode import default_cache
 from tests.support.fixture_server import FixtureServer, fixture
-from tests.cli.test_cli_errors import one_line_error
-from tests.faults.test_faults import RaceProcess, jvms_of, no_jvm_left
 from tests.trials.test_metrics_store import secure_es_store  # noqa: F401 - a secured Elasticsearch node as the store
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.usefixtures("fault_injection")]
