@@ -185,7 +185,7 @@ class TelemetryConfig(BaseModel):
 
 
 def profiles_dir() -> Path:
-    return bundled_dir("telemetry")
+    return bundled_dir("telemetry-profiles")
 
 
 def available_profiles() -> dict[str, Path]:

@@ -1,7 +1,7 @@
 """The ``profile`` device: where each node's CPU goes, as flame graphs per node and task.
 
 Right before the schedule it starts a Java Flight Recorder recording of execution samples only
-(``telemetry/jfr/bench-profile.jfc``, every ``profile-interval`` ms) in the server JVM of every node of the race's
+(``telemetry-profiles/jfr/bench-profile.jfc``, every ``profile-interval`` ms) in the server JVM of every node of the race's
 clusters that runs on this machine -- through ``jcmd JFR.start``, so nodes bench did not start (``--target-hosts``
 on 127.0.0.1) are profiled too -- and stops it when the schedule ended. Once the race is measured, the recording is
 cut into the time window of each task (its first request to its last answer; warmup left out) and of the whole

@@ -18,7 +18,7 @@ from typing import Literal
 
 from bench.util.errors import BenchError, ConfigError
 
-Bundled = Literal["tracks", "car-configs", "telemetry", "reports", "topologies", "experiments"]
+Bundled = Literal["tracks", "car-configs", "telemetry-profiles", "reports", "topologies", "experiments"]
 Example = Literal["topologies", "experiments"]
 
 

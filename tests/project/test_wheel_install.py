@@ -25,7 +25,7 @@ from tests.support.isolation import leaked
 
 # One of each kind of bundled file, as the checkout has it at the top level.
 BUNDLED = ("tracks/nginx/track.json", "tracks/http_logs/challenges/common/setup-schedule.json",
-           "car-configs/defaults.yml", "telemetry/default.yml", "reports/report.html.j2",
+           "car-configs/defaults.yml", "telemetry-profiles/default.yml", "reports/report.html.j2",
            "topologies/ccr-local.yml", "experiments/ccr-overhead.yml")
 
 
