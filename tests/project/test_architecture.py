@@ -157,3 +157,17 @@ def test_the_layer_rule_can_fail() -> None:
 def test_the_top_of_the_package_stays_small() -> None:
     entries = sorted(p.name for p in (ROOT / "bench").iterdir() if p.name != "__pycache__")
     assert len(entries) <= 25, entries
+
+
+MAX_FUNCTION_LINES = 80  # a function longer than a screen does more than one thing
+
+
+def test_no_function_is_longer_than_a_screen() -> None:
+    long = []
+    for path in sorted((ROOT / "bench").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {lines} lines")
+    assert not long, "\n".join(long)

@@ -78,14 +78,7 @@ def _write(path: Path, text: str) -> None:
 def build_site(store: TrialReader, experiments: list[ExperimentFile], output: Path, *, window: int,
                annotations: list[Annotation]) -> BuildResult:
     started = time.perf_counter()
-    for exp in experiments:
-        if exp.study is None:
-            raise ConfigError(f"experiment {exp.name}: the history site follows a study's rows: add a 'study:' block "
-                              "(e.g. study: {indexing-task: {VARIANT: TASK}})")
-    try:
-        output.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ConfigError(f"--output {output}: cannot create it: {e.strerror or e}") from None
+    _check(experiments, output)
     manifest_path = output / MANIFEST
     manifest = _load_manifest(manifest_path)
     cache = SummaryCache(manifest.get("summaries") or {})  # type: ignore[arg-type]
@@ -143,6 +136,30 @@ def build_site(store: TrialReader, experiments: list[ExperimentFile], output: Pa
         inputs[f"assets/{name}"] = _digest(text)
         texts[f"assets/{name}"] = text
 
+    written, unchanged, new_texts, removed = _write_pages(output, texts, old_texts)
+    _write(manifest_path, json.dumps({"format": _FORMAT, "inputs": inputs, "texts": new_texts,
+                                      "summaries": cache.stored}, sort_keys=True))
+    return BuildResult(output=str(output), nights=n_nights, charts=n_charts, written=sorted(written),
+                       unchanged=unchanged, removed=removed, summaries_read=cache.read,
+                       seconds=round(time.perf_counter() - started, 3), damaged=damaged)
+
+
+def _check(experiments: list[ExperimentFile], output: Path) -> None:
+    """Every experiment has a study, and the site's folder can be made: else one line, before anything is read."""
+    for exp in experiments:
+        if exp.study is None:
+            raise ConfigError(f"experiment {exp.name}: the history site follows a study's rows: add a 'study:' block "
+                              "(e.g. study: {indexing-task: {VARIANT: TASK}})")
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"--output {output}: cannot create it: {e.strerror or e}") from None
+
+
+def _write_pages(output: Path, texts: dict[str, str | None],
+                 old_texts: dict[str, str]) -> tuple[list[str], int, dict[str, str], list[str]]:
+    """Write the pages whose text changed, remove those no longer made; returns (written, unchanged count, each
+    page's digest for the manifest, removed)."""
     written, unchanged = [], 0
     new_texts: dict[str, str] = {}
     for path, text in texts.items():
@@ -160,11 +177,7 @@ def build_site(store: TrialReader, experiments: list[ExperimentFile], output: Pa
     removed = sorted(p for p in old_texts if p not in texts)
     for p in removed:
         (output / p).unlink(missing_ok=True)
-    _write(manifest_path, json.dumps({"format": _FORMAT, "inputs": inputs, "texts": new_texts,
-                                      "summaries": cache.stored}, sort_keys=True))
-    return BuildResult(output=str(output), nights=n_nights, charts=n_charts, written=sorted(written),
-                       unchanged=unchanged, removed=removed, summaries_read=cache.read,
-                       seconds=round(time.perf_counter() - started, 3), damaged=damaged)
+    return written, unchanged, new_texts, removed
 
 
 def _entry(exp: ExperimentFile, index: int) -> str:
