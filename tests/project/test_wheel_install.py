@@ -63,7 +63,7 @@ def test_the_wheel_holds_bench_data_as_files(wheel: Path) -> None:
         assert not [n for n in entries if n.endswith(".pyc") or "__pycache__" in n]
     # Every file of the top-level folders is in the wheel.
     shipped = {n.removeprefix("bench/_data/") for n in entries if n.startswith("bench/_data/")}
-    for top in ("tracks", "car-configs", "telemetry", "reports", "topologies", "experiments"):
+    for top in ("tracks", "car-configs", "telemetry-profiles", "reports", "topologies", "experiments"):
         files = {p.relative_to(ROOT).as_posix() for p in (ROOT / top).rglob("*")
                  if p.is_file() and "__pycache__" not in p.parts}
         assert files and files <= shipped, sorted(files - shipped)
