@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing as mp
 import multiprocessing.synchronize
@@ -23,6 +24,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from multiprocessing.process import BaseProcess
 from typing import Any, cast
 
@@ -239,6 +241,20 @@ def start_in_background(port: int, processes: int = 1, *, delay: float = 0.0, co
             raise RuntimeError("null sink did not start")
         procs.append(p)
     return procs
+
+
+@contextlib.contextmanager
+def running(processes: int = 1, **options: Any) -> Iterator[str]:
+    """A sink on a free port for the ``with`` block (``start_in_background``'s options): yields its host:port, stops
+    its processes after."""
+    port = free_port()
+    procs = start_in_background(port, processes, **options)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        for p in procs:
+            p.kill()
+            p.join(10)
 
 
 def free_port() -> int:

@@ -13,7 +13,7 @@ Defaults live on ``RaceOptions``' fields; a flag that maps one to one onto a fie
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -516,7 +516,3 @@ def options_table(parser: argparse.ArgumentParser) -> str:
         if not f.hidden:
             rows.append(f"| {', '.join(f'`{n}`' for n in f.names)} |  | {f.help} | applied by this bench |")
     return "\n".join(rows) + "\n"
-
-
-def flag_names(options: Iterable[RaceOption] = RACE_OPTIONS) -> Sequence[str]:
-    return [n for o in options for f in o.flags for n in f.names]

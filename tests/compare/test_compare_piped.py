@@ -10,7 +10,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from benchmarks.nullsink import free_port, start_in_background
+from benchmarks.nullsink import running
 from tests.support.checkout import ROOT
 
 
@@ -30,18 +30,12 @@ def test_a_piped_comparison_of_single_trials_keeps_within_columns(tmp_path: Path
         "version": 2, "description": "a short search loop", "indices": [{"name": "i"}],
         "schedule": [{"operation": {"name": "search", "operation-type": "search", "index": "i",
                                     "body": {"query": {"match_all": {}}}}, "clients": 2, "iterations": 40}]}))
-    port = free_port()
-    procs = start_in_background(port)
-    try:
-        ids = [uuid.uuid4().hex for _ in range(2)]
+    ids = [uuid.uuid4().hex for _ in range(2)]
+    with running() as sink:
         for trial in ids:
-            done = _bench(tmp_path / "home", "--quiet", "race", f"--track-path={track}",
-                          f"--target-hosts=127.0.0.1:{port}", f"--race-id={trial}")
+            done = _bench(tmp_path / "home", "--quiet", "race", f"--track-path={track}", f"--target-hosts={sink}",
+                          f"--race-id={trial}")
             assert done.returncode == 0, done.stderr
-    finally:
-        for p in procs:
-            p.kill()
-            p.join(5)
     narrow = _bench(tmp_path / "home", "compare", *ids, columns="100")
     assert narrow.returncode == 0, narrow.stderr
     assert "Single trials" in narrow.stdout

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from bench.results.exit_status import EXIT_FAILED, EXIT_OK
-from benchmarks.nullsink import free_port, start_in_background
+from benchmarks.nullsink import running
 from tests.support.checkout import ROOT
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("fault_injection")]
@@ -33,12 +33,8 @@ DOCS = 2000
 
 @pytest.fixture(scope="module")
 def sink() -> Iterator[str]:
-    port = free_port()
-    procs = start_in_background(port)
-    yield f"127.0.0.1:{port}"
-    for p in procs:
-        p.kill()
-        p.join(5)
+    with running() as hostport:
+        yield hostport
 
 
 def _write_track(folder: Path, bulk_size: int = 100, rate: float = 10) -> Path:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.nullsink import free_port, start_in_background
+from benchmarks.nullsink import running
 from tests.support.checkout import ROOT
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("fault_injection")]
@@ -35,12 +35,8 @@ def _no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
 
 @pytest.fixture(scope="module")
 def sink() -> Iterator[str]:
-    port = free_port()
-    procs = start_in_background(port)
-    yield f"127.0.0.1:{port}"
-    for p in procs:
-        p.terminate()
-        p.join(5)
+    with running() as hostport:
+        yield hostport
 
 
 def _search_track(folder: Path, seconds: float = 2, rate: float = 20) -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from bench.util.extras import EXTRAS
-from benchmarks.nullsink import free_port, start_in_background
+from benchmarks.nullsink import running
 from tests.support.checkout import ROOT
 
 # The import names of every optional package (what a core install lacks).
@@ -50,12 +50,8 @@ def test_the_core_install_requires_none_of_the_optional_packages() -> None:
 
 @pytest.fixture(scope="module")
 def sink() -> Iterator[str]:
-    port = free_port()
-    procs = start_in_background(port)
-    yield f"127.0.0.1:{port}"
-    for p in procs:
-        p.kill()
-        p.join(5)
+    with running() as hostport:
+        yield hostport
 
 
 def _bench(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -23,7 +23,7 @@ pytest.importorskip("ray", reason="the Ray load driver needs bench[ray]")
 
 from bench.cli import main
 from bench.trials.sqlite import TrialStore
-from benchmarks.nullsink import free_port, start_in_background
+from benchmarks.nullsink import free_port, running
 from tests.cli.test_cli_errors import one_line_error
 from tests.driver.test_step_corpora import counting_server
 from tests.faults.test_faults import RaceProcess, start_race, stored_trial
@@ -59,12 +59,8 @@ def races() -> Iterator[list[RaceProcess]]:
 
 @pytest.fixture(scope="module")
 def sink() -> Iterator[str]:
-    port = free_port()
-    procs = start_in_background(port)
-    yield f"127.0.0.1:{port}"
-    for p in procs:
-        p.terminate()
-        p.join(10)
+    with running() as hostport:
+        yield hostport
 
 
 def bulk_track(root: Path, *, index: str = "ray", clients: int = 4, looped: bool = False,
