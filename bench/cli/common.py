@@ -45,10 +45,16 @@ def load_driver(a: argparse.Namespace) -> tuple[str | None, list[str]]:
     """--load-driver / --ray-address / --load-driver-hosts as (backend:address or None, driver hosts); Ray's
     absence is one line before anything starts."""
     backend, hosts = load_driver_of(a)
+    ensure_backend(a, backend)
+    return backend, hosts
+
+
+def ensure_backend(a: argparse.Namespace, backend: str | None) -> None:
+    """A Ray load driver (``backend`` from ``load_driver_of``) needs Ray: one line naming the flag that asked for it
+    and the pip install, before anything starts."""
     if backend and backend.startswith("ray:"):
         ensure_ray(f"--ray-address={a.ray_address}" if a.ray_address else f"--load-driver={a.load_driver}"
                    if a.load_driver else f"--load-driver-hosts={a.load_driver_hosts} (drives through Ray)")
-    return backend, hosts
 
 
 def params(spec: str | None, what: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from rich.console import Console
 
-from bench.cli.common import MACHINE_FORMATS, ensure_ray, mark_client_secrets, validation_line
+from bench.cli.common import MACHINE_FORMATS, ensure_backend, mark_client_secrets, validation_line
 from bench.race.flags import add_race_flags, race_fields
 from bench.race.rally_flags import add_refused_flags, refuse_rally_flags
 from bench.util import redact
@@ -60,9 +60,7 @@ def race_options(a: argparse.Namespace, console: Console) -> RaceOptions:
     fields = race_fields(a)  # OSB's flags first become the track flags they stand for
     _check_flags(a, console)
     mark_client_secrets(fields["client_options"])
-    if fields["load_driver"] and fields["load_driver"].startswith("ray:"):
-        ensure_ray(f"--ray-address={a.ray_address}" if a.ray_address else f"--load-driver={a.load_driver}"
-                   if a.load_driver else f"--load-driver-hosts={a.load_driver_hosts} (drives through Ray)")
+    ensure_backend(a, fields["load_driver"])
     try:
         opts = RaceOptions(**fields)
     except ValidationError as e:
