@@ -101,6 +101,10 @@ class StudySpec(BaseModel):
     - ``soft-deletes-off``: the variant that turns soft deletes off; on an engine that refuses that (soft
       deletes are mandatory from Elasticsearch 8 and OpenSearch 2) it is dropped and ``baseline-if-refused``
       becomes the baseline.
+    - ``search-tasks``: a search task -> the cluster it queries in the variants that have that cluster (e.g.
+      ``search: leader``, ``search-follower: follower``): its latency rows, per cluster (bench/reporting/study_search.py).
+    - ``catch-up-within``: seconds; each variant is judged "caught up within N s after indexing stopped" or "fell
+      behind" from its sync task, in a table of its own (bench/reporting/sweep.py).
     """
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -110,6 +114,8 @@ class StudySpec(BaseModel):
     clusters: dict[str, str] = Field(default_factory=dict)
     soft_deletes_off: str | None = Field(default=None, alias="soft-deletes-off")
     baseline_if_refused: str | None = Field(default=None, alias="baseline-if-refused")
+    search_tasks: dict[str, str] = Field(default_factory=dict, alias="search-tasks")
+    catch_up_within: float | None = Field(default=None, gt=0, alias="catch-up-within")
     note: str = ""  # set by resolve_study: which baseline the run uses, and why
 
 

@@ -6,13 +6,18 @@ from __future__ import annotations
 import argparse
 import logging
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from bench.results.exit_status import EXIT_FAILED, EXIT_REGRESSION
 from bench.util.errors import BenchError, ConfigError
+
+if TYPE_CHECKING:
+    from bench.race.experiment import ExperimentFile
+    from bench.reporting.study import TableView
 
 FAIL_RULES = ("band", "change-point", "any")
 
@@ -259,6 +264,7 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
     for f in result.failed:
         say(f"  failed: {f}")
     regressed = False
+    sweeps = _sweep_tables(exp, result.run_id, say)
     with open_store() as store:
         for ti, track in enumerate(exp.track_entries()):
             baseline, candidates = comparison_selectors(exp, result.run_id, ti)
@@ -286,7 +292,7 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
                     history = _history_of(store, exp, result.run_id, a, say)
                     regressed = history.judged_regressed
             report = compare_report(store, cmp, fmt=a.report_format, plots_dir=a.plots_dir, study=study,
-                                    history=history)
+                                    history=history, tables=sweeps[ti:ti + 1])
             suffix = f"-{ti}" if len(exp.track_entries()) > 1 else ""
             out = a.report_file
             if out and suffix:
@@ -302,6 +308,25 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
     if verdicts:
         return min(code for code, _ in verdicts)  # EXIT_UNMEASURED before EXIT_ERROR_RATE
     return EXIT_REGRESSION if regressed and a.fail_on_regression else 0
+
+
+def _sweep_tables(exp: ExperimentFile, run_id: str, say: Callable[[str], None]) -> list[TableView]:
+    """A study with ``catch-up-within``: each track's follower settings sweep, printed (it is the run's answer,
+    also when no comparison can be built) and returned for the reports."""
+    if exp.study is None or exp.study.catch_up_within is None:
+        return []
+    from bench.reporting.study import markdown_table
+    from bench.reporting.sweep import sweep_view
+    from bench.reporting.sweep_load import load_sweep_table
+    from bench.trials.open import open_store
+
+    views = []
+    with open_store() as store:
+        for ti, _track in enumerate(exp.track_entries()):
+            view = sweep_view(load_sweep_table(store, exp, run_id, ti))
+            say(markdown_table(view).rstrip())
+            views.append(view)
+    return views
 
 
 def _history(a: argparse.Namespace, console: Console) -> int:

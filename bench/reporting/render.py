@@ -23,7 +23,7 @@ from bench.util.redact import redact_text
 
 if TYPE_CHECKING:
     from bench.reporting.history import HistoryReport
-    from bench.reporting.study import StudyTable
+    from bench.reporting.study import StudyTable, TableView
 
 ReportKind = Literal["markdown", "html"]
 KINDS: tuple[str, ...] = ("markdown", "html")
@@ -126,12 +126,15 @@ def trial_report(store: TrialReader, selector: str, *, fmt: ReportKind = "markdo
 
 def compare_report(store: TrialReader, cmp: Comparison, *, fmt: ReportKind = "markdown",
                    template: Path | str | None = None, plots_dir: Path | str | None = None,
-                   study: StudyTable | None = None, history: HistoryReport | None = None) -> Report:
-    """``study``/``history``: an experiment's study table and its nightly trend, shown before the comparison."""
+                   study: StudyTable | None = None, history: HistoryReport | None = None,
+                   tables: list[TableView] | None = None) -> Report:
+    """``study``/``history``: an experiment's study table and its nightly trend, shown before the comparison;
+    ``tables``: more of the study's tables (e.g. a follower settings sweep), after them."""
     from bench.reporting.study import study_view
 
     views = ([study_view(study).model_dump()] if study is not None else []) + \
-            ([history.view().model_dump()] if history is not None else [])
+            ([history.view().model_dump()] if history is not None else []) + \
+            [t.model_dump() for t in tables or []]
     context = dict(compare_context(cmp), study_tables=views)
     return _finish(store, context, [cmp.baseline, *cmp.candidates], fmt, template, plots_dir)
 

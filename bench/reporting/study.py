@@ -18,6 +18,7 @@ from bench.compare import Side, diff_ci, judge
 from bench.compare.metrics import higher_is_better, trial_values
 from bench.compare.stats import MIN_GROUP, CiMethod, Verdict
 from bench.reporting.placement import PlacedTrial, placement_line, task_window, window_load
+from bench.reporting.study_search import is_search_row, search_values
 from bench.results.summary import Summary, TaskSummary
 from bench.trials.races import REPEATED_RACE
 
@@ -107,6 +108,7 @@ def trial_study_values(summary: Summary | None, variant: str, spec: StudySpec,
         if (CATCH_UP_METRIC, sync.task) in rows:
             v, unit = rows[(CATCH_UP_METRIC, sync.task)]
             out[f"{CATCH_UP_METRIC} (CCR catch-up)"] = (v, unit)
+    out.update(search_values(summary, spec.search_tasks, spec.clusters))
     per_cluster: dict[tuple[str, str], list[float]] = {}
     units: dict[str, str] = {}
     for (metric, scope), (v, unit) in trial_values(summary).items():
@@ -131,6 +133,8 @@ def _direction(label: str) -> bool | None:
         return True
     if "catch-up" in label:
         return higher_is_better(CATCH_UP_METRIC)
+    if is_search_row(label):
+        return False  # latency and errors
     name = next((m for lab, m, _u, _s in CLUSTER_METRICS if label.startswith(lab)), label)
     return higher_is_better(name)
 
