@@ -16,10 +16,17 @@ from bench.race.experiment import load_experiment, runs_of
 from bench.reporting.study import load_study_table, render_study_markdown
 from bench.trials.sqlite import TrialStore
 from bench.trials.summary import stored_summary
-from tests.support.ccr_pair import CcrPairInfo, os_ccr_pair  # noqa: F401 (the session fixture)
+from tests.support.ccr_pair import CcrPairInfo, http, os_ccr_pair  # noqa: F401 (the session fixture)
 
 pytestmark = pytest.mark.cluster
 INDEX = "nginx"  # the built-in track's index
+
+
+def _query_total(url: str) -> int:
+    """Searches the index's primaries answered (one shard: one per search), as the cluster counts them."""
+    status, body = http("GET", f"{url}/{INDEX}/_stats/search")
+    assert status == 200, body
+    return int(body["indices"][INDEX]["primaries"]["search"]["query_total"])
 
 
 def _experiment(pair: CcrPairInfo, path: Path) -> Path:
@@ -51,6 +58,9 @@ def test_search_latency_on_leader_and_follower_with_and_without_ccr(os_ccr_pair:
     started = time.monotonic()
     try:
         rc = main(["--quiet", "experiment", str(file), f"--report-file={tmp_path / 'study.md'}"])
+        # what each cluster itself counted: the CCR race's searches reached the leader's and the follower's index
+        searched = {name: _query_total(url) for name, url in (("search", os_ccr_pair.leader_url),
+                                                               ("search-follower", os_ccr_pair.follower_url))}
     finally:
         os_ccr_pair.fresh(INDEX)
     out = capsys.readouterr().out
@@ -67,6 +77,7 @@ def test_search_latency_on_leader_and_follower_with_and_without_ccr(os_ccr_pair:
     tasks = {t.task: t for t in ccr.tasks}
     for name in ("search", "search-follower"):
         assert tasks[name].requests > 0 and tasks[name].error_rate == 0 and tasks[name].latency[50.0] > 0
+        assert searched[name] >= tasks[name].requests, (name, searched, tasks[name].requests)
     assert ccr.section("ccr")["followers"][0]["follower_docs"] == 6000
     rows = {r.label: r for r in table.rows}
     leader = rows["50th percentile latency (search) [default vs leader]"]

@@ -73,7 +73,7 @@ def test_sweep_judges_a_default_follower_caught_up_and_a_starved_one_behind(os_c
         http("PUT", f"{pair.follower_url}/_cluster/settings", {"persistent": {s: None for s in SETTINGS}})
     text = markdown_table(sweep_view(table))
     print(f"\nsweep of 2 variants took {time.monotonic() - started:.0f} s\n{text}")
-    assert not result.failed or all("complete" not in f for f in result.failed), result.failed
+    assert not result.failed, result.failed  # the starved race ran to its end: its failed wait is its verdict
     defaults, starved = table.rows
     [d] = defaults.trials
     assert d.kind == "caught up" and d.seconds is not None and 0 < d.seconds <= WITHIN, d
