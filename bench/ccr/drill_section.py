@@ -70,8 +70,9 @@ def drill_rows(data: dict[str, Any]) -> list[MetricRow]:
         add("CCR bootstrap transferred", scope, b.recovered_bytes / MB if b.recovered_bytes is not None else None,
             "MB")
         add(TRANSFER_RATE, scope, b.mb_s, "MB/s")
-        add("CCR bootstrap leader CPU", scope, b.leader_cpu_pct, "%")
-        add("CCR bootstrap leader transport out", scope,
+        leader = f"{b.leader_cluster}/{b.leader_index}"
+        add("CCR bootstrap leader CPU", leader, b.leader_cpu_pct, "%")
+        add("CCR bootstrap leader transport out", leader,
             b.leader_tx_bytes / MB if b.leader_tx_bytes is not None else None, "MB")
     for f in s.failover:
         if f.error:

@@ -13,7 +13,9 @@ are answered and kept), so no request fails because of the planned cut. Then, in
    closed local port (restored once the drill is over; the leader keeps running);
 3. the promotion: OpenSearch ``POST _plugins/_replication/<index>/_stop``; Elasticsearch pause-follow, close,
    unfollow, open; retried until it succeeds or the timeout;
-4. a probe document written to the follower index until it is accepted: RTO is from the cut to that answer.
+4. a probe document (a copy of one of the leader index's documents, read before the cut, so the mapping takes
+   it) written to the follower index until it is accepted: RTO is from the cut to that answer; the probe is
+   deleted afterwards.
 
 A drill that does not get there (the indexing ended first, the promotion or the probe failed within ``timeout``)
 is recorded as an error without RTO or RPO, and the race fails.
@@ -155,6 +157,16 @@ async def drive_failover(spec: FailoverSpec, rest: Parallel, run: RunStep, *, ta
     return figures
 
 
+async def _probe_source(leader: RawHttp, spec: FailoverSpec) -> dict[str, Any]:
+    """One of the leader index's documents (the follower has its mapping; it may lag too far to have any)."""
+    status, body = await leader.request("GET", f"/{spec.leader_index}/_search", params={"size": 1})
+    hits = ((body or {}).get("hits") or {}).get("hits") or [] if status < 400 and isinstance(body, dict) else []
+    if not hits or not isinstance(hits[0].get("_source"), dict):
+        raise CcrError(f"leader index {spec.leader_index} on cluster {spec.leader} has no document (with _source) "
+                       f"to copy as the failover probe (GET _search answered HTTP {status})")
+    return dict(hits[0]["_source"])
+
+
 async def _readings(spec: FailoverSpec, engine: CcrEngine, leader: RawHttp, figures: FailoverFigures) -> None:
     """The leader's documents and operations, then the follower's checkpoints, right before the cut."""
     await leader.request("POST", f"/{spec.leader_index}/_refresh")
@@ -168,12 +180,17 @@ async def _readings(spec: FailoverSpec, engine: CcrEngine, leader: RawHttp, figu
     figures.leader_ops = sum(t.value for t in shard_targets.values())
     figures.follower_ops = progress.follower_total if progress.follower_total is not None else sum(
         s.follower_global_checkpoint for s in progress.shards.values())
+    if figures.follower_ops > figures.leader_ops:
+        raise CcrError(f"follower {spec.index} has more operations ({figures.follower_ops}, summed over shards) than "
+                       f"leader index {spec.leader_index} ({figures.leader_ops}): it does not follow this leader "
+                       f"index (a follower left from an earlier run?)")
     figures.rpo_ops = rpo_ops(figures.leader_ops, figures.follower_ops)
 
 
 async def _drill(spec: FailoverSpec, engine: CcrEngine, leader: RawHttp, kill: KillCluster | None,
                  figures: FailoverFigures) -> None:
     await _readings(spec, engine, leader, figures)
+    probe = await _probe_source(leader, spec)
     restore: dict[str, Any] | None = None
     closed = socket.socket()  # bound, never listening: the cut link's seed refuses every connection
     try:
@@ -187,7 +204,8 @@ async def _drill(spec: FailoverSpec, engine: CcrEngine, leader: RawHttp, kill: K
         deadline = cut + spec.timeout
         await _retry(lambda: promote(engine, spec.index), deadline, "promoting the follower")
         figures.promote_s = time.monotonic() - cut
-        await _retry(lambda: _probe(engine, spec.index), deadline, "writing a probe document to the follower")
+        await _retry(lambda: _probe(engine, spec.index, probe), deadline, "writing a probe document to the follower",
+                     final=(400,))
         figures.rto_s = rto_s(cut, time.monotonic())
         figures.follower_docs_after = await _count_without_probe(engine, spec.index)
     finally:
@@ -217,8 +235,8 @@ async def promote(engine: CcrEngine, index: str) -> None:
         await engine.call("POST", f"/{index}/_open", params={"wait_for_active_shards": 1})
 
 
-async def _probe(engine: CcrEngine, index: str) -> None:
-    await engine.call("PUT", f"/{index}/_doc/{PROBE_ID}", {"bench_failover_probe": True})
+async def _probe(engine: CcrEngine, index: str, source: dict[str, Any]) -> None:
+    await engine.call("PUT", f"/{index}/_doc/{PROBE_ID}", source)
 
 
 async def _count_without_probe(engine: CcrEngine, index: str) -> int:
@@ -239,12 +257,18 @@ async def outside_a_drill(ctx: Context, p: dict[str, Any]) -> Result:
                   f"block beside the indexing task(s) of the leader (the race drives that block)")
 
 
-async def _retry(call: Any, deadline: float, what: str) -> None:
+async def _retry(call: Any, deadline: float, what: str, final: tuple[int, ...] = ()) -> None:
+    """Call until it succeeds; a CcrError with a status in ``final`` (e.g. a document the mapping refuses) ends
+    the retries at once, waiting cannot change its answer."""
     last = ""
     while True:
         try:
             await call()
             return
+        except CcrError as e:
+            if e.status in final:
+                raise CcrError(f"failover drill: {what} failed: {e}") from None
+            last = str(e)
         except (ClusterError, OSError, asyncio.TimeoutError) as e:
             last = str(e) or type(e).__name__
         if time.monotonic() >= deadline:
