@@ -84,4 +84,9 @@ class CcrHook(RaceHook):
         if not drills.bootstrap and not drills.failover:
             return summary
         out = summary.with_section(DRILLS_SECTION, drills.model_dump(mode="json"), notes(drills))
-        return out.model_copy(update={"unmeasured": [*out.unmeasured, *unmeasured(drills)]})
+        # A follower promoted by a drill stops replicating on purpose: a lag unknown in all of its samples (the cut
+        # came before a sample saw checkpoints) is the drill's doing, the RPO says what it lacked.
+        promoted = tuple(f"CCR: the lag of follower {f.cluster}/{f.index} is unknown" for f in drills.failover
+                         if not f.error)
+        kept = [u for u in out.unmeasured if not (promoted and u.startswith(promoted))]
+        return out.model_copy(update={"unmeasured": [*kept, *unmeasured(drills)]})

@@ -201,3 +201,20 @@ def test_elasticsearch_promotion_pauses_closes_unfollows_opens() -> None:
     assert calls == [("POST", "/f/_ccr/pause_follow"), ("POST", "/f/_close"), ("POST", "/f/_ccr/unfollow"),
                      ("POST", "/f/_open")]
     assert json.loads(fixture(ES, "pause_follow.json")) == {"acknowledged": True}
+
+
+def test_a_promoted_followers_unknown_lag_is_the_drills_doing_not_a_failure() -> None:
+    from bench.ccr.race_hook import CcrHook
+    from bench.results.summary import Summary
+
+    lag = "CCR: the lag of follower follower/f is unknown in all of its 2 samples (the follower was absent ...)"
+    other = "CCR: the lag of follower follower/g is unknown in all of its 2 samples (the follower was absent ...)"
+    ok = FailoverFigures(task="cut", mode="cut-link", cluster="follower", index="f", leader_cluster="leader",
+                         leader_index="f", rto_s=1.0, rpo_ops=5)
+    hook = CcrHook()
+    hook.failovers = [ok]
+    out = hook._with_drills(Summary(unmeasured=[lag, other]))
+    assert out.unmeasured == [other]  # only the promoted follower's
+    hook.failovers = [ok.model_copy(update={"error": "the promotion did not succeed within 120 s"})]
+    failed = hook._with_drills(Summary(unmeasured=[lag]))
+    assert failed.unmeasured[0] == lag and "promotion did not succeed" in failed.unmeasured[1]
