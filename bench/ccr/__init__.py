@@ -5,6 +5,10 @@ replication plugin, the operations that use it, the race wiring and the CCR sect
   checkpoints) with ``ElasticsearchCcr`` and ``OpenSearchReplication``; the no-CCR-support detection
 - ``sync.py``     wait-for-followers-to-sync: leader per-shard targets, follower progress, the wait loop
 - ``runners.py``  the operation runners (``ccr-follow`` ... ``wait-for-followers-to-sync``)
+- ``bootstrap.py`` ``ccr-bootstrap``: follow an existing leader index and measure its remote recovery
+- ``failover.py`` the failover drill (``ccr-failover``): cut the leader off, promote the follower, RTO and RPO
+- ``drill_figures.py`` the drills' pure figures and models; ``drill_section.py`` their summary section and rows;
+  ``drills.py`` their registration
 - ``remote.py``   remote-cluster wiring and checks (``_remote/info``)
 - ``license.py``  Elasticsearch's CCR licence: the trial started (and said so) where a cluster has less, also in
   races that use CCR only through ccr-stats or a wired leader/follower pair

@@ -15,7 +15,11 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "ccr-auto-follow": ("auto-follow-name", "leader-index-patterns"),
     "ccr-delete-auto-follow": ("auto-follow-name",),
     "wait-for-followers-to-sync": (),
+    "ccr-bootstrap": (),
+    "ccr-failover": ("index",),
 }
+# The drills (bench.ccr.bootstrap, bench.ccr.failover), registered beside the runners of bench.ccr.runners.
+DRILL_TYPES = frozenset({"ccr-bootstrap", "ccr-failover"})
 
 
 def check_ccr_operation(name: str, op_type: str, params: dict[str, Any], *, track_file: str) -> None:

@@ -93,10 +93,10 @@ def plan_ccr(track: Track, challenge: Challenge, cluster_names: list[str]) -> Cc
         leader = str(p.get("leader-cluster") or remote)
         leader_cluster = leader if leader in cluster_names and leader != follower else None
         plan.pairs.setdefault((follower, remote), leader_cluster)
-        if t.operation.operation_type == "ccr-follow":
+        if t.operation.operation_type in ("ccr-follow", "ccr-bootstrap"):
             leader_index = p.get("leader-index") or default_index
             if not leader_index:
-                raise ConfigError(f"challenge {challenge.name}: task '{t.name}' (ccr-follow) needs 'leader-index' "
+                raise ConfigError(f"challenge {challenge.name}: task '{t.name}' ({t.operation.operation_type}) needs 'leader-index' "
                                   f"(the track has {len(track.indices)} indices)")
             plan.follows.append(FollowSpec(t.name, follower, str(p.get("index") or p.get("follower-index")
                                                                   or leader_index),

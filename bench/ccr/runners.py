@@ -40,7 +40,7 @@ from bench.ccr.engine import (
     ccr_engine,
     detect_engine,
 )
-from bench.ccr.operations import REQUIRED, check_ccr_operation
+from bench.ccr.operations import DRILL_TYPES, REQUIRED, check_ccr_operation
 from bench.ccr.sync import ShardTarget, leader_targets, wait_for_sync
 from bench.driver.param_types import param_float
 from bench.driver.runners.core import Context, Result
@@ -221,7 +221,7 @@ RUNNERS = {
     "ccr-delete-auto-follow": ccr_delete_auto_follow,
     "wait-for-followers-to-sync": wait_for_followers_to_sync,
 }
-CCR_OPERATION_TYPES = frozenset(RUNNERS)
+CCR_OPERATION_TYPES = frozenset(RUNNERS) | DRILL_TYPES
 
 
 def register() -> None:

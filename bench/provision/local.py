@@ -73,6 +73,8 @@ class _Node:
     pid_file: Path
     guard: subprocess.Popen | None = None
     stopped: bool = False
+    # Killed on purpose during the race (a failover drill): its death is planned, not a failure.
+    down_on_purpose: bool = False
     java_home: Path | None = None  # the JDK this node runs on (a bundled JDK: the node's own copy of it)
     bundled_jdk: bool = False
 
@@ -149,6 +151,29 @@ class LocalProvisioner:
             for node in cluster.nodes:
                 out[node.info.name] = _node_processes(node)
         return out
+
+    def kill_cluster(self, name: str) -> list[str]:
+        """SIGKILL every node process of cluster ``name`` now (a crash, as a failover drill wants it) and mark
+        its nodes down on purpose; ``stop_all`` still keeps their logs and deletes their folders. Returns the
+        names of the nodes killed."""
+        cluster = self._clusters.get(name)
+        if cluster is None:
+            raise ConfigError(f"no cluster {name!r} was started by this race (clusters: {', '.join(self._clusters)})")
+        procs: list[psutil.Process] = []
+        for node in cluster.nodes:
+            node.down_on_purpose = True
+            procs += _node_processes(node)
+        for p in procs:
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(procs, timeout=10)
+        return [n.info.name for n in cluster.nodes]
+
+    def down_on_purpose(self) -> set[str]:
+        """Names of the nodes ``kill_cluster`` killed."""
+        return {n.info.name for c in self._clusters.values() for n in c.nodes if n.down_on_purpose}
 
     def node_log_paths(self) -> dict[str, Path]:
         return {n.info.name: n.info.log_dir for c in self._clusters.values() for n in c.nodes}

@@ -32,7 +32,7 @@ from bench.provision.overrides import (
 )
 from bench.provision.pinning import auto_plan, auto_slots
 from bench.provision.repositories import resolve_repository
-from bench.race.pipeline import HealthCheck, NodeProcesses, PlannedCluster, RaceResult
+from bench.race.pipeline import HealthCheck, KillCluster, NodeProcesses, PlannedCluster, RaceResult
 from bench.util.home import trials_dir
 
 if TYPE_CHECKING:
@@ -85,6 +85,10 @@ class RaceClusters(ABC):
         return {}
 
     def node_processes(self) -> NodeProcesses | None:
+        return None
+
+    def kill_cluster(self) -> KillCluster | None:
+        """How to kill one cluster this source started, on purpose (None: it cannot)."""
         return None
 
     def stop(self, keep: bool) -> list[str]:
@@ -179,7 +183,10 @@ class Provisioned(RaceClusters):
 
         def check() -> str | None:
             now = time.monotonic()
+            planned = provisioner.down_on_purpose()
             for node, procs in provisioner.processes().items():
+                if node in planned:
+                    continue  # killed on purpose (a failover drill): not a failure
                 # Point at the trial's copy of the logs: the node's own folder is deleted when it is stopped.
                 cluster = next((c for c, info in provisioner.clusters.items()
                                 if any(n.name == node for n in info.nodes)), "")
@@ -211,6 +218,10 @@ class Provisioned(RaceClusters):
                     for n in info.nodes}
 
         return processes
+
+    def kill_cluster(self) -> KillCluster | None:
+        provisioner = self.provisioner
+        return provisioner.kill_cluster if provisioner is not None else None
 
 
 def _stopped(p: Any) -> bool:

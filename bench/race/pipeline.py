@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 NodeProcesses = Callable[[], dict[tuple[str, str], list[Any]]]
 # None while every node runs, else one line naming the dead node and its logs
 HealthCheck = Callable[[], "str | None"]
+# Kills every node of the named cluster on purpose (the health check then leaves them out); returns their names
+KillCluster = Callable[[str], list[str]]
 
 
 @dataclass
@@ -96,6 +98,8 @@ class RaceSchedule:
     clusters: list[dict[str, Any]]  # check_cluster() facts of every target
     node_processes: NodeProcesses | None
     worker_pids: Callable[[], list[int]]
+    # Kills a cluster bench started, on purpose (a failover drill); None when the race started none here.
+    kill_cluster: KillCluster | None = None
 
 
 class RaceHook:

@@ -317,7 +317,8 @@ async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, tr
     if clusters.driver_cpus is not None:  # before any step: the workers only import and wait so far
         for pid in coord.worker_pids():
             pin_process(pid, clusters.driver_cpus)
-    schedule = RaceSchedule(opts, trial_id, store, targets, facts, clusters.node_processes(), coord.worker_pids)
+    schedule = RaceSchedule(opts, trial_id, store, targets, facts, clusters.node_processes(), coord.worker_pids,
+                            clusters.kill_cluster())
     try:
         async with contextlib.AsyncExitStack() as around:
             for hook in hooks:

@@ -46,6 +46,15 @@ CLUSTER_METRICS: tuple[tuple[str, str, str, bool], ...] = (
     ("Network out (tx)", "Network tx", "MB", True),
 )
 
+# The CCR drills' rows (bench/ccr/drill_section.py names them): study row label -> summary metric.
+DRILL_METRICS: tuple[tuple[str, str], ...] = (
+    ("CCR bootstrap: time to syncing", "CCR bootstrap time to syncing"),
+    ("CCR bootstrap: transfer rate", "CCR bootstrap transfer rate"),
+    ("CCR bootstrap: leader CPU", "CCR bootstrap leader CPU"),
+    ("CCR failover: RTO", "CCR failover RTO"),
+    ("CCR failover: RPO", "CCR failover RPO"),
+)
+
 Values = dict[str, tuple[float, str]]  # row label -> (value, unit) of one trial
 
 
@@ -109,6 +118,7 @@ def trial_study_values(summary: Summary | None, variant: str, spec: StudySpec,
             v, unit = rows[(CATCH_UP_METRIC, sync.task)]
             out[f"{CATCH_UP_METRIC} (CCR catch-up)"] = (v, unit)
     out.update(search_values(summary, spec.search_tasks, spec.clusters))
+    out.update(_drill_values(summary))
     per_cluster: dict[tuple[str, str], list[float]] = {}
     units: dict[str, str] = {}
     for (metric, scope), (v, unit) in trial_values(summary).items():
@@ -127,8 +137,21 @@ def trial_study_values(summary: Summary | None, variant: str, spec: StudySpec,
     return out
 
 
+def _drill_values(summary: Summary) -> Values:
+    """The drills' rows of a trial; a trial with several bootstraps or drills gets their mean (one row each)."""
+    found: dict[str, list[tuple[float, str]]] = {}
+    for (metric, _scope), value in trial_values(summary).items():
+        for label, name in DRILL_METRICS:
+            if metric == name:
+                found.setdefault(label, []).append(value)
+    return {label: (sum(v for v, _u in vs) / len(vs), vs[0][1]) for label, vs in found.items()}
+
+
 def _direction(label: str) -> bool | None:
     """The better direction compare gives the underlying row (so both call the same change a regression)."""
+    drill = dict(DRILL_METRICS).get(label)
+    if drill is not None:
+        return higher_is_better(drill)
     if "Throughput" in label:
         return True
     if "catch-up" in label:
@@ -179,7 +202,9 @@ def study_table(experiment: str, run_id: str, spec: StudySpec, sides: list[Side]
                     labels.append(label)
                     units[label] = unit
     # Key rows first, then the clusters in order of appearance.
-    labels.sort(key=lambda lab: (0 if "Throughput" in lab else 1 if "catch-up" in lab else 2))
+    drills = dict(DRILL_METRICS)
+    labels.sort(key=lambda lab: (0 if "Throughput" in lab else 1 if "catch-up" in lab else 2 if lab in drills
+                                 else 3))
     rows: list[StudyRow] = []
     for label in labels:
         series = [[v[label][0] for v in trials if label in v] for trials in per_variant]

@@ -45,6 +45,8 @@ class CcrPair:
         self.follower_indices: set[str] = set()
         self.following: dict[str, dict[str, Any]] = {}  # follower index -> {leader, checkpoint, polls, paused}
         self.remote_seeds: list[str] = []
+        self.closed: set[str] = set()  # follower indices closed (Elasticsearch's promotion)
+        self.promoted: dict[str, int] = {}  # unfollowed indices -> their documents
         self.requests: list[tuple[str, str, str]] = []
         self.ports: dict[str, int] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -74,7 +76,9 @@ class CcrPair:
             return None
         leader = self.leader_indices.get(f["leader"], _Index())
         target = leader.max_seq_no
-        if f["checkpoint"] < target:
+        if f["checkpoint"] < target and self.engine == "elasticsearch" and not self._linked():
+            pass  # the link is cut: the follower stays where it was
+        elif f["checkpoint"] < target:
             f["polls"] += 1
             if f["polls"] > self.lag_polls:  # caught up after lag_polls polls
                 f["checkpoint"], f["polls"] = target, 0
@@ -117,8 +121,14 @@ class CcrPair:
             return self._json({})
         if path == "/_cluster/settings" and method == "PUT":
             settings = json.loads(raw)["persistent"]
-            self.remote_seeds = list(settings.get("cluster.remote.leader.seeds") or [])
+            if "cluster.remote.leader.seeds" in settings:
+                self.remote_seeds = list(settings["cluster.remote.leader.seeds"] or [])
             return self._json(fixture_json(OS, "remote_settings.json"))
+        if path == "/_cluster/settings" and method == "GET":  # flat, as bench asks for it
+            seeds = {"cluster.remote.leader.seeds": self.remote_seeds} if self.remote_seeds else {}
+            return self._json({"persistent": seeds, "transient": {}})
+        if r := self._promotion(cluster, method, parts):
+            return r
         if parts[:2] == ["_cluster", "health"]:
             return self._json({"status": "green", "number_of_nodes": 1, "timed_out": False})
         if path == "/_bulk" and cluster == "leader":
@@ -170,9 +180,43 @@ class CcrPair:
             return self._json({"indices": {parts[0]: {"shards": {"0": [shard]}}}})
         return self._json({"error": f"no fixture for {method} {path}", "status": 404}, 404)
 
+    def _linked(self) -> bool:
+        """No seeds set on the follower pointing elsewhere than the leader's transport address (a link cut by
+        pointing the seeds at another address replicates nothing)."""
+        return not self.remote_seeds or self.remote_seeds == [f"127.0.0.1:{self.ports['leader'] + 1}"]
+
+    def _promotion(self, cluster: str, method: str, parts: list[str]) -> web.Response | None:
+        """Elasticsearch's promotion of a follower (close, unfollow, open) and writes to the promoted index; a
+        leader document to copy (``_search``)."""
+        if cluster == "leader" and len(parts) == 2 and parts[1] == "_search" and parts[0] in self.leader_indices:
+            return self._json({"hits": {"hits": [{"_id": "1", "_source": {"n": 1}}]}})
+        if cluster != "follower" or len(parts) < 2:
+            return None
+        index, action = parts[0], parts[1]
+        if action in ("_close", "_open"):
+            self.closed.discard(index) if action == "_open" else self.closed.add(index)
+            return self._json({"acknowledged": True})
+        if parts[1:] == ["_ccr", "unfollow"]:
+            f = self.following.get(index)
+            if f is None or not f["paused"] or index not in self.closed:
+                return self._json({"error": {"type": "illegal_argument_exception",
+                                             "reason": "pause and close the follower first"}, "status": 400}, 400)
+            self.promoted[index] = self._count("follower", index)
+            del self.following[index]
+            return self._json({"acknowledged": True})
+        if action == "_doc" and len(parts) == 3:
+            if index in self.following or index in self.closed or index not in self.promoted:
+                return self._json({"error": {"type": "cluster_block_exception", "reason": "read-only follower"},
+                                   "status": 403}, 403)
+            self.promoted[index] += 1 if method == "PUT" else -1
+            return self._json({"result": "created" if method == "PUT" else "deleted"}, 201 if method == "PUT" else 200)
+        return None
+
     def _count(self, cluster: str, index: str) -> int:
         if cluster == "leader":
             return self.leader_indices.get(index, _Index()).docs
+        if index in self.promoted:
+            return self.promoted[index]
         f = self.following.get(index)
         if f is None:
             return 0
