@@ -47,6 +47,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from bench.race.adaptive import AdaptiveRepetitions, main_row_spreads, percent_value, spent_seconds
+from bench.race.adaptive import decide as decide_rounds
 from bench.race.options import RaceOptions
 from bench.trials.model import TrialInfo, TrialReader
 from bench.trials.races import RACE_TAGS, TAG_EXPERIMENT, TAG_REPETITION, TAG_RUN, TAG_TRACK, TAG_VARIANT, one_per_race
@@ -110,7 +112,14 @@ class StudySpec(BaseModel):
     clusters: dict[str, str] = Field(default_factory=dict)
     soft_deletes_off: str | None = Field(default=None, alias="soft-deletes-off")
     baseline_if_refused: str | None = Field(default=None, alias="baseline-if-refused")
+    # The effect whose repetitions the resolution line says are needed (% of the baseline's main row).
+    effect: float = Field(default=3.0, gt=0, lt=1000)
     note: str = ""  # set by resolve_study: which baseline the run uses, and why
+
+    @field_validator("effect", mode="before")
+    @classmethod
+    def _percent(cls, v: Any) -> Any:
+        return percent_value(v)
 
 
 class ExperimentFile(BaseModel):
@@ -121,6 +130,8 @@ class ExperimentFile(BaseModel):
     description: str = ""
     baseline: str | None = None
     repetitions: int = Field(default=1, ge=1, le=1000)
+    # Set from the mapping form of ``repetitions`` (bench.race.adaptive): then ``repetitions`` is its max.
+    adaptive: AdaptiveRepetitions | None = None
     order: Literal["interleaved", "random"] = "interleaved"
     tracks: list[TrackEntry] = Field(default_factory=list)
     race: dict[str, Any] = Field(default_factory=dict)
@@ -131,6 +142,21 @@ class ExperimentFile(BaseModel):
     def folder(self) -> Path | None:
         """The folder of the file it was loaded from: relative paths in it may be relative to that."""
         return self._folder
+
+    @model_validator(mode="before")
+    @classmethod
+    def _adaptive(cls, data: Any) -> Any:
+        reps = data.get("repetitions") if isinstance(data, dict) else None
+        if not isinstance(reps, dict):
+            return data
+        try:
+            adaptive = AdaptiveRepetitions.model_validate(reps)
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = ".".join(str(x).replace("_", "-") for x in err["loc"])
+            raise ValueError(f"repetitions.{loc}: {err['msg']} (e.g. repetitions: {{min: 2, max: 20, until: "
+                             "{ci-within: 2%}, time-budget: 2h})") from None
+        return {**data, "repetitions": adaptive.max, "adaptive": adaptive}
 
     @field_validator("tracks", mode="before")
     @classmethod
@@ -154,6 +180,8 @@ class ExperimentFile(BaseModel):
             self.baseline = next(iter(self.variants))
         if self.baseline not in self.variants:
             raise ValueError(f"baseline {self.baseline!r} is not one of the variants {list(self.variants)}")
+        if self.adaptive is not None and self.order != "interleaved":
+            raise ValueError("repetitions: {min, max, until}: adds interleaved rounds; set order: interleaved")
         if self.study is not None:
             for field, names in (("indexing-task", list(self.study.indexing_task)),
                                  ("soft-deletes-off", [self.study.soft_deletes_off] if self.study.soft_deletes_off
@@ -207,6 +235,7 @@ def load_experiment(path: Path | str, overrides: dict[str, Any] | None = None,
         if repetitions < 1:
             raise ConfigError(f"--repetitions {repetitions}: use 1 or more")
         exp.repetitions = repetitions
+        exp.adaptive = None  # a count given on the command line is run as it is
     for v in exp.variants:
         opts = race_options(exp, PlannedRace(variant=v, repetition=1, track=exp.track_entries()[0], track_index=0),
                             run_id="check", where=f"experiment file {p}: variants.{v}")
@@ -355,6 +384,8 @@ class ExperimentResult(BaseModel):
     skipped: int  # completed before (resume)
     ran: list[str] = []  # trial ids run now
     failed: list[str] = []  # "variant#rep: error"
+    ended: str | None = None  # adaptive repetitions: what ended them ("resolved", "time budget", ...)
+    ended_line: str | None = None  # ... said in a sentence (the run's output and the report)
 
 
 RaceRunner = Callable[[RaceOptions], Any]
@@ -436,6 +467,9 @@ def _run_locked(exp: ExperimentFile, store: TrialReader, run_id: str, run_race: 
     races = plan(exp, run_id)
     result = ExperimentResult(name=exp.name, run_id=run_id, planned=len(races), skipped=0)
     for i, race in enumerate(races, 1):
+        if exp.adaptive is not None and race.repetition > 1 and races[i - 2].repetition != race.repetition \
+                and _round_ends(exp, store, run_id, race.repetition - 1, result, say):
+            break
         label = f"[{i}/{len(races)}] {race.variant} #{race.repetition} on {race.track.label or 'the track'}"
         if race.key in done:
             result.skipped += 1
@@ -462,7 +496,22 @@ def _run_locked(exp: ExperimentFile, store: TrialReader, run_id: str, run_race: 
         if status != "complete":
             result.failed.append(f"{race.variant}#{race.repetition}: {status}")
         say(f"{label}: trial {str(trial_id)[:12]} {status}")
+    if exp.adaptive is not None and result.ended is None:
+        _round_ends(exp, store, run_id, exp.repetitions, result, say)
     return result
+
+
+def _round_ends(exp: ExperimentFile, store: TrialReader, run_id: str, rounds: int, result: ExperimentResult,
+                say: Callable[[str], None]) -> bool:
+    """After a round of adaptive repetitions: whether they end here (``result`` then says why)."""
+    assert exp.adaptive is not None
+    trials = runs_of(store, exp.name).get(run_id, [])
+    decision = decide_rounds(exp.adaptive, rounds, main_row_spreads(store, exp, run_id, exp.adaptive.until.row),
+                             spent_seconds(trials))
+    say(decision.line)
+    if decision.stop:
+        result.ended, result.ended_line = decision.ending, decision.line
+    return decision.stop
 
 
 def _has_trial(store: TrialReader, name: str, run_id: str, key: tuple[str, str, str], *, before: set[str]) -> bool:

@@ -282,6 +282,10 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
                 from bench.reporting.study import load_study_table
 
                 study = load_study_table(store, exp, result.run_id, ti, ci_method=a.ci_method)
+                if result.ended_line:
+                    study.after.append(result.ended_line)
+                for line in study.after:
+                    say(line)
                 if a.history is not None:
                     history = _history_of(store, exp, result.run_id, a, say)
                     regressed = history.judged_regressed

@@ -76,6 +76,9 @@ class StudyTable(BaseModel):
     # trials each variant has when that is too few for a verdict.
     lead: list[str] = []
     notes: list[str] = []
+    # Lines right under the table: what the study could resolve (bench.reporting.resolution), what ended its
+    # repetitions.
+    after: list[str] = []
 
     @property
     def baseline(self) -> str:
@@ -200,8 +203,13 @@ def study_table(experiment: str, run_id: str, spec: StudySpec, sides: list[Side]
         lead.append(f"{n} {'per variant' if every else 'for ' + ', '.join(small)}: fewer than {MIN_GROUP} trials, so "
                     f"{'nothing is' if every else 'these are not'} judged (\"not judged\"); run ≥ {MIN_GROUP} "
                     "repetitions for a confidence verdict.")
-    return StudyTable(experiment=experiment, run_id=run_id, variants=[s.label for s in sides],
-                      trials=[len(s.trials) for s in sides], rows=rows, lead=lead, notes=notes)
+    table = StudyTable(experiment=experiment, run_id=run_id, variants=[s.label for s in sides],
+                       trials=[len(s.trials) for s in sides], rows=rows, lead=lead, notes=notes)
+    from bench.reporting.resolution import resolution_line, study_resolution
+
+    line = resolution_line(study_resolution(table, effect_pct=spec.effect))
+    table.after = [line] if line else []
+    return table
 
 
 def load_study_table(store: TrialReader, exp: ExperimentFile, run_id: str, track_index: int = 0, *,
@@ -263,6 +271,7 @@ class TableView(BaseModel):
 
     title: str
     lead: list[str] = []  # lines before the table (a study's placement and trial counts)
+    after: list[str] = []  # lines right under it (a study's resolution)
     headers: list[str]
     rows: list[list[str]]
     notes: list[str] = []
@@ -286,7 +295,7 @@ def study_view(table: StudyTable) -> TableView:
         rows.append(cells)
         classes.append(cls)
     return TableView(title=f"Study: {table.experiment}, run {table.run_id}", lead=table.lead, headers=headers,
-                     rows=rows, notes=table.notes, classes=classes)
+                     rows=rows, notes=table.notes, classes=classes, after=table.after)
 
 
 def markdown_table(view: TableView) -> str:
@@ -300,6 +309,8 @@ def markdown_table(view: TableView) -> str:
     out += [line(view.headers), "|" + "---|" * len(view.headers)]
     out += [line(r) for r in view.rows]
     out.append("")
+    for after in view.after:
+        out += [after, ""]
     out += [f"- {n}" for n in view.notes]
     return "\n".join(out) + "\n"
 
