@@ -17,7 +17,9 @@ import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from bench.util.errors import ConfigError
 
 if TYPE_CHECKING:
     from bench.race.experiment import ExperimentFile
@@ -76,6 +78,18 @@ class AdaptiveRepetitions(BaseModel):
         if self.max < self.min:
             raise ValueError(f"max {self.max} is below min {self.min}")
         return self
+
+
+def check_adaptive(raw: Any, where: str) -> None:
+    """The mapping form of an experiment's ``repetitions``, checked with one line naming the field."""
+    try:
+        AdaptiveRepetitions.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(["repetitions", *(str(x).replace("_", "-") for x in err["loc"])])
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"{where}: field '{loc}': {msg}; e.g. repetitions: {{min: 2, max: 20, until: "
+                          "{ci-within: 2%}, time-budget: 2h}") from None
 
 
 class Decision(BaseModel):
@@ -171,6 +185,6 @@ def decide(adaptive: AdaptiveRepetitions, rounds: int, spreads: list[Spread] | N
     if budget is not None and rounds >= adaptive.min and spent + per_round > budget:
         return Decision(stop=True, ending="time budget",
                         line=f"Repetitions ended {said}: time budget {duration_text(budget)} spent "
-                             f"({duration_text(spent)} used, a round takes about {duration_text(per_round)}) before "
-                             f"every 95 % CI of Δ was within ±{target:g} % ({where}).")
+                             f"({duration_text(spent)} used and a round takes about {duration_text(per_round)}: "
+                             f"another would overrun it) before every 95 % CI of Δ was within ±{target:g} % ({where}).")
     return Decision(stop=False, line=f"Not resolved {said} (target ±{target:g} %: {where}): one more round.")

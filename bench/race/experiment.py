@@ -47,7 +47,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from bench.race.adaptive import AdaptiveRepetitions, main_row_spreads, percent_value, spent_seconds
+from bench.race.adaptive import AdaptiveRepetitions, check_adaptive, main_row_spreads, percent_value, spent_seconds
 from bench.race.adaptive import decide as decide_rounds
 from bench.race.options import RaceOptions
 from bench.trials.model import TrialInfo, TrialReader
@@ -55,7 +55,7 @@ from bench.trials.races import RACE_TAGS, TAG_EXPERIMENT, TAG_REPETITION, TAG_RU
 from bench.util.bundled import resolve_example
 from bench.util.errors import ConfigError, RaceInterrupted, StoreError
 from bench.util.file_lock import LockHeld, held_or_refused
-from bench.util.yaml_file import load_yaml_model
+from bench.util.yaml_file import read_yaml, validate_mapping
 
 _RESERVED_TAGS = set(RACE_TAGS)
 _NOT_PER_RACE = {"user_tags", "user_tag", "report_file", "report_format", "progress", "quiet"}
@@ -149,13 +149,7 @@ class ExperimentFile(BaseModel):
         reps = data.get("repetitions") if isinstance(data, dict) else None
         if not isinstance(reps, dict):
             return data
-        try:
-            adaptive = AdaptiveRepetitions.model_validate(reps)
-        except ValidationError as e:
-            err = e.errors()[0]
-            loc = ".".join(str(x).replace("_", "-") for x in err["loc"])
-            raise ValueError(f"repetitions.{loc}: {err['msg']} (e.g. repetitions: {{min: 2, max: 20, until: "
-                             "{ci-within: 2%}, time-budget: 2h})") from None
+        adaptive = AdaptiveRepetitions.model_validate(reps)  # load_experiment words its errors first
         return {**data, "repetitions": adaptive.max, "adaptive": adaptive}
 
     @field_validator("tracks", mode="before")
@@ -227,7 +221,10 @@ def load_experiment(path: Path | str, overrides: dict[str, Any] | None = None,
     the file's ``race:`` options; ``repetitions`` replaces the file's count (a quick check of a long study).
     ``path`` may name a bundled example (``ccr-overhead``, ``experiments/ccr-overhead.yml``) from any folder."""
     p = resolve_example(path, "experiments", "experiment file")
-    exp = load_yaml_model(p, ExperimentFile, "experiment file", "name, variants, ...")
+    raw = read_yaml(p, "experiment file")
+    if isinstance(raw, dict) and isinstance(raw.get("repetitions"), dict):
+        check_adaptive(raw["repetitions"], f"experiment file {p}")
+    exp = validate_mapping(raw, ExperimentFile, p, "experiment file", "name, variants, ...")
     exp._folder = p.resolve().parent
     if overrides:
         exp.race = {**_norm_keys(exp.race, f"experiment file {p}: race"), **_norm_keys(overrides, "command line")}
