@@ -1,10 +1,11 @@
 """Adaptive repetitions of an experiment: interleaved rounds (one more repetition of every variant each) until the
-confidence interval of the study's main row's Δ against the baseline is within a target for every variant, or a time
-budget or the maximum is spent, saying which ended it.
+confidence interval of the study's main row's Δ against the baseline (the median throughput of each variant's
+indexing task, ``bench.compare.main_row``) is within a target for every variant, or a time budget or the maximum is
+spent, saying which ended it.
 
 In an experiment file::
 
-    repetitions: {min: 2, max: 20, until: {ci-within: 2%, row: Median Throughput (indexing)}, time-budget: 2h}
+    repetitions: {min: 2, max: 20, until: {ci-within: 2%}, time-budget: 2h}
 
 The run plans ``max`` repetitions; after each round from ``min`` on, ``decide`` reads the run's stored trials and
 says whether to go on. Everything it reads is in the store, so ``--resume`` decides as the first run would have
@@ -22,7 +23,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from bench.util.errors import ConfigError
 
 if TYPE_CHECKING:
-    from bench.race.experiment import ExperimentFile
     from bench.trials.model import TrialInfo, TrialReader
 
 Ending = Literal["resolved", "time budget", "max repetitions"]
@@ -52,7 +52,6 @@ class Until(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     ci_within: float = Field(alias="ci-within", gt=0, lt=1000)  # ± % of the baseline's mean
-    row: str | None = None  # a study row's label; default the main row (bench.reporting.resolution.main_row)
 
     @field_validator("ci_within", mode="before")
     @classmethod
@@ -132,35 +131,31 @@ class Spread(BaseModel):
         return f"{self.variant}: {self.diff_pct:+.1f} % (95 % CI {self.low_pct:+.1f} … {self.high_pct:+.1f} %)"
 
 
-def main_row_spreads(store: TrialReader, exp: ExperimentFile, run_id: str, row: str | None) -> list[Spread] | None:
-    """Each candidate's Δ % of the main row with its 95 % CI (the study's own method), every track; None while
-    some variant lacks two values (nothing is known of its spread)."""
+def main_row_spreads(store: TrialReader, tracks: list[tuple[str, list[str]]], labels: list[str],
+                     tasks: dict[str, str]) -> list[Spread] | None:
+    """Each candidate's Δ % of the study's main row (``bench.compare.main_row``) with its 95 % CI (the study's own
+    method), for each track's (baseline selector, candidate selectors); ``labels``: the variants, baseline first;
+    ``tasks``: a variant's indexing task where the study names one. None while some variant lacks two values
+    (nothing is known of its spread)."""
+    from bench.compare.main_row import indexing_medians
     from bench.compare.select import resolve_sides
     from bench.compare.stats import diff_ci
-    from bench.race.experiment import StudySpec, comparison_selectors
-    from bench.reporting.resolution import main_row
-    from bench.reporting.study import study_table
 
     out = []
-    for ti, _track in enumerate(exp.track_entries()):
-        baseline, candidates = comparison_selectors(exp, run_id, ti)
-        labels = [exp.baseline or "", *[v for v in exp.variants if v != exp.baseline]]
+    for ti, (baseline, candidates) in enumerate(tracks):
         try:
             base, cands, _notes = resolve_sides(store, baseline, candidates, labels)
         except Exception:  # noqa: BLE001 - e.g. a variant without a complete trial yet: not resolved
             return None
-        table = study_table(exp.name, run_id, exp.study or StudySpec(), [base, *cands])
-        r = main_row(table, row)
-        if r is None:
-            return None
-        ref = r.cells[0].values
-        for variant, cell in zip(table.variants[1:], r.cells[1:]):
-            if len(ref) < 2 or len(cell.values) < 2:
+        ref = indexing_medians(base, tasks.get(base.label))
+        for side in cands:
+            values = indexing_medians(side, tasks.get(side.label))
+            if len(ref) < 2 or len(values) < 2:
                 return None
             mean = sum(ref) / len(ref)
-            ci = diff_ci(ref, cell.values)
-            out.append(Spread(variant=variant if len(exp.track_entries()) == 1 else f"{variant} (track {ti})",
-                              diff_pct=100 * ci.diff / abs(mean), low_pct=100 * ci.low / abs(mean),
+            ci = diff_ci(ref, values)
+            name = side.label if len(tracks) == 1 else f"{side.label} (track {ti})"
+            out.append(Spread(variant=name, diff_pct=100 * ci.diff / abs(mean), low_pct=100 * ci.low / abs(mean),
                               high_pct=100 * ci.high / abs(mean)))
     return out
 

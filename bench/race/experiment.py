@@ -503,8 +503,10 @@ def _round_ends(exp: ExperimentFile, store: TrialReader, run_id: str, rounds: in
     """After a round of adaptive repetitions: whether they end here (``result`` then says why)."""
     assert exp.adaptive is not None
     trials = runs_of(store, exp.name).get(run_id, [])
-    decision = decide_rounds(exp.adaptive, rounds, main_row_spreads(store, exp, run_id, exp.adaptive.until.row),
-                             spent_seconds(trials))
+    tracks = [comparison_selectors(exp, run_id, ti) for ti in range(len(exp.track_entries()))]
+    labels = [exp.baseline or "", *[v for v in exp.variants if v != exp.baseline]]
+    spreads = main_row_spreads(store, tracks, labels, exp.study.indexing_task if exp.study is not None else {})
+    decision = decide_rounds(exp.adaptive, rounds, spreads, spent_seconds(trials))
     say(decision.line)
     if decision.stop:
         result.ended, result.ended_line = decision.ending, decision.line

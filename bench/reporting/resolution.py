@@ -1,6 +1,7 @@
 """What a study could resolve: from the spread of its main row within each variant (the repetitions), the smallest
 difference against the baseline it could have detected, and how many interleaved repetitions a given effect would
-need (``bench.compare.power``). Pure: a StudyTable in, a line of text out.
+need (``bench.compare.power``). Pure: the row's values in, a line of text out (bench/reporting/study.py picks the
+row).
 """
 
 from __future__ import annotations
@@ -8,9 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from bench.compare.power import DEFAULT_POWER, min_detectable_diff, relative, repetitions_needed
-from bench.reporting.study import StudyRow, StudyTable
 
-MAIN_ROW = "Median Throughput (indexing)"
 DEFAULT_EFFECT_PCT = 3.0
 
 
@@ -26,33 +25,22 @@ class Resolution(BaseModel):
     needed: int | None  # repetitions per variant for effect_pct; None: unknown, or more than MAX_REPETITIONS
 
 
-def main_row(table: StudyTable, label: str | None = None) -> StudyRow | None:
-    """The row the study is about: ``label``, else the median indexing throughput, else the first key row."""
-    want = label or MAIN_ROW
-    row = next((r for r in table.rows if r.label == want), None)
-    if row is None and label is None:
-        row = next((r for r in table.rows if r.key), None)
-    return row
-
-
-def study_resolution(table: StudyTable, *, effect_pct: float = DEFAULT_EFFECT_PCT, confidence: float = 0.95,
-                     power: float = DEFAULT_POWER, row_label: str | None = None) -> list[Resolution]:
-    row = main_row(table, row_label)
-    if row is None:
+def resolutions(row: str, reference: list[float], candidates: list[tuple[str, list[float]]], *,
+                effect_pct: float = DEFAULT_EFFECT_PCT, confidence: float = 0.95,
+                power: float = DEFAULT_POWER) -> list[Resolution]:
+    """Each candidate's (name, values) resolution against the reference's values on the row ``row``."""
+    if not reference:
         return []
-    ref_i = table.variants.index(row.reference) if row.reference in table.variants else 0
-    ref = row.cells[ref_i].values
-    mean = sum(ref) / len(ref) if ref else 0.0
+    mean = sum(reference) / len(reference)
     out = []
-    for i, cell in enumerate(row.cells):
-        if i == ref_i or not cell.values or not ref:
+    for variant, values in candidates:
+        if not values:
             continue
-        mdd = min_detectable_diff(ref, cell.values, confidence=confidence, power=power)
-        needed = repetitions_needed(ref, cell.values, effect_pct / 100.0 * abs(mean), confidence=confidence,
+        mdd = min_detectable_diff(reference, values, confidence=confidence, power=power)
+        needed = repetitions_needed(reference, values, effect_pct / 100.0 * abs(mean), confidence=confidence,
                                     power=power) if mean else None
-        out.append(Resolution(row=row.label, variant=table.variants[i], n_baseline=len(ref),
-                              n_candidate=len(cell.values), mdd_pct=relative(mdd, mean), effect_pct=effect_pct,
-                              needed=needed))
+        out.append(Resolution(row=row, variant=variant, n_baseline=len(reference), n_candidate=len(values),
+                              mdd_pct=relative(mdd, mean), effect_pct=effect_pct, needed=needed))
     return out
 
 

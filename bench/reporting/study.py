@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from bench.compare import Side, diff_ci, judge
+from bench.compare.main_row import MAIN_ROW, find_task
 from bench.compare.metrics import higher_is_better, trial_values
 from bench.compare.stats import MIN_GROUP, CiMethod, Verdict
 from bench.reporting.placement import PlacedTrial, placement_line, task_window, window_load
-from bench.results.summary import Summary, TaskSummary
+from bench.reporting.resolution import DEFAULT_EFFECT_PCT, Resolution, resolution_line, resolutions
+from bench.results.summary import Summary
 from bench.trials.races import REPEATED_RACE
 
 if TYPE_CHECKING:
@@ -85,13 +87,6 @@ class StudyTable(BaseModel):
         return self.variants[0]
 
 
-def _task(summary: Summary, name: str | None, operation_type: str) -> TaskSummary | None:
-    tasks = summary.tasks
-    if name:
-        return next((t for t in tasks if t.task == name), None)
-    return next((t for t in tasks if t.operation_type == operation_type), None)
-
-
 def trial_study_values(summary: Summary | None, variant: str, spec: StudySpec,
                        cluster_map: dict[str, str] | None = None) -> Values:
     """The study rows of one trial of ``variant``. ``cluster_map`` renames the trial's clusters (the baseline's
@@ -99,12 +94,12 @@ def trial_study_values(summary: Summary | None, variant: str, spec: StudySpec,
     out: Values = {}
     if summary is None:
         return out
-    task = _task(summary, spec.indexing_task.get(variant), "bulk")
+    task = find_task(summary, spec.indexing_task.get(variant), "bulk")
     if task is not None and task.throughput is not None:
         tp = task.throughput
         for what, v in (("Min", tp.min), ("Median", tp.median), ("Max", tp.max)):
             out[f"{what} Throughput (indexing)"] = (v, tp.unit)
-    sync = _task(summary, spec.sync_task, SYNC_OPERATION)
+    sync = find_task(summary, spec.sync_task, SYNC_OPERATION)
     if sync is not None:
         rows = trial_values(summary)
         if (CATCH_UP_METRIC, sync.task) in rows:
@@ -205,11 +200,25 @@ def study_table(experiment: str, run_id: str, spec: StudySpec, sides: list[Side]
                     "repetitions for a confidence verdict.")
     table = StudyTable(experiment=experiment, run_id=run_id, variants=[s.label for s in sides],
                        trials=[len(s.trials) for s in sides], rows=rows, lead=lead, notes=notes)
-    from bench.reporting.resolution import resolution_line, study_resolution
-
-    line = resolution_line(study_resolution(table, effect_pct=spec.effect))
+    line = resolution_line(main_row_resolution(table, effect_pct=spec.effect))
     table.after = [line] if line else []
     return table
+
+
+def main_row(table: StudyTable) -> StudyRow | None:
+    """The row the study is about: the median indexing throughput, else the first key row."""
+    return next((r for r in table.rows if r.label == MAIN_ROW), None) or next((r for r in table.rows if r.key), None)
+
+
+def main_row_resolution(table: StudyTable, *, effect_pct: float = DEFAULT_EFFECT_PCT) -> list[Resolution]:
+    """What the study could resolve on its main row, for each variant against the row's reference."""
+    row = main_row(table)
+    if row is None:
+        return []
+    ref_i = table.variants.index(row.reference) if row.reference in table.variants else 0
+    return resolutions(row.label, row.cells[ref_i].values,
+                       [(v, c.values) for i, (v, c) in enumerate(zip(table.variants, row.cells)) if i != ref_i],
+                       effect_pct=effect_pct)
 
 
 def load_study_table(store: TrialReader, exp: ExperimentFile, run_id: str, track_index: int = 0, *,
@@ -240,7 +249,7 @@ def placed_trials(store: TrialReader, spec: StudySpec, sides: list[Side]) -> lis
     for side in sides:
         for t in side.trials:
             load = None
-            task = _task(t.summary, spec.indexing_task.get(side.label), "bulk") if t.summary is not None else None
+            task = find_task(t.summary, spec.indexing_task.get(side.label), "bulk") if t.summary is not None else None
             window = task_window(store.samples(t.info.id), task.task) if task is not None else None
             if window is not None:
                 cpus = t.info.machine.get("cpu_count")

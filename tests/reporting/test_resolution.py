@@ -3,8 +3,10 @@ variant, the smallest difference it could have detected and the repetitions an e
 
 from __future__ import annotations
 
-from bench.reporting.resolution import MAIN_ROW, resolution_line, study_resolution
+from bench.compare.main_row import MAIN_ROW
+from bench.reporting.resolution import resolution_line
 from bench.reporting.study import StudyCell, StudyRow, StudyTable, render_study_markdown, study_view
+from bench.reporting.study import main_row_resolution as study_resolution
 
 
 def _table(*variants: tuple[str, list[float]]) -> StudyTable:
