@@ -91,6 +91,15 @@ def check_adaptive(raw: Any, where: str) -> None:
                           "{ci-within: 2%}, time-budget: 2h}") from None
 
 
+def adaptive_text(a: AdaptiveRepetitions) -> str:
+    """What --dry-run says of the rounds."""
+    budget = f", or once another round would overrun the time budget of {duration_text(a.time_budget)}" \
+        if a.time_budget is not None else ""
+    return (f"Repetitions are adaptive: after each round from round {a.min} on, the run ends once every variant's 95 % "
+            f"CI of Δ median indexing throughput against the baseline is within ±{a.until.ci_within:g} %{budget}; "
+            f"at most {a.max} rounds (the races below are the most it runs).")
+
+
 class Decision(BaseModel):
     stop: bool
     ending: Ending | None = None

@@ -47,7 +47,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from bench.race.adaptive import AdaptiveRepetitions, check_adaptive, main_row_spreads, percent_value, spent_seconds
+from bench.race.adaptive import AdaptiveRepetitions, adaptive_text, check_adaptive, main_row_spreads, percent_value, spent_seconds
 from bench.race.adaptive import decide as decide_rounds
 from bench.race.options import RaceOptions
 from bench.trials.model import TrialInfo, TrialReader
@@ -585,6 +585,8 @@ def dry_run_lines(exp: ExperimentFile, run_id: str) -> list[str]:
     lines = [f"Experiment {exp.name}: {len(races)} races = {len(exp.variants)} variant(s) × {exp.repetitions} "
              f"repetition(s) × {len(tracks)} track(s); order {order}. Nothing runs with --dry-run.",
              f"Options of every race (bench race flags): {_flags(_norm_keys(exp.race, 'race'))}"]
+    if exp.adaptive is not None:
+        lines.append(adaptive_text(exp.adaptive))
     if exp.study is not None and exp.study.note:
         lines.append(exp.study.note)
     lines.append("Variants (what each adds to those options; the baseline is what the others are compared with):")

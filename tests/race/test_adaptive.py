@@ -22,13 +22,17 @@ def _adaptive(**kw) -> AdaptiveRepetitions:
     return AdaptiveRepetitions.model_validate({"min": 2, "max": 6, "until": {"ci-within": "2%"}, **kw})
 
 
-def test_the_mapping_plans_max_interleaved_rounds_and_a_count_on_the_command_line_replaces_it(tmp_path):
+def test_the_mapping_plans_max_interleaved_rounds_and_a_count_on_the_command_line_replaces_it(tmp_path, capsys):
     f = tmp_path / "e.yml"
     f.write_text(EXP.format(reps="{min: 3, max: 5, until: {ci-within: 2.5 %}, time-budget: 2h}"))
     exp = load_experiment(f)
     assert exp.adaptive is not None and exp.repetitions == 5
     assert (exp.adaptive.min, exp.adaptive.until.ci_within, exp.adaptive.time_budget) == (3, 2.5, 7200.0)
     assert [r.repetition for r in plan(exp, "x")] == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert main(["experiment", str(f), "--dry-run"]) == 0
+    assert ("Repetitions are adaptive: after each round from round 3 on, the run ends once every variant's 95 % CI of "
+            "Δ median indexing throughput against the baseline is within ±2.5 %, or once another round would overrun "
+            "the time budget of 2h00m; at most 5 rounds") in " ".join(capsys.readouterr().out.split())
     fixed = load_experiment(f, repetitions=2)
     assert fixed.adaptive is None and fixed.repetitions == 2
 
