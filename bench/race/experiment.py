@@ -47,7 +47,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from bench.race.adaptive import AdaptiveRepetitions, adaptive_text, check_adaptive, main_row_spreads, percent_value, spent_seconds
+from bench.race.adaptive import (
+    AdaptiveRepetitions,
+    adaptive_text,
+    check_adaptive,
+    main_row_spreads,
+    percent_value,
+    spent_seconds,
+)
 from bench.race.adaptive import decide as decide_rounds
 from bench.race.options import RaceOptions
 from bench.trials.model import TrialInfo, TrialReader
