@@ -153,6 +153,9 @@ class ExperimentFile(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _adaptive(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("adaptive"), dict):
+            raise ValueError("'adaptive' is no key of an experiment file: write repetitions: {min: 2, max: 20, "
+                             "until: {ci-within: 2%}}")
         reps = data.get("repetitions") if isinstance(data, dict) else None
         if not isinstance(reps, dict):
             return data

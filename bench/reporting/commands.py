@@ -254,7 +254,8 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
         say(exp.study.note)
     with open_store() as store:
         result = run_experiment(exp, store=store, resume=a.resume, run_id=a.run_id, say=say)
-    say(f"Experiment {exp.name} run {result.run_id}: {result.planned} races planned, {len(result.ran)} run now, "
+    planned = f"up to {result.planned}" if exp.adaptive is not None else str(result.planned)
+    say(f"Experiment {exp.name} run {result.run_id}: {planned} races planned, {len(result.ran)} run now, "
         f"{result.skipped} done before, {len(result.failed)} failed.")
     for f in result.failed:
         say(f"  failed: {f}")

@@ -52,11 +52,14 @@ def test_bad_adaptive_repetitions_are_one_line(tmp_path, capsys, reps, said):
     assert len(err.splitlines()) == 1 and said in err and str(f) in err and "Traceback" not in err, err
 
 
-def test_random_order_is_refused_with_rounds(tmp_path, capsys):
+def test_random_order_is_refused_with_rounds_and_adaptive_is_no_key_of_its_own(tmp_path, capsys):
     f = tmp_path / "e.yml"
     f.write_text(EXP.format(reps="{max: 3, until: {ci-within: 2%}}") + "order: random\n")
     assert main(["experiment", str(f), "--dry-run"]) == 2
     assert "set order: interleaved" in capsys.readouterr().err
+    f.write_text(EXP.format(reps="4") + "adaptive: {max: 3, until: {ci-within: 2%}}\n")
+    assert main(["experiment", str(f), "--dry-run"]) == 2
+    assert "'adaptive' is no key of an experiment file: write repetitions: {min: 2" in capsys.readouterr().err
 
 
 def test_resolved_once_every_ci_is_within_the_target_and_not_before_min():

@@ -116,6 +116,7 @@ def test_the_time_budget_ends_rounds_the_target_cannot_and_resume_keeps_counting
                  f"--report-file={report}"]) == 0
     out = capsys.readouterr().out
     assert out.count("done before, skipped") == 2
+    assert "up to 16 races planned, 2 run now, 2 done before, 0 failed" in out
     assert "Not resolved after 1 repetition per variant" in out
     assert re.search(r"Repetitions ended after 2 repetitions per variant: time budget 1s spent \(\d+s used and a "
                      r"round takes about \d+s: another would overrun it\) before every 95 % CI of Δ was within "
