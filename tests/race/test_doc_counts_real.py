@@ -38,7 +38,8 @@ def test_doc_count_is_per_cluster_named_and_refreshed(os_ccr_pair: CcrPairInfo, 
     before = {"leader": _refreshed_docs(os_ccr_pair.leader_url), "follower": _refreshed_docs(os_ccr_pair.follower_url)}
     try:
         rc = main(["--quiet", "race", f"--track-path={track}", f"--target-hosts={os_ccr_pair.target_hosts}",
-                   f"--track-params=index:{INDEX}", "--report-format=json"])
+                   f"--track-params=index:{INDEX}", "--report-format=json",
+                   "--telemetry-params=ccr-stats-sample-interval:0.5"])
         out = capsys.readouterr().out
         assert rc == 0, out
         rows = {(r["metric"], r["task"]): r["value"] for r in json.loads(out[out.index("{"):out.rindex("}") + 1])["rows"]}
