@@ -73,6 +73,16 @@ def bootstrap_diff_ci(baseline: Sequence[float], candidate: Sequence[float], *, 
                   method="bootstrap", n_baseline=int(a.size), n_candidate=int(b.size))
 
 
+def welch_se_df(var_a: float, n_a: int, var_b: float, n_b: int) -> tuple[float, float]:
+    """Standard error of a difference of two means and its Welch–Satterthwaite degrees of freedom, from each
+    group's sample variance (ddof=1) and size (≥ 2 each). The degrees of freedom are inf when the error is 0."""
+    va, vb = var_a / n_a, var_b / n_b
+    se = math.sqrt(va + vb)
+    if se == 0.0:
+        return 0.0, math.inf
+    return se, (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1))
+
+
 def welch_diff_ci(baseline: Sequence[float], candidate: Sequence[float], *,
                   confidence: float = 0.95) -> DiffCI:
     """Welch's t confidence interval of mean(candidate) − mean(baseline). Needs ≥ 2 values per group."""
@@ -81,13 +91,11 @@ def welch_diff_ci(baseline: Sequence[float], candidate: Sequence[float], *,
     a, b = _arrays(baseline, candidate)
     if a.size < 2 or b.size < 2:
         raise ValueError("Welch's interval needs at least 2 values per group")
-    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
     diff = float(b.mean() - a.mean())
-    se = math.sqrt(va + vb)
+    se, df = welch_se_df(float(a.var(ddof=1)), int(a.size), float(b.var(ddof=1)), int(b.size))
     if se == 0.0:  # both groups constant: the difference is exactly known
         return DiffCI(diff=diff, low=diff, high=diff, confidence=confidence, method="welch",
                       n_baseline=int(a.size), n_candidate=int(b.size))
-    df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
     half = float(student_t.ppf(0.5 + confidence / 2.0, df)) * se
     return DiffCI(diff=diff, low=diff - half, high=diff + half, confidence=confidence, method="welch",
                   n_baseline=int(a.size), n_candidate=int(b.size))

@@ -78,6 +78,9 @@ class ClusterTotals(BaseModel):
     gc: GcTotals | None = None  # during the schedule; None when it could not be read
     # ShardTotals field (e.g. "index_time_ms") -> min/median/max over the primary shards; empty when not read.
     per_shard: dict[str, Spread] = {}
+    # Cluster name -> documents in the primaries after a refresh at the end of the race, every cluster of the race
+    # (bench.race.doc_counts); empty in trials stored before it was read, whose Doc count is ``primaries``'.
+    docs_after_refresh: dict[str, int] = {}
 
 
 def _get(d: dict[str, Any], *path: str) -> int:

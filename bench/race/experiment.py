@@ -47,13 +47,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from bench.race.adaptive import (
+    AdaptiveRepetitions,
+    adaptive_text,
+    check_adaptive,
+    main_row_spreads,
+    percent_value,
+    spent_seconds,
+)
+from bench.race.adaptive import decide as decide_rounds
 from bench.race.options import RaceOptions
 from bench.trials.model import TrialInfo, TrialReader
 from bench.trials.races import RACE_TAGS, TAG_EXPERIMENT, TAG_REPETITION, TAG_RUN, TAG_TRACK, TAG_VARIANT, one_per_race
 from bench.util.bundled import resolve_example
 from bench.util.errors import ConfigError, RaceInterrupted, StoreError
 from bench.util.file_lock import LockHeld, held_or_refused
-from bench.util.yaml_file import load_yaml_model
+from bench.util.yaml_file import read_yaml, validate_mapping
 
 _RESERVED_TAGS = set(RACE_TAGS)
 _NOT_PER_RACE = {"user_tags", "user_tag", "report_file", "report_format", "progress", "quiet"}
@@ -116,7 +125,14 @@ class StudySpec(BaseModel):
     baseline_if_refused: str | None = Field(default=None, alias="baseline-if-refused")
     search_tasks: dict[str, str] = Field(default_factory=dict, alias="search-tasks")
     catch_up_within: float | None = Field(default=None, gt=0, alias="catch-up-within")
+    # The effect whose repetitions the resolution line says are needed (% of the baseline's main row).
+    effect: float = Field(default=3.0, gt=0, lt=1000)
     note: str = ""  # set by resolve_study: which baseline the run uses, and why
+
+    @field_validator("effect", mode="before")
+    @classmethod
+    def _percent(cls, v: Any) -> Any:
+        return percent_value(v)
 
 
 class ExperimentFile(BaseModel):
@@ -127,6 +143,8 @@ class ExperimentFile(BaseModel):
     description: str = ""
     baseline: str | None = None
     repetitions: int = Field(default=1, ge=1, le=1000)
+    # Set from the mapping form of ``repetitions`` (bench.race.adaptive): then ``repetitions`` is its max.
+    adaptive: AdaptiveRepetitions | None = None
     order: Literal["interleaved", "random"] = "interleaved"
     tracks: list[TrackEntry] = Field(default_factory=list)
     race: dict[str, Any] = Field(default_factory=dict)
@@ -137,6 +155,18 @@ class ExperimentFile(BaseModel):
     def folder(self) -> Path | None:
         """The folder of the file it was loaded from: relative paths in it may be relative to that."""
         return self._folder
+
+    @model_validator(mode="before")
+    @classmethod
+    def _adaptive(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("adaptive"), dict):
+            raise ValueError("'adaptive' is no key of an experiment file: write repetitions: {min: 2, max: 20, "
+                             "until: {ci-within: 2%}}")
+        reps = data.get("repetitions") if isinstance(data, dict) else None
+        if not isinstance(reps, dict):
+            return data
+        adaptive = AdaptiveRepetitions.model_validate(reps)  # load_experiment words its errors first
+        return {**data, "repetitions": adaptive.max, "adaptive": adaptive}
 
     @field_validator("tracks", mode="before")
     @classmethod
@@ -160,6 +190,8 @@ class ExperimentFile(BaseModel):
             self.baseline = next(iter(self.variants))
         if self.baseline not in self.variants:
             raise ValueError(f"baseline {self.baseline!r} is not one of the variants {list(self.variants)}")
+        if self.adaptive is not None and self.order != "interleaved":
+            raise ValueError("repetitions: {min, max, until}: adds interleaved rounds; set order: interleaved")
         if self.study is not None:
             for field, names in (("indexing-task", list(self.study.indexing_task)),
                                  ("soft-deletes-off", [self.study.soft_deletes_off] if self.study.soft_deletes_off
@@ -205,7 +237,10 @@ def load_experiment(path: Path | str, overrides: dict[str, Any] | None = None,
     the file's ``race:`` options; ``repetitions`` replaces the file's count (a quick check of a long study).
     ``path`` may name a bundled example (``ccr-overhead``, ``experiments/ccr-overhead.yml``) from any folder."""
     p = resolve_example(path, "experiments", "experiment file")
-    exp = load_yaml_model(p, ExperimentFile, "experiment file", "name, variants, ...")
+    raw = read_yaml(p, "experiment file")
+    if isinstance(raw, dict) and isinstance(raw.get("repetitions"), dict):
+        check_adaptive(raw["repetitions"], f"experiment file {p}")
+    exp = validate_mapping(raw, ExperimentFile, p, "experiment file", "name, variants, ...")
     exp._folder = p.resolve().parent
     if overrides:
         exp.race = {**_norm_keys(exp.race, f"experiment file {p}: race"), **_norm_keys(overrides, "command line")}
@@ -213,6 +248,7 @@ def load_experiment(path: Path | str, overrides: dict[str, Any] | None = None,
         if repetitions < 1:
             raise ConfigError(f"--repetitions {repetitions}: use 1 or more")
         exp.repetitions = repetitions
+        exp.adaptive = None  # a count given on the command line is run as it is
     for v in exp.variants:
         opts = race_options(exp, PlannedRace(variant=v, repetition=1, track=exp.track_entries()[0], track_index=0),
                             run_id="check", where=f"experiment file {p}: variants.{v}")
@@ -361,6 +397,8 @@ class ExperimentResult(BaseModel):
     skipped: int  # completed before (resume)
     ran: list[str] = []  # trial ids run now
     failed: list[str] = []  # "variant#rep: error"
+    ended: str | None = None  # adaptive repetitions: what ended them ("resolved", "time budget", ...)
+    ended_line: str | None = None  # ... said in a sentence (the run's output and the report)
 
 
 RaceRunner = Callable[[RaceOptions], Any]
@@ -442,6 +480,9 @@ def _run_locked(exp: ExperimentFile, store: TrialReader, run_id: str, run_race: 
     races = plan(exp, run_id)
     result = ExperimentResult(name=exp.name, run_id=run_id, planned=len(races), skipped=0)
     for i, race in enumerate(races, 1):
+        if exp.adaptive is not None and race.repetition > 1 and races[i - 2].repetition != race.repetition \
+                and _round_ends(exp, store, run_id, race.repetition - 1, result, say):
+            break
         label = f"[{i}/{len(races)}] {race.variant} #{race.repetition} on {race.track.label or 'the track'}"
         if race.key in done:
             result.skipped += 1
@@ -468,7 +509,24 @@ def _run_locked(exp: ExperimentFile, store: TrialReader, run_id: str, run_race: 
         if status != "complete":
             result.failed.append(f"{race.variant}#{race.repetition}: {status}")
         say(f"{label}: trial {str(trial_id)[:12]} {status}")
+    if exp.adaptive is not None and result.ended is None:
+        _round_ends(exp, store, run_id, exp.repetitions, result, say)
     return result
+
+
+def _round_ends(exp: ExperimentFile, store: TrialReader, run_id: str, rounds: int, result: ExperimentResult,
+                say: Callable[[str], None]) -> bool:
+    """After a round of adaptive repetitions: whether they end here (``result`` then says why)."""
+    assert exp.adaptive is not None
+    trials = runs_of(store, exp.name).get(run_id, [])
+    tracks = [comparison_selectors(exp, run_id, ti) for ti in range(len(exp.track_entries()))]
+    labels = [exp.baseline or "", *[v for v in exp.variants if v != exp.baseline]]
+    spreads = main_row_spreads(store, tracks, labels, exp.study.indexing_task if exp.study is not None else {})
+    decision = decide_rounds(exp.adaptive, rounds, spreads, spent_seconds(trials))
+    say(decision.line)
+    if decision.stop:
+        result.ended, result.ended_line = decision.ending, decision.line
+    return decision.stop
 
 
 def _has_trial(store: TrialReader, name: str, run_id: str, key: tuple[str, str, str], *, before: set[str]) -> bool:
@@ -543,6 +601,8 @@ def dry_run_lines(exp: ExperimentFile, run_id: str) -> list[str]:
     lines = [f"Experiment {exp.name}: {len(races)} races = {len(exp.variants)} variant(s) × {exp.repetitions} "
              f"repetition(s) × {len(tracks)} track(s); order {order}. Nothing runs with --dry-run.",
              f"Options of every race (bench race flags): {_flags(_norm_keys(exp.race, 'race'))}"]
+    if exp.adaptive is not None:
+        lines.append(adaptive_text(exp.adaptive))
     if exp.study is not None and exp.study.note:
         lines.append(exp.study.note)
     lines.append("Variants (what each adds to those options; the baseline is what the others are compared with):")

@@ -51,6 +51,7 @@ from bench.http.cluster_stats import (
 from bench.provision.cpus import cpu_list_text, pin_process
 from bench.provision.facts_text import distribution_text
 from bench.race.cluster_source import RaceClusters, resolve_clusters
+from bench.race.doc_counts import refreshed_doc_counts
 from bench.race.flags import public_options
 from bench.race.options import RaceOptions
 from bench.race.pipeline import RaceHook, RacePlan, RaceResult, RaceSchedule, RaceTargets, race_hooks
@@ -356,6 +357,8 @@ async def _collect(targets: list[ClusterTarget], gc_before: GcTotals | None) -> 
     gc_after = await _gc_reading(targets[0]) if targets and gc_before is not None else None
     if totals is not None and gc_before is not None and gc_after is not None:
         totals.gc = gc_delta(gc_before, gc_after)
+    if totals is not None:  # last: the refresh must not change the segment counts read above
+        totals.docs_after_refresh = await refreshed_doc_counts(targets)
     return totals
 
 

@@ -259,7 +259,8 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
         say(exp.study.note)
     with open_store() as store:
         result = run_experiment(exp, store=store, resume=a.resume, run_id=a.run_id, say=say)
-    say(f"Experiment {exp.name} run {result.run_id}: {result.planned} races planned, {len(result.ran)} run now, "
+    planned = f"up to {result.planned}" if exp.adaptive is not None else str(result.planned)
+    say(f"Experiment {exp.name} run {result.run_id}: {planned} races planned, {len(result.ran)} run now, "
         f"{result.skipped} done before, {len(result.failed)} failed.")
     for f in result.failed:
         say(f"  failed: {f}")
@@ -288,9 +289,15 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
                 from bench.reporting.study import load_study_table
 
                 study = load_study_table(store, exp, result.run_id, ti, ci_method=a.ci_method)
+                for line in study.after:  # the resolution (what ended the repetitions was said as it happened)
+                    say(line)
+                if result.ended_line:
+                    study.after.append(result.ended_line)
                 if a.history is not None:
                     history = _history_of(store, exp, result.run_id, a, say)
                     regressed = history.judged_regressed
+            if study is None and result.ended_line and ti == 0:  # no study table to say it under
+                cmp.warnings.append(result.ended_line)
             report = compare_report(store, cmp, fmt=a.report_format, plots_dir=a.plots_dir, study=study,
                                     history=history, tables=sweeps[ti:ti + 1])
             suffix = f"-{ti}" if len(exp.track_entries()) > 1 else ""

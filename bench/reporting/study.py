@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from bench.compare import Side, diff_ci, judge
+from bench.compare.main_row import MAIN_ROW, find_task
 from bench.compare.metrics import higher_is_better, trial_values
 from bench.compare.stats import MIN_GROUP, CiMethod, Verdict
 from bench.reporting.placement import PlacedTrial, placement_line, task_window, window_load
+from bench.reporting.resolution import DEFAULT_EFFECT_PCT, Resolution, resolution_line, resolutions
 from bench.reporting.study_search import is_search_row, search_values
-from bench.results.summary import Summary, TaskSummary
+from bench.results.summary import Summary
 from bench.trials.races import REPEATED_RACE
 
 if TYPE_CHECKING:
@@ -86,17 +88,13 @@ class StudyTable(BaseModel):
     # trials each variant has when that is too few for a verdict.
     lead: list[str] = []
     notes: list[str] = []
+    # Lines right under the table: what the study could resolve (bench.reporting.resolution), what ended its
+    # repetitions.
+    after: list[str] = []
 
     @property
     def baseline(self) -> str:
         return self.variants[0]
-
-
-def _task(summary: Summary, name: str | None, operation_type: str) -> TaskSummary | None:
-    tasks = summary.tasks
-    if name:
-        return next((t for t in tasks if t.task == name), None)
-    return next((t for t in tasks if t.operation_type == operation_type), None)
 
 
 def trial_study_values(summary: Summary | None, variant: str, spec: StudySpec,
@@ -106,12 +104,12 @@ def trial_study_values(summary: Summary | None, variant: str, spec: StudySpec,
     out: Values = {}
     if summary is None:
         return out
-    task = _task(summary, spec.indexing_task.get(variant), "bulk")
+    task = find_task(summary, spec.indexing_task.get(variant), "bulk")
     if task is not None and task.throughput is not None:
         tp = task.throughput
         for what, v in (("Min", tp.min), ("Median", tp.median), ("Max", tp.max)):
             out[f"{what} Throughput (indexing)"] = (v, tp.unit)
-    sync = _task(summary, spec.sync_task, SYNC_OPERATION)
+    sync = find_task(summary, spec.sync_task, SYNC_OPERATION)
     if sync is not None:
         rows = trial_values(summary)
         if (CATCH_UP_METRIC, sync.task) in rows:
@@ -229,8 +227,27 @@ def study_table(experiment: str, run_id: str, spec: StudySpec, sides: list[Side]
         lead.append(f"{n} {'per variant' if every else 'for ' + ', '.join(small)}: fewer than {MIN_GROUP} trials, so "
                     f"{'nothing is' if every else 'these are not'} judged (\"not judged\"); run ≥ {MIN_GROUP} "
                     "repetitions for a confidence verdict.")
-    return StudyTable(experiment=experiment, run_id=run_id, variants=[s.label for s in sides],
-                      trials=[len(s.trials) for s in sides], rows=rows, lead=lead, notes=notes)
+    table = StudyTable(experiment=experiment, run_id=run_id, variants=[s.label for s in sides],
+                       trials=[len(s.trials) for s in sides], rows=rows, lead=lead, notes=notes)
+    line = resolution_line(main_row_resolution(table, effect_pct=spec.effect))
+    table.after = [line] if line else []
+    return table
+
+
+def main_row(table: StudyTable) -> StudyRow | None:
+    """The row the study is about: the median indexing throughput, else the first key row."""
+    return next((r for r in table.rows if r.label == MAIN_ROW), None) or next((r for r in table.rows if r.key), None)
+
+
+def main_row_resolution(table: StudyTable, *, effect_pct: float = DEFAULT_EFFECT_PCT) -> list[Resolution]:
+    """What the study could resolve on its main row, for each variant against the row's reference."""
+    row = main_row(table)
+    if row is None:
+        return []
+    ref_i = table.variants.index(row.reference) if row.reference in table.variants else 0
+    return resolutions(row.label, row.cells[ref_i].values,
+                       [(v, c.values) for i, (v, c) in enumerate(zip(table.variants, row.cells)) if i != ref_i],
+                       effect_pct=effect_pct)
 
 
 def load_study_table(store: TrialReader, exp: ExperimentFile, run_id: str, track_index: int = 0, *,
@@ -261,7 +278,7 @@ def placed_trials(store: TrialReader, spec: StudySpec, sides: list[Side]) -> lis
     for side in sides:
         for t in side.trials:
             load = None
-            task = _task(t.summary, spec.indexing_task.get(side.label), "bulk") if t.summary is not None else None
+            task = find_task(t.summary, spec.indexing_task.get(side.label), "bulk") if t.summary is not None else None
             window = task_window(store.samples(t.info.id), task.task) if task is not None else None
             if window is not None:
                 cpus = t.info.machine.get("cpu_count")
@@ -292,6 +309,7 @@ class TableView(BaseModel):
 
     title: str
     lead: list[str] = []  # lines before the table (a study's placement and trial counts)
+    after: list[str] = []  # lines right under it (a study's resolution)
     headers: list[str]
     rows: list[list[str]]
     notes: list[str] = []
@@ -315,7 +333,7 @@ def study_view(table: StudyTable) -> TableView:
         rows.append(cells)
         classes.append(cls)
     return TableView(title=f"Study: {table.experiment}, run {table.run_id}", lead=table.lead, headers=headers,
-                     rows=rows, notes=table.notes, classes=classes)
+                     rows=rows, notes=table.notes, classes=classes, after=table.after)
 
 
 def markdown_table(view: TableView) -> str:
@@ -329,6 +347,8 @@ def markdown_table(view: TableView) -> str:
     out += [line(view.headers), "|" + "---|" * len(view.headers)]
     out += [line(r) for r in view.rows]
     out.append("")
+    for after in view.after:
+        out += [after, ""]
     out += [f"- {n}" for n in view.notes]
     return "\n".join(out) + "\n"
 
