@@ -17,11 +17,14 @@ from tests.support.ccr_replay import CcrPair
 
 @pytest.mark.timeout(300)
 def test_elasticsearch_failover_drill_against_the_replayed_pair(capsys: pytest.CaptureFixture[str]) -> None:
-    # lag_polls: the follower never catches up on its own within the race, so RPO is every operation at the cut
+    # lag_polls: the follower never catches up on its own within the race, so RPO is every operation at the cut.
+    # Enough bulks that the indexing outlasts a few of the workers' sample flushes (0.5 s), when the drill sees its
+    # point, even into this instant stand-in.
     with CcrPair("elasticsearch", lag_polls=10_000) as pair:
+        pair.answer_leader_search = True
         rc = main(["--quiet", "race", "--track=http_logs", "--challenge=ccr-failover",
                    f"--target-hosts={pair.target_hosts}", "--report-format=json",
-                   "--track-params=doc_count:50000,bulk_size:50,bulk_indexing_clients:1,failover_after_docs:500"])
+                   "--track-params=doc_count:400000,bulk_size:20,bulk_indexing_clients:1,failover_after_docs:500"])
         out = capsys.readouterr().out
         follower_calls = [(m, p) for c, m, p in pair.requests if c == "follower"]
         leader_docs, seeds = pair.leader_indices["logs"].docs, pair.remote_seeds
@@ -35,7 +38,7 @@ def test_elasticsearch_failover_drill_against_the_replayed_pair(capsys: pytest.C
         summary = store.summary(trial.id)
     assert summary is not None
     [drill] = summary.sections["ccr-drills"]["failover"]
-    assert drill["error"] is None and 500 <= drill["cut_after_docs"] == leader_docs < 50_000
+    assert drill["error"] is None and 500 <= drill["cut_after_docs"] == leader_docs < 400_000
     assert rows[("CCR failover RPO", scope)] == leader_docs  # leader max seq no + 1, the follower at -1
     assert rows[("CCR failover documents lost", scope)] == leader_docs and promoted == 0  # the probe deleted
     assert 0 < rows[("CCR failover RTO", scope)] < 30

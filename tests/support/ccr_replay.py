@@ -47,6 +47,9 @@ class CcrPair:
         self.remote_seeds: list[str] = []
         self.closed: set[str] = set()  # follower indices closed (Elasticsearch's promotion)
         self.promoted: dict[str, int] = {}  # unfollowed indices -> their documents
+        # Searches fail on the stand-in (no fixture answers them) unless a test asks for the leader document a
+        # failover drill copies as its probe.
+        self.answer_leader_search = False
         self.requests: list[tuple[str, str, str]] = []
         self.ports: dict[str, int] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -188,7 +191,8 @@ class CcrPair:
     def _promotion(self, cluster: str, method: str, parts: list[str]) -> web.Response | None:
         """Elasticsearch's promotion of a follower (close, unfollow, open) and writes to the promoted index; a
         leader document to copy (``_search``)."""
-        if cluster == "leader" and len(parts) == 2 and parts[1] == "_search" and parts[0] in self.leader_indices:
+        if (self.answer_leader_search and cluster == "leader" and len(parts) == 2 and parts[1] == "_search"
+                and parts[0] in self.leader_indices):
             return self._json({"hits": {"hits": [{"_id": "1", "_source": {"n": 1}}]}})
         if cluster != "follower" or len(parts) < 2:
             return None
