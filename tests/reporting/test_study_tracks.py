@@ -64,3 +64,35 @@ def test_track_labels_name_each_entry() -> None:
     exp = ExperimentFile.model_validate({"name": "e", "variants": ["a"],
                                          "tracks": ["geopoint", {"track": "pmc", "challenge": "ccr"}, "geopoint"]})
     assert track_labels(exp) == ["geopoint #0", "pmc/ccr", "geopoint #2"]
+
+
+def test_bench_experiment_over_two_tracks_reports_a_row_per_track(tmp_path, capsys) -> None:
+    """The whole path: ``bench experiment`` over geopoint and pmc (test mode, the null sink as the cluster) prints
+    one study table with each key row once per track, in the first track's report."""
+    import yaml
+
+    from bench.cli import main
+    from benchmarks.nullsink import free_port, start_in_background
+
+    port = free_port()
+    spec = {"name": "two-tracks", "baseline": "eight-clients", "repetitions": 1, "tracks": ["geopoint", "pmc"],
+            "race": {"challenge": "baseline", "test-mode": True, "target-hosts": f"127.0.0.1:{port}",
+                     "exclude-tasks": ["check-cluster-health"]},  # the sink has no cluster health
+            "variants": {"eight-clients": {"track-params": {"bulk_indexing_clients": 8}},
+                         "two-clients": {"track-params": {"bulk_indexing_clients": 2}}},
+            "study": {"indexing-task": {"eight-clients": "index-append", "two-clients": "index-append"}}}
+    path = tmp_path / "two-tracks.yml"
+    path.write_text(yaml.safe_dump(spec))
+    procs = start_in_background(port)
+    try:
+        rc = main(["--quiet", "experiment", str(path), f"--report-file={tmp_path / 'r.md'}"])
+    finally:
+        for p in procs:
+            p.terminate()
+            p.join(10)
+    assert rc == 0, capsys.readouterr()
+    first, second = (tmp_path / "r-0.md").read_text(), (tmp_path / "r-1.md").read_text()
+    labels = [line.split(" | ")[0].removeprefix("| ") for line in first.splitlines() if line.startswith("| ")
+              and "Throughput (indexing)" in line.split(" | ")[0]]
+    assert labels == [f"{t}: {m} Throughput (indexing)" for m in ("Min", "Median", "Max") for t in ("geopoint", "pmc")]
+    assert "## Study:" not in second  # one study, in the first track's report
