@@ -73,3 +73,11 @@ def test_bundled_copies_are_the_repository_files() -> None:
     for rel in ("topologies/ccr-local-opensearch-3node.yml", "topologies/ccr-local-opensearch-3-followers.yml",
                 "experiments/ccr-stage1-opensearch.yml", "car-configs/256mheap.yml"):
         assert (ROOT / "bench" / "_data" / rel).read_text() == (ROOT / rel).read_text()
+
+
+@pytest.mark.parametrize("cloud", ["aws", "gcp"])
+def test_full_size_stage1_pairs_in_the_clouds(cloud: str) -> None:
+    topo = load_topology(ROOT / "topologies" / f"ccr-{cloud}-opensearch.yml")
+    assert topo.provider == cloud
+    assert [(c.name, c.nodes, c.engine, c.version, c.remote_clusters) for c in topo.clusters] == \
+        [("leader", 3, "opensearch", "2.19.1", []), ("follower", 3, "opensearch", "2.19.1", ["leader"])]
