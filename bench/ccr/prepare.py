@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from bench.ccr.engine import CcrError, ccr_engine, detect_engine
+from bench.ccr.followers import expand_for_followers, race_followers
 from bench.ccr.license import clusters_ccr_reaches, ensure_ccr_license
 from bench.ccr.remote import ensure_remote
 from bench.ccr.runners import CCR_OPERATION_TYPES, FOLLOWER, LEADER_ALIAS, follower_cluster
@@ -210,6 +211,11 @@ async def doc_count(target: ClusterTarget, index: str) -> int | None:
 async def _prepare(track: Track, challenge: Challenge, targets: list[ClusterTarget], cars: dict[str, Any],
                    console: Console) -> tuple[CcrPlan | None, dict[str, str]]:
     names = [t.name for t in targets]
+    followers = await race_followers(challenge, targets)
+    if followers:
+        expand_for_followers(challenge, followers)
+        console.print(f"Followers of the leader: {', '.join(followers)} (the challenge's tasks on cluster "
+                      f"'follower' run on each)", highlight=False)
     plan = plan_ccr(track, challenge, names)
     soft_off = {c: car for c, car in cars.items() if car.variables.get("index_soft_deletes") is False}
     if plan is None and not soft_off:

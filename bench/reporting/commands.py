@@ -286,9 +286,10 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
                 continue
             study = history = None
             if exp.study is not None and ti == 0:
-                from bench.reporting.study import load_study_table
+                from bench.reporting.study_tracks import tracks_study_table
 
-                study = load_study_table(store, exp, result.run_id, ti, ci_method=a.ci_method)
+                # every track's rows (one table), in the first track's report
+                study = tracks_study_table(store, exp, result.run_id, ci_method=a.ci_method)
                 for line in study.after:  # the resolution (what ended the repetitions was said as it happened)
                     say(line)
                 if result.ended_line:

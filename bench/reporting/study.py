@@ -20,6 +20,7 @@ from bench.compare.metrics import higher_is_better, trial_values
 from bench.compare.stats import MIN_GROUP, CiMethod, Verdict
 from bench.reporting.placement import PlacedTrial, placement_line, task_window, window_load
 from bench.reporting.resolution import DEFAULT_EFFECT_PCT, Resolution, resolution_line, resolutions
+from bench.reporting.study_followers import LAG_METRICS, catch_up, follower_lags
 from bench.reporting.study_search import is_search_row, search_values
 from bench.results.summary import Summary
 from bench.trials.races import REPEATED_RACE
@@ -109,12 +110,10 @@ def trial_study_values(summary: Summary | None, variant: str, spec: StudySpec,
         tp = task.throughput
         for what, v in (("Min", tp.min), ("Median", tp.median), ("Max", tp.max)):
             out[f"{what} Throughput (indexing)"] = (v, tp.unit)
-    sync = find_task(summary, spec.sync_task, SYNC_OPERATION)
-    if sync is not None:
-        rows = trial_values(summary)
-        if (CATCH_UP_METRIC, sync.task) in rows:
-            v, unit = rows[(CATCH_UP_METRIC, sync.task)]
-            out[f"{CATCH_UP_METRIC} (CCR catch-up)"] = (v, unit)
+    slowest = catch_up(summary, spec.sync_task)  # of every follower's wait (one per follower cluster)
+    if slowest is not None:
+        out[f"{CATCH_UP_METRIC} (CCR catch-up)"] = slowest
+    out.update(follower_lags(summary))
     out.update(search_values(summary, spec.search_tasks, spec.clusters))
     out.update(_drill_values(summary))
     per_cluster: dict[tuple[str, str], list[float]] = {}
@@ -156,6 +155,8 @@ def _direction(label: str) -> bool | None:
         return higher_is_better(CATCH_UP_METRIC)
     if is_search_row(label):
         return False  # latency and errors
+    if label.split(" [")[0] in LAG_METRICS:
+        return higher_is_better(label.split(" [")[0])
     name = next((m for lab, m, _u, _s in CLUSTER_METRICS if label.startswith(lab)), label)
     return higher_is_better(name)
 
