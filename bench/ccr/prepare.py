@@ -28,6 +28,7 @@ from bench.ccr.engine import CcrError, ccr_engine, detect_engine
 from bench.ccr.license import clusters_ccr_reaches, ensure_ccr_license
 from bench.ccr.remote import ensure_remote
 from bench.ccr.runners import CCR_OPERATION_TYPES, FOLLOWER, LEADER_ALIAS, follower_cluster
+from bench.ccr.security import follow_task_params, secure_replication
 from bench.http.client import DEFAULT_CLUSTER, ClusterTarget, RawHttp, check_cluster
 from bench.provision.soft_deletes import soft_deletes_off_problem
 from bench.track.model import Challenge, Task, Track
@@ -236,6 +237,12 @@ async def _prepare(track: Track, challenge: Challenge, targets: list[ClusterTarg
             console.print(f"Cluster [cyan]{follower}[/cyan]: remote cluster [cyan]{alias}[/cyan] connected "
                           f"(seeds {', '.join(entry.get('seeds') or [str(entry.get('proxy_address'))])})",
                           highlight=False)
+            if engines[follower] == "opensearch":
+                tasks = follow_task_params(plan.tasks, lambda p: follower_cluster(names, _default_cluster(names), p),
+                                           follower)
+                line = await secure_replication(follower, leader, https, tasks)
+                if line:
+                    console.print(f"Cluster [cyan]{follower}[/cyan]: {line}", highlight=False)
             for cluster in [c for c in (leader, follower) if c and c not in licensed]:
                 if engines[cluster] == "elasticsearch":
                     lic = await ensure_ccr_license(https[cluster], cluster)
