@@ -81,7 +81,8 @@ async def ensure_role(http: RawHttp, who: Account, role: str, side: str) -> None
 
 
 def _check_named(who: Account, role: str, side: str) -> None:
-    if role not in who.roles and "all_access" not in who.roles:
+    # the plugin refuses use_roles naming a role the user is not mapped to, all_access or not
+    if role not in who.roles:
         raise ConfigError(f"cluster {who.cluster} ({side}): user {who.user} does not hold role {role}, which the "
                           f"track's use-roles names; map it (PUT {_MAPPING.format(role=role)} {{\"users\": "
                           f"[\"{who.user}\"]}}) or leave use-roles out and bench maps the replication roles itself")

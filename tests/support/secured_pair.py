@@ -1,5 +1,5 @@
 """A real OpenSearch 2.19.1 leader/follower pair with security on (``os_secured_pair``, one per session): started as
-a topology with ``security: true`` (the security plugin fetched from Maven Central into bench's download cache,
+a topology with ``security: true``, both clusters at once (the security plugin fetched from Maven Central into bench's download cache,
 TLS on transport and HTTP from one CA bench makes, an admin user with a generated password on each cluster) and the
 replication plugin from ../shared. Skipped unless BENCH_OPENSEARCH_REPLICATION_PLUGIN names the plugin.
 
@@ -18,13 +18,14 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.cloud.local import start_topology
+from bench.cloud.local import connect_remote_clusters
 from bench.cloud.topology import parse_topology
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo
@@ -107,8 +108,13 @@ def os_secured_pair(tmp_path_factory: pytest.TempPathFactory, local_engines: Loc
                     f"../shared/opensearch-replication-plugin/ has it)")
     trial_dir = tmp_path_factory.mktemp("os-secured-pair")
     provisioner = LocalProvisioner(f"secured-{uuid.uuid4().hex[:8]}", trial_dir)
+    topo = parse_topology(secured_topology(plugin))
     try:
-        leader, follower = start_topology(provisioner, parse_topology(secured_topology(plugin)), timeout=300)
+        # Both at once (a node spends most of its start waiting), then the follower's remote-cluster seeds as
+        # start_topology sets them; one provisioner, so one CA and one password for both.
+        with ThreadPoolExecutor(2) as pool:
+            leader, follower = pool.map(lambda spec: provisioner.start(spec, timeout=300), topo.cluster_specs())
+        connect_remote_clusters(topo, topo.clusters[1], follower, {"leader": leader, "follower": follower})
         _MADE.append(SecuredPair(leader, follower, trial_dir))
         yield _MADE[0]
     finally:
