@@ -18,7 +18,7 @@ import pytest
 
 from bench.ccr.security import FOLLOWER_ROLE, LEADER_ROLE
 from bench.provision.certs import Authority, write_ca
-from tests.support.ccr_pair import write_ccr_track
+from tests.support.ccr_pair import CcrPairInfo, os_ccr_pair, write_ccr_track  # noqa: F401 (os_ccr_pair: fixture)
 from tests.support.secured_pair import SecuredPair, os_secured_pair  # noqa: F401 (the session fixture)
 
 pytestmark = pytest.mark.cluster
@@ -122,3 +122,18 @@ def test_a_follower_user_without_the_replication_role_fails_in_one_line(os_secur
     status, body = pair.request("follower", "GET", f"/_plugins/_security/api/rolesmapping/{FOLLOWER_ROLE}")
     assert user not in (body.get(FOLLOWER_ROLE) or {}).get("users", []), body
     assert json.dumps(body).count(user) == 0
+
+
+@pytest.mark.timeout(300)
+def test_security_on_the_leader_only_is_refused_in_one_line(os_secured_pair: SecuredPair,  # noqa: F811
+                                                            os_ccr_pair: CcrPairInfo,  # noqa: F811
+                                                            tmp_path: Path) -> None:
+    # the secured pair's leader beside the plain pair's follower (its own remote 'leader' stays as it is)
+    hosts = f"leader:{os_secured_pair.leader.hosts[0]},follower:{os_ccr_pair.follower_url}"
+    options = f"ca_certs:'{os_secured_pair.ca}',basic_auth_user:'{os_secured_pair.user}'," \
+              f"basic_auth_password:'{os_secured_pair.password}'"
+    track = write_ccr_track(tmp_path / "track", docs=10)
+    proc = _bench(tmp_path / "home", "race", f"--track-path={track}", f"--target-hosts={hosts}",
+                  f"--client-options={options}", "--track-params=index:secured-mixed")
+    err = _one_line(proc)
+    assert "security is on for cluster leader but off for cluster follower" in err and "security: true" in err, err
