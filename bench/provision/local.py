@@ -552,8 +552,9 @@ class LocalProvisioner:
                 f.write(f"{cluster.info.username}:{cluster.info.password.get_secret_value()}\n")
         except OSError as e:
             return f", security on: its generated password could not be written to {path} ({e.strerror})"
+        cacert = f"--cacert {cluster.info.tls_ca} " if cluster.info.tls_ca is not None else ""
         return (f", security on: sign in as {cluster.info.username} with the password in {path} (readable by you "
-                f"only; curl -u \"$(cat {path})\" {url})")
+                f"only; curl {cacert}-u \"$(cat {path})\" {url})")
 
     def _stop_node(self, node: _Node) -> None:
         procs = _node_processes(node)
