@@ -145,6 +145,11 @@ class CcrEngine(ABC):
             raise CcrError(f"{where}: HTTP 403 {text}: CCR needs a platinum or trial license on both clusters; "
                            f"add the trial-license car mixin or POST _license/start_trial?acknowledge=true",
                            status=status)
+        if status == 403 and ("no permissions for" in text or "No mapping for User" in text):
+            raise CcrError(f"{where}: HTTP 403 {text}: the user lacks a replication permission or role; map it to the "
+                           f"replication roles (cross_cluster_replication_follower_full_access on the follower, "
+                           f"..._leader_full_access on the leader) and name them in use-roles, or leave use-roles "
+                           f"out so bench maps them", status=status)
         raise CcrError(f"{where} answered HTTP {status}: {text}", status=status)
 
     # -- the interface ---------------------------------------------------------------------------------------

@@ -25,10 +25,12 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from bench.ccr.engine import CcrError, ccr_engine, detect_engine
+from bench.ccr.es_privileges import check_pair
 from bench.ccr.followers import expand_for_followers, race_followers
 from bench.ccr.license import clusters_ccr_reaches, ensure_ccr_license
 from bench.ccr.remote import ensure_remote
 from bench.ccr.runners import CCR_OPERATION_TYPES, FOLLOWER, LEADER_ALIAS, follower_cluster
+from bench.ccr.security import follow_task_params, secure_replication
 from bench.http.client import DEFAULT_CLUSTER, ClusterTarget, RawHttp, check_cluster
 from bench.provision.soft_deletes import soft_deletes_off_problem
 from bench.track.model import Challenge, Task, Track
@@ -208,6 +210,18 @@ async def doc_count(target: ClusterTarget, index: str) -> int | None:
     return int(body["count"])
 
 
+async def _secure_pair(plan: CcrPlan, names: list[str], engine: str, follower: str, alias: str, leader: str | None,
+                       https: dict[str, RawHttp]) -> str | None:
+    """Security on a follower/leader pair: OpenSearch's replication roles and use_roles, Elasticsearch's documented
+    CCR privileges; a line saying what was done, None with security off."""
+    if engine == "opensearch":
+        tasks = follow_task_params(plan.tasks, lambda p: follower_cluster(names, _default_cluster(names), p), follower)
+        return await secure_replication(follower, leader, https, tasks)
+    indices = [(f.follower_index, f.leader_index) for f in plan.follows
+               if f.follower_cluster == follower and f.remote == alias]
+    return await check_pair(follower, leader, https, indices)
+
+
 async def _prepare(track: Track, challenge: Challenge, targets: list[ClusterTarget], cars: dict[str, Any],
                    console: Console) -> tuple[CcrPlan | None, dict[str, str]]:
     names = [t.name for t in targets]
@@ -242,6 +256,9 @@ async def _prepare(track: Track, challenge: Challenge, targets: list[ClusterTarg
             console.print(f"Cluster [cyan]{follower}[/cyan]: remote cluster [cyan]{alias}[/cyan] connected "
                           f"(seeds {', '.join(entry.get('seeds') or [str(entry.get('proxy_address'))])})",
                           highlight=False)
+            line = await _secure_pair(plan, names, engines[follower], follower, alias, leader, https)
+            if line:
+                console.print(f"Cluster [cyan]{follower}[/cyan]: {line}", highlight=False)
             for cluster in [c for c in (leader, follower) if c and c not in licensed]:
                 if engines[cluster] == "elasticsearch":
                     lic = await ensure_ccr_license(https[cluster], cluster)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import ssl
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -57,7 +58,8 @@ def _request(info: ClusterInfo, method: str, path: str, body: dict | None = None
         token = base64.b64encode(f"{info.username}:{info.password.get_secret_value()}".encode()).decode()
         req.add_header("Authorization", f"Basic {token}")
     try:
-        with urllib.request.urlopen(req, timeout=30) as r:
+        context = ssl.create_default_context(cafile=str(info.tls_ca)) if info.tls_ca is not None else None
+        with urllib.request.urlopen(req, timeout=30, context=context) as r:
             return json.loads(r.read() or b"{}")
     except urllib.error.HTTPError as e:
         raise ClusterError(f"{method} {path} on cluster {info.name} answered HTTP {e.code}: "

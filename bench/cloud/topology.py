@@ -32,6 +32,7 @@ from bench.util.errors import ConfigError
 from bench.util.yaml_file import read_yaml
 
 Provider = Literal["local", "aws", "gcp"]
+SECURITY_MIXIN = "security"
 _NAME = r"^[a-z][a-z0-9-]{0,30}$"  # valid in AWS Name tags, GCE instance names and ES cluster names
 
 
@@ -158,6 +159,9 @@ class Topology(BaseModel):
     # enough CPUs (bench/provision/pinning.py); off pins only what cpus/driver_cpus name.
     pinning: str = Field(default="off", pattern=PINNING_PATTERN)
     driver_cpus: str | None = None  # provider local: pin the load driver's workers to these CPUs
+    # Security on every cluster (TLS on transport and HTTP, a user with a generated password): the same as the
+    # security car mixin on each cluster's car
+    security: bool = False
 
     @field_validator("driver_cpus", mode="before")
     @classmethod
@@ -166,6 +170,14 @@ class Topology(BaseModel):
 
     def driver_cpu_set(self) -> frozenset[int] | None:
         return parse_cpu_list(self.driver_cpus) if self.driver_cpus is not None else None
+
+    @model_validator(mode="after")
+    def _security_everywhere(self) -> Topology:
+        if self.security:
+            for c in self.clusters:
+                if SECURITY_MIXIN not in c.car:
+                    c.car = [*c.car, SECURITY_MIXIN]
+        return self
 
     @model_validator(mode="after")
     def _consistent(self) -> Topology:

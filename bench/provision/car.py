@@ -28,11 +28,13 @@ _JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newl
 
 
 class SecurityBlock(BaseModel):
-    """Security via the file realm: bench creates this user with a generated password before start."""
+    """Security on: bench creates this user with a generated password before start (Elasticsearch's file realm,
+    OpenSearch's internal users) and, with tls, certificates for transport and HTTP from the race's CA."""
 
     model_config = ConfigDict(extra="forbid")
     user: str = "{{ security_user }}"
     role: str = "superuser"
+    tls: bool | str = True  # a template ("{{ security_tls }}") renders to a bool
 
 
 class CarFile(BaseModel):
@@ -56,6 +58,7 @@ class CarFile(BaseModel):
 class SecurityConfig(BaseModel):
     user: str
     role: str = "superuser"
+    tls: bool = True
 
 
 class CarConfig(BaseModel):

@@ -16,6 +16,7 @@ import re
 import secrets
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -33,6 +34,7 @@ from pydantic import SecretStr
 
 import bench.provision.ports as portalloc
 from bench.provision.car import CarConfig, load_car
+from bench.provision.certs import Authority, write_ca
 from bench.provision.cpus import allowed_cpus, check_cpus
 from bench.provision.distribution import obtain
 from bench.provision.guard import kill_survivors
@@ -46,6 +48,13 @@ from bench.provision.model import (
     JavaFacts,
     NodeInfo,
     node_jvm_options,
+)
+from bench.provision.node_security import (
+    SECURITY_PLUGIN,
+    opensearch_security_off,
+    security_plugin_source,
+    tls_settings,
+    write_internal_users,
 )
 from bench.provision.osuser import NodeUser, chown_tree, make_traversable, node_user, popen_user_kwargs
 from bench.provision.plugin_download import PluginSource, obtain_plugin, plugin_source
@@ -93,6 +102,8 @@ class LocalProvisioner:
         self.trial_dir = Path(trial_dir)
         self._clusters: dict[str, _Cluster] = {}
         self._lock = threading.Lock()
+        self._ca: Authority | None = None
+        self._secret: str | None = None
 
     # -- public API -------------------------------------------------------------------------------------
 
@@ -184,9 +195,9 @@ class LocalProvisioner:
         layout = ENGINES[spec.engine]
         car = load_car(spec.car, spec.car_params)
         check_cpus(spec.cpus, f"cluster {spec.name}: cpus")
-        if car.security and layout.users_tool is None:
-            raise ConfigError(f"car {','.join(spec.car)}: the security mixin is supported for elasticsearch only, "
-                              f"not {spec.engine}")
+        if car.security and not car.security.tls and spec.engine == "opensearch":
+            raise ConfigError(f"car {','.join(spec.car)}: OpenSearch's security plugin needs TLS on transport; "
+                              f"leave security_tls at true for {spec.engine}")
         if car.trial_license and spec.engine != "elasticsearch":
             raise ConfigError(f"car {','.join(spec.car)}: trial-license is for elasticsearch only, not {spec.engine}")
         say(f"cluster {spec.name}: getting {spec.engine} {spec.version or ''}".rstrip())
@@ -198,6 +209,12 @@ class LocalProvisioner:
         cluster.info.distribution, cluster.info.java, cluster.info.car_params = distribution, java, spec.car_params
         cluster.info.host, cluster.info.pinned = this_host(), spec.cpus is not None
         named = self._obtain_named_plugins(spec)
+        if car.security and spec.engine == "opensearch" and not (source / "plugins" / SECURITY_PLUGIN).is_dir() \
+                and SECURITY_PLUGIN not in {src.name for src, _ in named}:
+            # Maven's integ-test build lacks it (the release bundle ships it)
+            plugin = security_plugin_source(spec.name, None if spec.distribution_path else spec.version)
+            say(f"cluster {spec.name}: getting plugin {plugin.name} {plugin.version} ({plugin.origin})")
+            named.append((plugin, obtain_plugin(plugin)))
         pairs = portalloc.node_ports(spec.nodes, spec.http_port)  # fails before anything is started
         launched: dict[str, float] = {}
         try:
@@ -207,8 +224,7 @@ class LocalProvisioner:
                          spec.name, user.name, user.uid)
             auth: tuple[str, str] | None = None  # the cluster's user and password with security on
             if car.security:
-                auth = (car.security.user, secrets.token_urlsafe(24))
-                register_secret(auth[1])
+                auth = (car.security.user, self._password())
             names = [f"{spec.name}-{i}" for i in range(spec.nodes)]
             for i, (http, transport) in enumerate(pairs):
                 say(f"cluster {spec.name}: installing node {names[i]} ({i + 1} of {spec.nodes})")
@@ -218,7 +234,7 @@ class LocalProvisioner:
                 cluster.nodes.append(node)
                 cluster.info.nodes.append(node.info)
                 if car.security and auth:
-                    self._add_user(node, layout, user, car.security.role, *auth)
+                    self._secure_node(node, spec, layout, car, user, auth)
             for node in cluster.nodes:
                 say(f"cluster {spec.name}: launching node {node.info.name}")
                 launched[node.info.name] = time.monotonic()
@@ -227,6 +243,7 @@ class LocalProvisioner:
             portalloc.release([p for pair in pairs for p in pair])
         cluster.info.username = auth[0] if auth else None
         cluster.info.password = SecretStr(auth[1]) if auth else None
+        cluster.info.tls_ca = self._ca_file() if car.security and car.security.tls else None
         say(f"cluster {spec.name}: waiting for {spec.nodes} node(s) to form a healthy cluster")
         self._wait_healthy(cluster, spec.nodes, auth, timeout)
         healthy = time.monotonic()
@@ -272,11 +289,10 @@ class LocalProvisioner:
         if spec.engine == "opensearch":
             # Elasticsearch-only keys (e.g. xpack.security.enabled in the defaults car) would stop OpenSearch.
             settings = {k: v for k, v in settings.items() if not k.startswith("xpack.")}
-            if (home / "plugins" / "opensearch-security").is_dir() and not any(
-                    k.startswith("plugins.security.") for k in settings):
+            if (home / "plugins" / SECURITY_PLUGIN).is_dir() and not car.security:
                 # The bundle's security plugin refuses to start without certificates; the defaults mean security
                 # off, as the defaults car says for Elasticsearch (OSB's 1.0 vanilla config does the same).
-                settings["plugins.security.disabled"] = True
+                settings = opensearch_security_off(settings)
         settings.update({"cluster.name": spec.name, "node.name": name, "network.host": portalloc.HOST,
                          "http.port": http, "transport.port": transport, "path.data": str(data),
                          "path.logs": str(logs)})
@@ -307,6 +323,46 @@ class LocalProvisioner:
         for plugin in spec.plugins:
             self._install_plugin(node, layout, user, Path(plugin).expanduser())
         return node
+
+    # -- security (the security mixin) -------------------------------------------------------------------------
+
+    def _authority(self) -> Authority:
+        """The race's CA: one per provisioner, so every cluster of a topology trusts every other's nodes."""
+        with self._lock:
+            if self._ca is None:
+                self._ca = Authority(self.trial_id[:24])
+                write_ca(self._ca_file(), self._ca)
+            return self._ca
+
+    def _password(self) -> str:
+        """The race's generated password: one for all its clusters, as one set of client options reaches them all."""
+        with self._lock:
+            if self._secret is None:
+                self._secret = secrets.token_urlsafe(24)
+                register_secret(self._secret)
+            return self._secret
+
+    def _ca_file(self) -> Path:
+        return self.trial_dir / "tls" / "ca.pem"  # the CA's certificate only (public): what clients trust
+
+    def _secure_node(self, node: _Node, spec: ClusterSpec, layout: EngineLayout, car: CarConfig,
+                     user: NodeUser | None, auth: tuple[str, str]) -> None:
+        assert car.security is not None
+        conf = node.info.home / "config"
+        if car.security.tls:
+            extra = tls_settings(spec.engine, self._authority().node([node.info.host]), conf)
+        else:
+            extra = {"xpack.security.http.ssl.enabled": False, "xpack.security.transport.ssl.enabled": False}
+        if spec.engine == "opensearch":
+            write_internal_users(conf, auth[0], auth[1], car.security.role)
+        config = conf / layout.config_file
+        text = config.read_text()
+        settings = {**(yaml.safe_load(text) or {}), **extra}
+        header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
+        config.write_text(header + yaml.safe_dump(settings, sort_keys=False))
+        chown_tree(conf, user)
+        if spec.engine == "elasticsearch":
+            self._add_user(node, layout, user, car.security.role, *auth)
 
     def _env(self, node: _Node, layout: EngineLayout, car: CarConfig | None) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in ("ES_JAVA_OPTS", "OPENSEARCH_JAVA_OPTS", "JAVA_TOOL_OPTIONS")}
@@ -425,7 +481,7 @@ class LocalProvisioner:
                     raise self._node_failure(node, "exited during startup")
             for node in cluster.nodes:
                 try:
-                    status, body = _http("GET", node.info, "/_cluster/health", auth, timeout=5)
+                    status, body = _http("GET", node.info, "/_cluster/health", auth, timeout=5, ca=cluster.info.tls_ca)
                 except OSError as e:
                     last = f"{node.info.name}: {e}"
                     continue
@@ -457,14 +513,16 @@ class LocalProvisioner:
 
     def _version(self, cluster: _Cluster, auth: tuple[str, str] | None) -> str:
         # Not GET /: the integ-test zip lacks the module serving it (405).
-        status, body = _http("GET", cluster.nodes[0].info, "/_nodes/_all/version", auth, timeout=30)
+        status, body = _http("GET", cluster.nodes[0].info, "/_nodes/_all/version", auth, timeout=30,
+                             ca=cluster.info.tls_ca)
         versions = sorted({n.get("version", "") for n in (body.get("nodes") or {}).values()} - {""})
         if status != 200 or not versions:
             raise ProvisionError(f"cluster {cluster.info.name}: GET _nodes gave HTTP {status} without versions")
         return versions[0] if len(versions) == 1 else ",".join(versions)
 
     def _start_trial(self, cluster: _Cluster, auth: tuple[str, str] | None) -> None:
-        status, body = _http("POST", cluster.nodes[0].info, "/_license/start_trial?acknowledge=true", auth, timeout=30)
+        status, body = _http("POST", cluster.nodes[0].info, "/_license/start_trial?acknowledge=true", auth, timeout=30,
+                             ca=cluster.info.tls_ca)
         already = "already activated" in json.dumps(body)
         if status != 200 or not (body.get("trial_was_started") or already):
             raise ProvisionError(f"cluster {cluster.info.name}: starting the trial license failed: HTTP {status} "
@@ -483,7 +541,7 @@ class LocalProvisioner:
                 _send(node.guard, "detach")
                 messages += self._copy_logs(node)
                 node.stopped = True
-                url = f"http://{node.info.host}:{node.info.http_port}"
+                url = f"{cluster.info.scheme}://{node.info.host}:{node.info.http_port}"
                 # What 'bench stop' needs to find and stop the node later, and what to keep of it.
                 procs = [process_record(p) for p in [psutil.Process(node.guard.pid), *_node_processes(node)]]
                 how = f"bench stop {self.trial_id}"
@@ -519,8 +577,9 @@ class LocalProvisioner:
                 f.write(f"{cluster.info.username}:{cluster.info.password.get_secret_value()}\n")
         except OSError as e:
             return f", security on: its generated password could not be written to {path} ({e.strerror})"
+        cacert = f"--cacert {cluster.info.tls_ca} " if cluster.info.tls_ca is not None else ""
         return (f", security on: sign in as {cluster.info.username} with the password in {path} (readable by you "
-                f"only; curl -u \"$(cat {path})\" {url})")
+                f"only; curl {cacert}-u \"$(cat {path})\" {url})")
 
     def _stop_node(self, node: _Node) -> None:
         procs = _node_processes(node)
@@ -625,13 +684,15 @@ def _tail(path: Path, lines: int) -> str:
 
 
 def _http(method: str, node: NodeInfo, path: str, auth: tuple[str, str] | None,
-          timeout: float) -> tuple[int, dict[str, Any]]:
-    req = urllib.request.Request(f"http://{node.host}:{node.http_port}{path}", method=method)
+          timeout: float, ca: Path | None = None) -> tuple[int, dict[str, Any]]:
+    scheme = "https" if ca is not None else "http"
+    req = urllib.request.Request(f"{scheme}://{node.host}:{node.http_port}{path}", method=method)
     if auth:
         token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
         req.add_header("Authorization", f"Basic {token}")
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        context = ssl.create_default_context(cafile=str(ca)) if ca is not None else None
+        with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
             status, raw = resp.status, resp.read()
     except urllib.error.HTTPError as e:
         status, raw = e.code, e.read()

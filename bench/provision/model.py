@@ -149,6 +149,8 @@ class ClusterInfo(BaseModel):
     nodes: list[NodeInfo]
     username: str | None = None
     password: SecretStr | None = None
+    # HTTPS with the race's CA (bench/provision/certs.py): the CA certificate clients verify the nodes with
+    tls_ca: Path | None = None
     car_params: dict[str, Any] = Field(default_factory=dict)
     distribution: DistributionFacts | None = None
     java: JavaFacts | None = None
@@ -176,7 +178,11 @@ class ClusterInfo(BaseModel):
 
     @property
     def hosts(self) -> list[str]:
-        return [f"http://{n.host}:{n.http_port}" for n in self.nodes]
+        return [f"{self.scheme}://{n.host}:{n.http_port}" for n in self.nodes]
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls_ca is not None else "http"
 
     @property
     def transport_addresses(self) -> list[str]:
@@ -187,4 +193,6 @@ class ClusterInfo(BaseModel):
         kw: dict[str, Any] = {"hosts": self.hosts}
         if self.username and self.password is not None:
             kw["basic_auth"] = (self.username, self.password.get_secret_value())
+        if self.tls_ca is not None:
+            kw["ca_certs"] = str(self.tls_ca)
         return kw

@@ -56,6 +56,9 @@ class PluginSource(BaseModel):
     url: str
     origin: str  # "the official location" or the bench.ini key that gave the URL
     official: bool
+    # "<algorithm>:<hex>" bench knows for this very file, for a repository that publishes none beside it (Maven
+    # Central serves opensearch-security 2.19.1.0 without .sha1); it replaces the published checksum
+    pinned: str | None = None
 
     def label(self) -> str:
         return f"plugin {self.name} {self.version}"
@@ -156,7 +159,10 @@ def cache_folder(source: PluginSource) -> Path:
 
 def _expected_digest(source: PluginSource, file_name: str, cached: Path | None) -> tuple[str, str] | None:
     """(algorithm, digest) published beside the zip. Offline with a cached zip: the digest stored with it (None
-    when there is none, so the zip is downloaded again)."""
+    when there is none, so the zip is downloaded again). A pinned digest wins: nothing is asked of the server."""
+    if source.pinned:
+        algo, _, digest = source.pinned.partition(":")
+        return algo, digest
     algos = ["sha512"] if source.official else ["sha512", "sha1"]
     tried: list[str] = []
     for algo in algos:

@@ -151,7 +151,10 @@ def target_for(info: ClusterInfo, options: ClientOptions) -> ClusterTarget:
     opts = options
     if info.username and info.password is not None and opts.basic_auth_user is None and opts.api_key is None:
         opts = options.model_copy(update={"basic_auth_user": info.username, "basic_auth_password": info.password})
-    return ClusterTarget(name=info.name, hosts=[h.removeprefix("http://") for h in info.hosts], options=opts)
+    if info.tls_ca is not None and opts.ca_certs is None:
+        # bench made the nodes' certificates: trust its CA (the client options may name another)
+        opts = opts.model_copy(update={"use_ssl": True, "ca_certs": info.tls_ca})
+    return ClusterTarget(name=info.name, hosts=[h.split("://", 1)[1] for h in info.hosts], options=opts)
 
 
 class Provisioned(RaceClusters):

@@ -72,7 +72,9 @@ async def _ensure(target: ClusterTarget):
 @pytest.mark.cluster
 @pytest.mark.timeout(400)
 def test_license_lines_on_a_real_elasticsearch(tmp_path: Path) -> None:
-    provisioner, info = start_cluster(tmp_path, car=["defaults", "security", "512mheap"], name="leader")
+    # basic auth over plain HTTP is what this test is about (TLS: tests/provision/test_security_tls.py)
+    provisioner, info = start_cluster(tmp_path, car=["defaults", "security", "512mheap"], name="leader",
+                                      car_params={"security_tls": False})
     try:
         assert info.username and info.password is not None
         admin = _target(info, info.username, info.password.get_secret_value())

@@ -12,6 +12,7 @@ import base64
 import json
 import os
 import re
+import ssl
 import stat
 import subprocess
 import sys
@@ -227,10 +228,11 @@ def _bench(home: Path, *args: str, timeout: float = 420) -> subprocess.Completed
                           timeout=timeout, env={**os.environ, "BENCH_HOME": str(home), "BENCH_CACHE": default_cache()})
 
 
-def _get(url: str, auth: str | None = None) -> int:
+def _get(url: str, auth: str | None = None, ca: Path | None = None) -> int:
     headers = {"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()} if auth else {}
+    context = ssl.create_default_context(cafile=str(ca)) if ca is not None else None
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as r:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30, context=context) as r:
             return int(r.status)
     except urllib.error.HTTPError as e:
         return int(e.code)
@@ -247,18 +249,18 @@ def test_a_kept_secured_cluster_names_the_file_holding_its_password_never_the_pa
     try:
         assert raced.returncode == 0, raced.stderr[-2000:]
         [line] = [x for x in raced.stdout.splitlines() if x.startswith("kept node")]
-        found = re.search(r"running at (http://\S+) .*security on: sign in as (\S+) with the password in (\S+) "
-                          r"\(readable by you only", line)
+        found = re.search(r"running at (https://\S+) .*security on: sign in as (\S+) with the password in (\S+) "
+                          r"\(readable by you only; curl --cacert (\S+) ", line)
         assert found, line
-        url, user, path = found.group(1), found.group(2), Path(found.group(3))
+        url, user, path, ca = found.group(1), found.group(2), Path(found.group(3)), Path(found.group(4))
         assert f"stop it with: bench stop {trial_id}" in line
         # The file holds user:password, for this user only; with it the kept cluster is usable, without it not.
         assert stat.S_IMODE(path.stat().st_mode) == 0o600 and path.stat().st_uid == os.geteuid()
         credentials = path.read_text().strip()
         assert credentials.startswith(f"{user}:") and len(credentials) > len(user) + 20
         password = credentials.split(":", 1)[1]
-        assert _get(f"{url}/_cluster/health") == 401
-        assert _get(f"{url}/_cluster/health", credentials) == 200
+        assert _get(f"{url}/_cluster/health", ca=ca) == 401
+        assert _get(f"{url}/_cluster/health", credentials, ca) == 200
         # ... and the password itself is nowhere bench writes or prints.
         assert password not in raced.stdout + raced.stderr
         for f in home.rglob("*"):

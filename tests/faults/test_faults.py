@@ -175,12 +175,13 @@ def test_wrong_credentials_then_right_ones_and_no_password_leaks(tmp_path: Path,
         assert info.username and info.password is not None
         right = info.password.get_secret_value()
         wrong = "Wr0ng-" + secrets.token_urlsafe(12)
-        target = f"--target-hosts={info.hosts[0].removeprefix('http://')}"
+        target = f"--target-hosts={info.hosts[0]}"  # https: the security car turns TLS on
         home = tmp_path / "bench-home-auth"
         report = tmp_path / "report.md"
 
         bad = start_race(race, home, "--track=nginx", "--test-mode", target,
-                         f"--client-options=basic_auth_user:{info.username},basic_auth_password:{wrong}")
+                         f"--client-options=basic_auth_user:{info.username},basic_auth_password:{wrong},"
+                         f"ca_certs:{info.tls_ca}")
         assert bad.wait_exit(120) != 0
         one_line_error(bad.stderr, "authentication failed", info.hosts[0], "basic_auth_password")
         trial, _ = stored_trial(home, bad.wait_trial())
@@ -189,7 +190,8 @@ def test_wrong_credentials_then_right_ones_and_no_password_leaks(tmp_path: Path,
 
         good = start_race(race, home, "--track=nginx", "--test-mode", target, f"--report-file={report}",
                           "--report-format=markdown",
-                          f"--client-options=basic_auth_user:{info.username},basic_auth_password:{right}")
+                          f"--client-options=basic_auth_user:{info.username},basic_auth_password:{right},"
+                          f"ca_certs:{info.tls_ca}")
         assert good.wait_exit(240) == 0, good.stderr
         trial, taken = stored_trial(home, good.wait_trial())
         assert trial.status == "complete" and taken > 0

@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import textwrap
@@ -36,12 +37,13 @@ def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_test_homes(tmp_path / "home", monkeypatch)
 
 
-def _get(url: str, auth: tuple[str, str] | None = None) -> tuple[int, dict]:
+def _get(url: str, auth: tuple[str, str] | None = None, ca: Path | None = None) -> tuple[int, dict]:
     req = urllib.request.Request(url)
     if auth:
         req.add_header("Authorization", "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode())
+    context = ssl.create_default_context(cafile=str(ca)) if ca is not None else None
     try:
-        with urllib.request.urlopen(req, timeout=10) as r:
+        with urllib.request.urlopen(req, timeout=10, context=context) as r:
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, {}
@@ -109,13 +111,14 @@ def test_two_clusters_security_and_keep(tmp_path: Path, caplog: pytest.LogCaptur
         assert len(ports) == 6
         assert [n.name for n in follower.nodes] == ["follower-0", "follower-1"]
 
-        # Security: 401 without credentials, 200 with the generated ones.
-        password = leader.password.get_secret_value()
+        # Security: HTTPS with the race's CA; 401 without credentials, 200 with the generated ones.
+        password, ca = leader.password.get_secret_value(), leader.tls_ca
         assert leader.username == "racer" and len(password) >= 20 and password not in repr(leader)
-        assert _get(leader.hosts[0] + "/_cluster/health")[0] == 401
-        status, health = _get(leader.hosts[0] + "/_cluster/health", ("racer", password))
+        assert ca is not None and leader.hosts[0].startswith("https://")
+        assert _get(leader.hosts[0] + "/_cluster/health", ca=ca)[0] == 401
+        status, health = _get(leader.hosts[0] + "/_cluster/health", ("racer", password), ca)
         assert status == 200 and health["cluster_name"] == "leader"
-        assert _get(leader.hosts[0] + "/_license", ("racer", password))[1]["license"]["type"] == "trial"
+        assert _get(leader.hosts[0] + "/_license", ("racer", password), ca)[1]["license"]["type"] == "trial"
 
         status, health = _get(follower.hosts[1] + "/_cluster/health")
         assert status == 200 and health["cluster_name"] == "follower" and health["number_of_nodes"] == 2

@@ -42,7 +42,8 @@ def _no_store_left_configured() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def secure_es_store(tmp_path_factory: pytest.TempPathFactory, local_engines: LocalEngines) -> Iterator[ClusterInfo]:
     prov, info = local_engines.start_cluster(tmp_path_factory.mktemp("store-es"),
-                                             car=["defaults", "512mheap", "security"])
+                                             car=["defaults", "512mheap", "security"],
+                                             car_params={"security_tls": False})  # a store with basic auth over HTTP
     try:
         yield info
     finally:
