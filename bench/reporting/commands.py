@@ -16,8 +16,8 @@ from bench.results.exit_status import EXIT_FAILED, EXIT_REGRESSION
 from bench.util.errors import BenchError, ConfigError
 
 if TYPE_CHECKING:
-    from bench.race.experiment import ExperimentFile
-    from bench.reporting.study import TableView
+    from bench.race.experiment import ExperimentFile, ExperimentResult
+    from bench.reporting.study import StudyTable, TableView
 
 FAIL_RULES = ("band", "change-point", "any")
 
@@ -286,17 +286,8 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
                 continue
             study = history = None
             if exp.study is not None and ti == 0:
-                from bench.reporting.study_tracks import tracks_study_table
-
-                # every track's rows (one table), in the first track's report
-                study = tracks_study_table(store, exp, result.run_id, ci_method=a.ci_method)
-                for line in study.after:  # the resolution (what ended the repetitions was said as it happened)
-                    say(line)
-                if result.ended_line:
-                    study.after.append(result.ended_line)
-                if a.history is not None:
-                    history = _history_of(store, exp, result.run_id, a, say)
-                    regressed = history.judged_regressed
+                study, history = _study_and_history(store, exp, result, a, say)
+                regressed = history is not None and history.judged_regressed
             if study is None and result.ended_line and ti == 0:  # no study table to say it under
                 cmp.warnings.append(result.ended_line)
             report = compare_report(store, cmp, fmt=a.report_format, plots_dir=a.plots_dir, study=study,
@@ -316,6 +307,21 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
     if verdicts:
         return min(code for code, _ in verdicts)  # EXIT_UNMEASURED before EXIT_ERROR_RATE
     return EXIT_REGRESSION if regressed and a.fail_on_regression else 0
+
+
+def _study_and_history(store: Any, exp: ExperimentFile, result: ExperimentResult, a: argparse.Namespace,
+                       say: Callable[[str], None]) -> tuple[StudyTable, Any]:
+    """The run's study table (every track's rows in one, for the first track's report) with its resolution said
+    and what ended the repetitions under it, and the nightly history when asked for."""
+    from bench.reporting.study_tracks import tracks_study_table
+
+    study = tracks_study_table(store, exp, result.run_id, ci_method=a.ci_method)
+    for line in study.after:  # the resolution (what ended the repetitions was said as it happened)
+        say(line)
+    if result.ended_line:
+        study.after.append(result.ended_line)
+    history = _history_of(store, exp, result.run_id, a, say) if a.history is not None else None
+    return study, history
 
 
 def _sweep_tables(exp: ExperimentFile, run_id: str, say: Callable[[str], None]) -> list[TableView]:
