@@ -28,7 +28,7 @@ FOLLOWER_ROLE = "cross_cluster_replication_follower_full_access"
 USE_ROLES = "use-roles"
 _ACCOUNT = "/_plugins/_security/api/account"
 _MAPPING = "/_plugins/_security/api/rolesmapping/{role}"
-_FOLLOW_TYPES = ("ccr-follow", "ccr-auto-follow")
+_FOLLOW_TYPES = ("ccr-follow", "ccr-auto-follow", "ccr-bootstrap")  # the tasks that start replication
 _HOW = "add the security car mixin to both clusters (or security: true in the topology)"
 
 

@@ -8,7 +8,9 @@ shards started, a primary and its replica never on one node."""
 
 from __future__ import annotations
 
+import base64
 import json
+import ssl
 import time
 import urllib.request
 from pathlib import Path
@@ -32,8 +34,22 @@ INDICES = {"geopoint": "osmgeopoints", "pmc": "pmc", "http_logs": "logs"}
 
 
 def _get(target: Any, path: str) -> Any:
-    with urllib.request.urlopen(f"http://{target.hosts[0]}{path}", timeout=30) as r:
+    """GET over the race's own TLS and user: security is on in Stage 1 (HTTPS only, the race's CA)."""
+    o = target.options
+    assert o.use_ssl and o.ca_certs and o.basic_auth_user, f"cluster {target.name}: security is not on: {o}"
+    request = urllib.request.Request(target.urls()[0] + path)
+    token = base64.b64encode(f"{o.basic_auth_user}:{o.basic_auth_password.get_secret_value()}".encode()).decode()
+    request.add_header("Authorization", f"Basic {token}")
+    context = ssl.create_default_context(cafile=str(o.ca_certs))
+    with urllib.request.urlopen(request, timeout=30, context=context) as r:
         return json.loads(r.read())
+
+
+def _tls_settings(nodes: dict[str, Any]) -> set[tuple[str, Any]]:
+    """What every node says of TLS on transport and HTTP (the same on all nodes, or the set has more entries)."""
+    keys = ("plugins.security.ssl.transport.enabled", "plugins.security.ssl.http.enabled",
+            "plugins.security.ssl.transport.pemcert_filepath", "plugins.security.ssl.http.pemcert_filepath")
+    return {(k, n["settings"].get(k)) for n in nodes["nodes"].values() for k in keys}
 
 
 class _Inspect(RaceHook):
@@ -56,7 +72,9 @@ class _Inspect(RaceHook):
         for t in race.targets:
             shards = _get(t, f"/_cat/shards/{index}?format=json")
             settings = _get(t, f"/{index}/_settings")[index]["settings"]["index"]
-            clusters[t.name] = {"nodes": len(_get(t, "/_cat/nodes?format=json")),
+            auth = _get(t, "/_plugins/_security/authinfo")
+            clusters[t.name] = {"nodes": len(_get(t, "/_cat/nodes?format=json")), "roles": auth.get("roles", []),
+                                "tls": _tls_settings(_get(t, "/_nodes/settings?flat_settings=true")),
                                 "shards": settings["number_of_shards"], "replicas": settings["number_of_replicas"],
                                 "started": sorted((s["shard"], s["prirep"]) for s in shards if s["state"] == "STARTED"),
                                 "hosts": {s["shard"] + s["prirep"]: s["node"] for s in shards}}
@@ -101,6 +119,12 @@ def test_stage1_replicates_3p1r_indices_between_3_node_clusters(tmp_path: Path,
             # 3 nodes; 3 primaries + 3 replicas started, a primary and its replica never on one node
             assert (c["nodes"], c["shards"], c["replicas"], c["started"]) == (3, "3", "1", want), (race, name)
             assert all(c["hosts"][f"{n}p"] != c["hosts"][f"{n}r"] for n in ("0", "1", "2")), (race, name)
+            # security on: the race's user (with the replication roles on a CCR pair), TLS on transport and HTTP
+            tls = dict(c["tls"])
+            assert len(c["tls"]) == 4 and tls["plugins.security.ssl.http.enabled"] == "true", (race, name, tls)
+            assert tls["plugins.security.ssl.transport.pemcert_filepath"], (race, name, tls)
+            if race["challenge"] == "ccr":
+                assert any("cross_cluster_replication" in r for r in c["roles"]), (race, name, c["roles"])
     exp = load_experiment(path)
     with TrialStore() as store:
         [(run_id, trials)] = runs_of(store, exp.name).items()
