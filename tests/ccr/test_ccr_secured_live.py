@@ -58,12 +58,14 @@ def _one_line(proc: subprocess.CompletedProcess[str]) -> str:
 
 @pytest.mark.timeout(600)
 def test_race_replicates_over_tls_with_roles_and_keeps_the_password_out(os_secured_pair: SecuredPair,  # noqa: F811
-                                                                        tmp_path: Path) -> None:
+                                                                        es_target: str, tmp_path: Path) -> None:
     pair, index, docs = os_secured_pair, "secured-race", 2000
     track = write_ccr_track(tmp_path / "track", docs=docs)
     _fresh(pair, index)
     home, report = tmp_path / "home", tmp_path / "report.md"
-    proc = _race(pair, home, track, index, f"--report-file={report}", "--report-format=markdown")
+    store = f"http://{es_target.split(',')[0]}"  # the session's Elasticsearch as the metrics store
+    proc = _race(pair, home, track, index, f"--report-file={report}", "--report-format=markdown",
+                 f"--metrics-store={store}", "--metrics-store-options=index_prefix:secured-ccr")
     try:
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
         # the track indexes half the corpus, then all of it again: 1.5 x docs on the leader, all on the follower
@@ -86,6 +88,12 @@ def test_race_replicates_over_tls_with_roles_and_keeps_the_password_out(os_secur
         assert any(p.name.endswith(".db") for p in files), files
         leaked = [str(p) for p in files if secret in p.read_bytes()]
         assert not leaked and pair.password not in proc.stdout + proc.stderr, leaked
+        urllib.request.urlopen(urllib.request.Request(f"{store}/secured-ccr-*/_refresh", method="POST"), timeout=30)
+        with urllib.request.urlopen(urllib.request.Request(
+                f"{store}/secured-ccr-*/_search?size=10000", data=b'{"query": {"match_all": {}}}',
+                headers={"Content-Type": "application/json"}), timeout=30) as r:
+            stored = r.read()
+        assert json.loads(stored)["hits"]["hits"] and secret not in stored  # the store has the race, not the secret
     finally:
         pair.request("follower", "POST", f"/_plugins/_replication/{index}/_stop", {})
 
