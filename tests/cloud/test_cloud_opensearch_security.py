@@ -240,3 +240,18 @@ def test_opensearch_security_without_tls_and_mixed_schemes_are_one_line() -> Non
     with pytest.raises(ConfigError, match=r"^topology os-sec: cluster\(s\) leader answer HTTPS .* but follower "
                                           r"plain HTTP"):
         check_one_scheme(topo)
+
+
+def test_opensearch_without_security_switches_a_bundled_plugin_off_only() -> None:
+    def script(car: list[str], password: str | None) -> str:
+        return render_startup_script(NodeBoot(
+            cluster_name="c", node_name="c-0", bind_host="10.0.0.1", seed_hosts=["10.0.0.1:9300"],
+            master_nodes=["c-0"], engine="opensearch", version=VERSION, distribution_url="https://x/o.zip", car=car,
+            security_password=password, transport_tls=lifecycle.make_transport_tls("ef" * 16) if password else None))
+
+    off = 'then echo "plugins.security.disabled: true" >> "$HOME_DIR/config/opensearch.yml"'
+    plain = script(["defaults"], None)
+    # Only where the distribution ships the plugin: an unknown setting would stop a build without it
+    assert 'if [ -d "$HOME_DIR/plugins/opensearch-security" ]; ' + off in plain
+    assert "SCHEME=http\n" in plain and "opensearch-security/internal_users.yml" not in plain
+    assert off not in script(["defaults", "security"], "y" * 20)
