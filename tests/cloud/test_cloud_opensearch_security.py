@@ -30,6 +30,7 @@ from cryptography import x509
 from bench.cli import main
 from bench.cloud import lifecycle
 from bench.cloud.plan import make_plan
+from bench.cloud.providers.aws import USER_DATA_LIMIT
 from bench.cloud.providers.base import Resource
 from bench.cloud.race import check_one_scheme, driver_client_options
 from bench.cloud.startup import NodeBoot, render_startup_script
@@ -224,6 +225,8 @@ def test_stage1_cloud_topologies_render_secured_opensearch_nodes() -> None:
             # file holds its hash
             assert script.count(password) == 1 and f"BENCH_AUTH=bench:{password}\n" in script
             assert "-u bench" not in script
+            if topo.provider == "aws":  # EC2 refuses larger user-data (the GCE metadata limit is 256 KB)
+                assert len(script.encode()) < USER_DATA_LIMIT
 
 
 def test_opensearch_security_without_tls_and_mixed_schemes_are_one_line() -> None:
