@@ -25,7 +25,7 @@ from rich.console import Console
 import bench
 from bench.cloud.plan import TAG_CREATED, TAG_MANAGED, TAG_TOPOLOGY, TAG_TRIAL, Plan, make_plan, render_plan
 from bench.cloud.providers.base import CloudProvider, Resource, allocate_ips
-from bench.cloud.startup import TEMPLATES_ENV, NodeBoot, distribution_url, render_startup_script
+from bench.cloud.startup import TEMPLATES_ENV, NodeBoot, distribution_url, http_tls, render_startup_script
 from bench.cloud.tls import TransportTls, make_transport_tls
 from bench.cloud.topology import Topology
 from bench.provision.car import load_car
@@ -73,6 +73,17 @@ class Deployment:
     def instances(self, role: str | None = None, group: str | None = None) -> list[Resource]:
         return sorted((r for r in self.resources if r.kind == "instance" and (role is None or r.role == role)
                        and (group is None or r.cluster == group)), key=lambda r: r.name)
+
+    def ca_pem(self) -> str | None:
+        """The trial's CA certificate (public) when a cluster answers HTTPS, which the load driver trusts."""
+        for boot in self.boots.values():
+            if boot.transport_tls is not None and http_tls(load_car(boot.car, boot.car_params), boot):
+                return boot.transport_tls.ca_pem
+        return None
+
+    def https_clusters(self) -> set[str]:
+        return {b.cluster_name for b in self.boots.values()
+                if b.transport_tls is not None and http_tls(load_car(b.car, b.car_params), b)}
 
     def http_hosts(self, cluster: str) -> list[str]:
         c = next(c for c in self.topology.clusters if c.name == cluster)
@@ -151,6 +162,12 @@ def node_boots(topo: Topology, plan: Plan, ips: dict[str, str], passwords: dict[
     return boots
 
 
+def trial_tls(trial_id: str, plan: Plan, ips: dict[str, str]) -> TransportTls:
+    """The trial's CA and node certificate, which names every node's private address: clients verify hostnames
+    over HTTPS."""
+    return make_transport_tls(trial_id, hosts=[ips[i.name] for i in plan.instances if i.role == "node"])
+
+
 def driver_script(name: str) -> str:
     return TEMPLATES_ENV.get_template("driver-startup.sh.j2").render(bench_version=bench.__version__, name=name,
                                                           base_dir=NODE_BASE_DIR)
@@ -180,7 +197,7 @@ def up(topo: Topology, provider: CloudProvider, trial_id: str, *, yes: bool = Fa
             created += rules
             ip_list = allocate_ips(net, len(plan.instances), trial_id)
             ips = {i.name: ip for i, ip in zip(plan.instances, ip_list)}
-            boots = node_boots(topo, plan, ips, passwords, make_transport_tls(trial_id) if passwords else None,
+            boots = node_boots(topo, plan, ips, passwords, trial_tls(trial_id, plan, ips) if passwords else None,
                                jvm_options)
             for inst in plan.instances:
                 script = render_startup_script(boots[inst.name]) if inst.role == "node" else driver_script(inst.name)

@@ -28,6 +28,7 @@ from bench.cloud.ssh import DriverHost, RemoteHost, client_auth
 from bench.cloud.topology import Topology
 from bench.cloud.wheel import build_wheel
 from bench.provision.car import load_car
+from bench.provision.certs import CA_FILE
 from bench.race.flags import remote_args
 from bench.race.options import RaceOptions
 from bench.race.pipeline import RaceResult
@@ -69,14 +70,19 @@ def wait_file(host: RemoteHost, path: str, what: str, timeout: float) -> None:
         time.sleep(5)
 
 
-def wait_clusters(host: RemoteHost, dep: lifecycle.Deployment, timeout: float) -> None:
+def wait_clusters(host: RemoteHost, dep: lifecycle.Deployment, timeout: float, ca_file: str | None = None) -> None:
     """From the driver (the only machine that reaches the nodes' ports), wait until each cluster has all its
-    nodes and is at least yellow: the nodes' startup scripts report ready the same way."""
+    nodes and is at least yellow: the nodes' startup scripts report ready the same way. ``ca_file``: the trial's
+    CA on the driver host, which clusters answering HTTPS are verified against."""
+    https = dep.https_clusters()
     for c in dep.topology.clusters:
         first = dep.http_hosts(c.name)[0]
         auth = f"-u {shlex.quote(f'{_user(dep, c.name)}:{dep.passwords[c.name]}')} " if c.name in \
             dep.passwords else ""
-        url = f"http://{first}/_cluster/health?wait_for_nodes=%3E%3D{c.nodes}&wait_for_status=yellow&timeout=5s"
+        if c.name in https:
+            auth += f"--cacert {shlex.quote(ca_file or '')} "
+        scheme = "https" if c.name in https else "http"
+        url = f"{scheme}://{first}/_cluster/health?wait_for_nodes=%3E%3D{c.nodes}&wait_for_status=yellow&timeout=5s"
         deadline = time.monotonic() + timeout
         while True:
             rc, out, _ = host.run(f"curl -fsS -m 15 {auth}{shlex.quote(url)}", check=False, timeout=30)
@@ -92,6 +98,31 @@ def _user(dep: lifecycle.Deployment, cluster: str) -> str | None:
     c = next(c for c in dep.topology.clusters if c.name == cluster)
     car = load_car(c.car, c.car_params)
     return car.security.user if car.security else None
+
+
+def driver_client_options(opts: RaceOptions, dep: lifecycle.Deployment, ca_file: str | None) -> dict[str, Any]:
+    """The driver host's client options: the command line's (timeouts, TLS), the first cluster's generated password,
+    and with clusters answering HTTPS, TLS trusting the trial's CA at ``ca_file`` on the driver host (unless the
+    command line names a CA itself)."""
+    first = next(iter(dep.passwords), None)
+    out: dict[str, Any] = {**opts.client_options, **(client_auth(_user(dep, first), dep.passwords[first]) if first
+                                                     else {})}
+    if ca_file and dep.https_clusters():
+        out["use_ssl"] = True
+        out.setdefault("ca_certs", ca_file)
+    return out
+
+
+def check_one_scheme(topo: Topology) -> None:
+    """The driver's race has one set of client options for every cluster: all answer HTTPS or none."""
+    https = {c.name: bool((car := load_car(c.car, c.car_params)).security and car.security.tls)
+             for c in topo.clusters}
+    if len(set(https.values())) > 1:
+        on = ", ".join(n for n, v in https.items() if v)
+        off = ", ".join(n for n, v in https.items() if not v)
+        raise ConfigError(f"topology {topo.name}: cluster(s) {on} answer HTTPS (the security mixin) but {off} plain "
+                          f"HTTP; the load driver reaches every cluster with one set of client options: give all "
+                          f"of them the security mixin (or security: true in the topology), or none")
 
 
 def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[DriverHost], console: Console, *,
@@ -124,11 +155,13 @@ def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[Dri
             h.put_tree(Path(opts.track_path).expanduser(), f"{remote_dir}/track")
     if opts.track_params:
         head.put_text(json.dumps(opts.track_params), f"{remote_dir}/track-params.json")
+    ca_pem = dep.ca_pem()
+    ca_file = f"{remote_dir}/{CA_FILE}" if ca_pem else None
+    if ca_pem and ca_file:
+        for h in hosts:  # every host's workers connect over HTTPS
+            h.put_text(ca_pem, ca_file)
     if dep.passwords or opts.client_options:
-        # The first cluster's generated password signs in; the command line's options (timeouts, TLS) come along.
-        first = next(iter(dep.passwords), None)
-        auth = client_auth(_user(dep, first), dep.passwords[first]) if first else {}
-        head.put_text(json.dumps({**opts.client_options, **auth}), f"{remote_dir}/client-options.json")
+        head.put_text(json.dumps(driver_client_options(opts, dep, ca_file)), f"{remote_dir}/client-options.json")
     ini = driver_ini(opts)
     if ini:
         for h in hosts:  # every host finds the repository as this machine does
@@ -136,7 +169,7 @@ def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[Dri
             h.put_text(ini, f"{h.home}/bench.ini")
     console.print("waiting for the clusters to form ...", highlight=False)
     try:
-        wait_clusters(head, dep, boot_timeout)
+        wait_clusters(head, dep, boot_timeout, ca_file)
         if len(hosts) > 1:
             ray = RayDrivers([RayHost(h, ip) for h, ip in zip(hosts, ray_ips)], **(ray_options or {}))
             console.print(f"starting a Ray cluster on the {len(hosts)} driver hosts (head {ray_ips[0]}) ...",
@@ -236,6 +269,7 @@ def run_cloud_race(opts: RaceOptions, topo: Topology, console: Console,
         raise ConfigError(f"--topology drives from topology {topo.name}'s driver hosts (several of them form a Ray "
                           "cluster): drop --load-driver/--ray-address/--load-driver-hosts, or set drivers[].count")
     refuse_unsent(opts, topo.name)
+    check_one_scheme(topo)
     driver_ini(opts)  # a repository the driver host cannot clone is refused before any machine exists
     trial_id = opts.trial_id()
     provider = get_provider(topo)

@@ -44,10 +44,16 @@ def security_plugin_source(cluster: str, version: str | None) -> PluginSource:
 def tls_settings(engine: str, tls: NodeTls, conf: Path) -> dict[str, Any]:
     """Write the node's certificate files into its config folder; the node settings that use them."""
     write_node_files(conf, tls)
+    return tls_node_settings(engine, tls)
+
+
+def tls_node_settings(engine: str, tls: NodeTls, http: bool = True) -> dict[str, Any]:
+    """The node settings for TLS from the files ``write_node_files`` writes (``bench-tls/`` in the config folder);
+    ``http``: TLS on HTTP too (OpenSearch's security plugin has it on always)."""
     ca, cert, key = (f"{TLS_DIR}/{f}" for f in (CA_FILE, CERT_FILE, KEY_FILE))
     if engine == "elasticsearch":
-        out: dict[str, Any] = {}
-        for layer in ("transport", "http"):
+        out: dict[str, Any] = {} if http else {"xpack.security.http.ssl.enabled": False}
+        for layer in ("transport", "http") if http else ("transport",):
             out |= {f"xpack.security.{layer}.ssl.enabled": True, f"xpack.security.{layer}.ssl.key": key,
                     f"xpack.security.{layer}.ssl.certificate": cert,
                     f"xpack.security.{layer}.ssl.certificate_authorities": [ca]}
@@ -85,15 +91,26 @@ def write_internal_users(conf: Path, user: str, password: str, role: str) -> Non
     folder = conf / SECURITY_PLUGIN
     if not folder.is_dir():
         raise ConfigError(f"{folder} is missing: the {SECURITY_PLUGIN} plugin is not installed in this node")
-    hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(12)).decode()
+    text = internal_users_yaml(user, password_hash(password), role)
+    path = folder / "internal_users.yml"
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
+def password_hash(password: str) -> str:
+    """The bcrypt hash the security plugin checks a password against."""
+    return bcrypt.hashpw(password.encode(), bcrypt.gensalt(12)).decode()
+
+
+def internal_users_yaml(user: str, hashed: str, role: str) -> str:
+    """``internal_users.yml`` with only the race user (the bundle's demo users with well-known passwords are
+    replaced), its password as the bcrypt hash ``hashed``."""
     entry: dict[str, Any] = {"hash": hashed, "reserved": True, "description": "bench's race user"}
     if role == _SUPERUSER:
         entry["backend_roles"] = ["admin"]  # mapped to all_access by the plugin's roles_mapping.yml
     else:
         entry["opendistro_security_roles"] = [role]
     doc = {"_meta": {"type": "internalusers", "config_version": 2}, user: entry}
-    path = folder / "internal_users.yml"
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(yaml.safe_dump(doc, sort_keys=False))
+    return yaml.safe_dump(doc, sort_keys=False)

@@ -53,10 +53,12 @@ class CcrLab:
     password: str
     boots: dict[str, NodeBoot]
     work: Path
+    ca: Path  # the trial's CA certificate: the clusters answer HTTPS
 
 
-def _curl(lab: NetnsLab, ns: str, url: str, auth: str, method: str = "GET", body: dict | None = None) -> dict:
-    argv = ["curl", "-sS", "-m", "30", "-u", auth, "-X", method, url]
+def _curl(lab: NetnsLab, ns: str, url: str, auth: str, method: str = "GET", body: dict | None = None,
+          ca: Path | None = None) -> dict:
+    argv = ["curl", "-sS", "-m", "30", "-u", auth, "-X", method, url, *(["--cacert", str(ca)] if ca else [])]
     if body is not None:
         argv += ["-H", "Content-Type: application/json", "-d", json.dumps(body)]
     res = lab.run(ns, argv, timeout=60)
@@ -90,7 +92,9 @@ def ccr_lab(tmp_path_factory: pytest.TempPathFactory, netns_hosts: type[NetnsLab
         follower = [lab.add_host(21)]
         password = secrets.token_urlsafe(16)
         register_secret(password)
-        tls = make_transport_tls("netns" * 6)  # as a cloud trial with security gets
+        # as a cloud trial with security gets: the certificate names every node's address
+        tls = make_transport_tls("netns" * 6, hosts=[lab.hosts[h] for h in leader + follower])
+        (tmp / "ca.pem").write_text(tls.ca_pem)
 
         def boots(cluster: str, hosts: list[str], car: list[str], remote: dict[str, list[str]]) -> list[NodeBoot]:
             names = [f"{cluster}-{i}" for i in range(len(hosts))]
@@ -117,7 +121,7 @@ def ccr_lab(tmp_path_factory: pytest.TempPathFactory, netns_hosts: type[NetnsLab
             tail = logs.read_text()[-3000:] if logs.exists() else "(no log)"
             assert proc.returncode == 0, f"{boot.node_name}: {out[-3000:]}\n{tail}"
             assert "BENCH-NODE-READY" in out
-        yield CcrLab(lab, leader, follower, password, {b.node_name: b for _, b in plan}, tmp)
+        yield CcrLab(lab, leader, follower, password, {b.node_name: b for _, b in plan}, tmp, tmp / "ca.pem")
     finally:
         lab.close()
         shutil.rmtree(base, ignore_errors=True)
@@ -129,23 +133,25 @@ def test_startup_script_forms_leader_and_follower_across_namespaces(ccr_lab: Ccr
     for boot in ccr_lab.boots.values():
         ready = json.loads((Path(boot.base_dir) / "ready.json").read_text())
         assert ready["status"] == "ready" and ready["cluster"] == boot.cluster_name
-    auth = f"bench:{ccr_lab.password}"
-    lurl, furl = f"http://{lab.hosts[leader[0]]}:9200", f"http://{lab.hosts[follower[0]]}:9200"
-    nodes = _curl(lab, follower[0], f"{lurl}/_nodes/http", auth)["nodes"]
+    auth, ca = f"bench:{ccr_lab.password}", ccr_lab.ca
+    # HTTPS, verified against the trial's CA (hostnames too)
+    lurl, furl = f"https://{lab.hosts[leader[0]]}:9200", f"https://{lab.hosts[follower[0]]}:9200"
+    nodes = _curl(lab, follower[0], f"{lurl}/_nodes/http", auth, ca=ca)["nodes"]
     assert sorted(n["name"] for n in nodes.values()) == ["leader-0", "leader-1", "leader-2"]
     assert {n["http"]["publish_address"].split(":")[0] for n in nodes.values()} == {lab.hosts[h] for h in leader}
-    assert _curl(lab, leader[1], f"{lurl}/_license", auth)["license"]["type"] == "trial"
+    assert _curl(lab, leader[1], f"{lurl}/_license", auth, ca=ca)["license"]["type"] == "trial"
     res = lab.run(leader[0], ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-u", "bench:wrong",
-                              f"{lurl}/_cluster/health"])
+                              "--cacert", str(ca), f"{lurl}/_cluster/health"])
     assert res.stdout == "401"  # security is on
-    settings = _curl(lab, leader[0], f"{lurl}/_nodes/leader-1/settings?filter_path=**.transport.ssl.enabled", auth)
+    settings = _curl(lab, leader[0], f"{lurl}/_nodes/leader-1/settings?filter_path=**.transport.ssl.enabled", auth,
+                     ca=ca)
     assert json.dumps(settings).count('"enabled": "true"') == 1  # nodes talk transport TLS
-    _curl(lab, leader[2], f"{lurl}/docs/_doc/1?refresh=true", auth, "PUT", {"msg": "from the leader"})
+    _curl(lab, leader[2], f"{lurl}/docs/_doc/1?refresh=true", auth, "PUT", {"msg": "from the leader"}, ca=ca)
     # The follower's script reported ready only once its remote connection to the leader was up.
-    info = _curl(lab, follower[0], f"{furl}/_remote/info", auth)
+    info = _curl(lab, follower[0], f"{furl}/_remote/info", auth, ca=ca)
     assert info["leader"]["connected"] is True
     assert sorted(info["leader"]["seeds"]) == sorted(f"{lab.hosts[h]}:9300" for h in leader)
-    hits = _curl(lab, follower[0], f"{furl}/leader:docs/_search", auth)["hits"]["hits"]
+    hits = _curl(lab, follower[0], f"{furl}/leader:docs/_search", auth, ca=ca)["hits"]["hits"]
     assert [h["_source"]["msg"] for h in hits] == ["from the leader"]
 
 

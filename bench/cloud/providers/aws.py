@@ -26,6 +26,7 @@ from bench.util.errors import ConfigError, ProvisionError
 from bench.util.redact import redact_text
 
 log = logging.getLogger(__name__)
+USER_DATA_LIMIT = 16384  # bytes of EC2 user-data (before base64)
 _LIVE = ["pending", "running", "stopping", "stopped", "shutting-down"]
 
 
@@ -118,6 +119,10 @@ class AwsProvider:
                         private_ip: str, user_data: str, tags: dict[str, str]) -> Resource:
         if not topo.image:
             raise ConfigError(f"topology {topo.name}: provider aws needs 'image' (an AMI id, e.g. Debian 12)")
+        if len(user_data.encode()) > USER_DATA_LIMIT:
+            raise ConfigError(f"the startup script of {planned.name} has {len(user_data.encode())} bytes, more than "
+                              f"EC2's user-data limit of {USER_DATA_LIMIT}: fewer nodes per topology (with security, "
+                              f"the node certificate names every node's address) or a shorter car")
         image = self.resolve_image(topo.image)
         all_tags = {**tags, "Name": planned.name, TAG_ROLE: planned.role, TAG_CLUSTER: planned.group}
         kw: dict[str, Any] = {
