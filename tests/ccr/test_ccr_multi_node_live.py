@@ -22,10 +22,12 @@ import yaml
 from bench.cli import main
 from bench.race.experiment import load_experiment, runs_of
 from bench.race.pipeline import RaceHook, RacePlan, RaceTargets, register_race_hook, unregister_race_hook
+from bench.reporting.study import delta_text
 from bench.reporting.study_tracks import tracks_study_table
 from bench.results.summary import Summary
 from bench.trials.sqlite import TrialStore
 from tests.support.ccr_pair import plugin_path
+from tests.support.study_checks import assert_study_reads_first
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,5 +138,15 @@ def test_stage1_replicates_3p1r_indices_between_3_node_clusters(tmp_path: Path,
     assert all(c.value and c.value > 0 for c in rows["Median Throughput (indexing)"].cells)
     assert rows["100th percentile CCR catch-up time (CCR catch-up)"].cells[1].value is not None
     assert all(c.value is not None for c in rows["CPU (median, node-stats) [default vs leader]"].cells)
-    assert "Median Throughput (indexing)" in (tmp_path / "study.md").read_text()
+    for what in ("Min", "Median", "Max"):
+        assert all(c.diff_pct is not None and c.verdict == "not judged"
+                   for c in rows[f"{what} Throughput (indexing)"].cells[1:])
+    for metric in ("CPU (median, node-stats)", "Disk read (node processes)", "Disk write (node processes)",
+                   "Network in (transport)", "Network out (transport)"):
+        assert all(delta_text(c) != "–" for c in rows[f"{metric} [default vs leader]"].cells[1:]), metric
+        assert rows[f"{metric} [follower]"].cells[1].value is not None, metric
+    text = (tmp_path / "study.md").read_text()
+    assert "## Study: ccr-stage1-opensearch" in text and "Baseline: soft-deletes-on" in text
+    assert "Variant soft-deletes-off is dropped: OpenSearch 2.19.1 refuses" in out.out
+    assert_study_reads_first(text, table)
     print("start times (s):", [(s["track"], s["challenge"], round(s["start_s"], 1)) for s in seen])

@@ -15,8 +15,8 @@ from bench.cli import main
 from bench.race.experiment import load_experiment, runs_of
 from bench.reporting.study import load_study_table, render_study_markdown
 from bench.trials.sqlite import TrialStore
-from tests.ccr.test_ccr_study import assert_study_reads_first
 from tests.support.checkout import ROOT
+from tests.support.study_checks import assert_study_reads_first
 
 pytestmark = pytest.mark.usefixtures("local_engines")  # the experiment's races start the clusters
 
