@@ -36,7 +36,7 @@ race:
   track: nginx
   challenge: ccr
   target-hosts: "{pair.target_hosts}"
-  track-params: {{doc_count: 10000, bulk_size: 500, bulk_indexing_clients: 2, warmup_time_period: 0,
+  track-params: {{doc_count: 30000, bulk_size: 500, bulk_indexing_clients: 2, warmup_time_period: 0,
                   sync_timeout: {TIMEOUT}}}
 variants:
   defaults:

@@ -34,9 +34,9 @@ def test_stage1_is_three_tracks_on_three_node_pairs() -> None:
             topo = load_topology(o.topology)
             assert [(c.name, c.nodes, c.engine, c.version, c.remote_clusters) for c in topo.clusters] == \
                 [("leader", 3, "opensearch", "2.19.1", []), ("follower", 3, "opensearch", "2.19.1", ["leader"])]
-            assert all(c.car == ["defaults", "256mheap"] for c in topo.clusters)
-        else:
-            assert o.challenge == "baseline" and o.nodes == 3 and o.car == ["defaults", "256mheap"]
+            assert topo.security and all(c.car == ["defaults", "256mheap", "security"] for c in topo.clusters)
+        else:  # security on everywhere, the baselines too, as Stage 1 asks
+            assert o.challenge == "baseline" and o.nodes == 3 and o.car == ["defaults", "256mheap", "security"]
 
 
 def test_stage2_is_eventdata_for_long() -> None:
