@@ -52,8 +52,8 @@ def load() -> list[str]:
                 try:
                     setup = ep.load()
                     setup()
-                except ConfigError:
-                    raise
+                except (ConfigError, MemoryError):
+                    raise  # out of memory is the machine's limit, not a broken extension: said as such
                 except Exception as e:
                     raise ConfigError(f"bench extension {ep.name!r} ({ep.value}) failed to load: "
                                       f"{type(e).__name__}: {e}; reinstall it or uninstall it") from e

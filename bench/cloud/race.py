@@ -28,7 +28,7 @@ from bench.cloud.ssh import DriverHost, RemoteHost, client_auth
 from bench.cloud.topology import Topology
 from bench.cloud.wheel import build_wheel
 from bench.provision.car import load_car
-from bench.provision.certs import CA_FILE
+from bench.provision.tls_files import CA_FILE
 from bench.race.flags import remote_args
 from bench.race.options import RaceOptions
 from bench.race.pipeline import RaceResult

@@ -26,7 +26,6 @@ from pydantic import BaseModel, Field
 import bench
 from bench.cloud.tls import TransportTls
 from bench.provision.car import CarConfig, load_car
-from bench.provision.certs import CA_FILE, TLS_DIR
 from bench.provision.distribution import distribution_url  # noqa: F401 - re-exported for callers
 from bench.provision.model import ENGINES, Engine, node_jvm_options
 from bench.provision.node_security import (
@@ -36,6 +35,7 @@ from bench.provision.node_security import (
     security_plugin_source,
     tls_node_settings,
 )
+from bench.provision.tls_files import CA_FILE, TLS_DIR
 from bench.util.errors import ConfigError
 
 _TEMPLATES = Path(__file__).parent / "templates"

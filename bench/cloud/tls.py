@@ -8,7 +8,8 @@ certificate (public) is what the load driver trusts."""
 
 from __future__ import annotations
 
-from bench.provision.certs import Authority, NodeTls
+from bench.provision.certs import Authority
+from bench.provision.tls_files import NodeTls
 
 TransportTls = NodeTls  # the name the cloud code knew it by: a node's CA, certificate and key (PEM) and DNs
 

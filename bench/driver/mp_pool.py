@@ -98,8 +98,8 @@ class MpWorkerPool:
         for q in self._cmds:
             try:
                 q.put(Shutdown())
-            except (OSError, ValueError):
-                pass
+            except (OSError, ValueError, RuntimeError):  # RuntimeError: no thread left to feed the queue
+                pass  # the workers are terminated below
         deadline = time.monotonic() + 5
         for p in self._procs:
             p.join(max(0.0, deadline - time.monotonic()))
@@ -109,11 +109,13 @@ class MpWorkerPool:
             if p.is_alive():  # a stopped process keeps SIGTERM pending: only SIGKILL ends it
                 p.kill()
                 p.join(2)
-        if self._results is not None:
+        if self._results is not None and self._reader is not None and self._reader.is_alive():
             # Wake the reader thread and wait for it, so it never reads from a queue being torn down.
-            self._results.put(_CloseReader())
-            if self._reader is not None:
+            try:
+                self._results.put(_CloseReader())
                 self._reader.join(5)
-                self._reader = None
+            except RuntimeError:  # out of threads (ulimit): the daemon reader ends with bench
+                pass
+        self._reader = None
         self._procs.clear()
         self._cmds.clear()

@@ -3,26 +3,26 @@ it signs. Every node certificate has the same distinguished name, so the cluster
 other's nodes (OpenSearch's ``nodes_dn``; remote-cluster connections over transport TLS) with one setting.
 Subject alternative names: 127.0.0.1, localhost and the node hosts, so clients verify hostnames too.
 
-Private keys stay in memory until written into a node's own config folder (``write_node_files``, mode 0600);
-nothing here is stored with a trial."""
+Private keys stay in memory until written into a node's own config folder (``tls_files.write_node_files``, mode
+0600); nothing here is stored with a trial. Only races with security on import this module: ``cryptography``'s
+x509 costs bench's start 15 MB of address space and ~30 ms otherwise (the file names and the node's files are in
+``tls_files``)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-import os
 from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
-from pydantic import BaseModel, ConfigDict
+
+from bench.provision.tls_files import NodeTls
 
 NODE_CN = "bench-node"
 ADMIN_CN = "bench-admin"
-TLS_DIR = "bench-tls"  # inside a node's config folder: engines read only files below it
-CA_FILE, CERT_FILE, KEY_FILE = "ca.pem", "node.pem", "node-key.pem"
 _DAYS = 30
 _PEM = serialization.Encoding.PEM
 
@@ -42,17 +42,6 @@ def dn(cn: str, label: str) -> str:
 def _key() -> rsa.RSAPrivateKey:
     # RSA: every engine's PEM reader takes PKCS#8 RSA keys (EC support differs between versions)
     return rsa.generate_private_key(public_exponent=65537, key_size=2048)
-
-
-class NodeTls(BaseModel):
-    """What one node needs: the CA certificate, its own certificate and key (PEM)."""
-
-    model_config = ConfigDict(frozen=True)
-    ca_pem: str
-    cert_pem: str
-    key_pem: str
-    node_dn: str
-    admin_dn: str
 
 
 class Authority:
@@ -101,21 +90,6 @@ class Authority:
         key_pem = key.private_bytes(_PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
         return NodeTls(ca_pem=self.ca_pem, cert_pem=cert.public_bytes(_PEM).decode(), key_pem=key_pem,
                        node_dn=dn(NODE_CN, self.label), admin_dn=dn(ADMIN_CN, self.label))
-
-
-def write_node_files(conf: Path, tls: NodeTls) -> Path:
-    """The node's CA, certificate and key in ``conf/bench-tls`` (the key 0600, created so from the start);
-    returns the folder. The caller hands the folder to the node user with the rest of the node."""
-    folder = conf / TLS_DIR
-    folder.mkdir(mode=0o700, exist_ok=True)
-    for name, text, mode in ((CA_FILE, tls.ca_pem, 0o644), (CERT_FILE, tls.cert_pem, 0o644),
-                             (KEY_FILE, tls.key_pem, 0o600)):
-        path = folder / name
-        path.unlink(missing_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-    return folder
 
 
 def write_ca(path: Path, authority: Authority) -> Path:

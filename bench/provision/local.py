@@ -26,7 +26,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import psutil
 import yaml
@@ -34,7 +34,6 @@ from pydantic import SecretStr
 
 import bench.provision.ports as portalloc
 from bench.provision.car import CarConfig, load_car
-from bench.provision.certs import Authority, write_ca
 from bench.provision.cpus import allowed_cpus, check_cpus
 from bench.provision.distribution import obtain
 from bench.provision.guard import kill_survivors
@@ -63,6 +62,9 @@ from bench.provision.stop import KeptNode, keep_logs, process_record, record_kep
 from bench.util.activity import say
 from bench.util.errors import ConfigError, ProvisionError
 from bench.util.redact import redact_text, register_secret
+
+if TYPE_CHECKING:
+    from bench.provision.certs import Authority
 
 log = logging.getLogger(__name__)
 
@@ -330,6 +332,8 @@ class LocalProvisioner:
         """The race's CA: one per provisioner, so every cluster of a topology trusts every other's nodes."""
         with self._lock:
             if self._ca is None:
+                from bench.provision.certs import Authority, write_ca  # cryptography: only with security on
+
                 self._ca = Authority(self.trial_id[:24])
                 write_ca(self._ca_file(), self._ca)
             return self._ca

@@ -11,11 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-import bcrypt
 import yaml
 
-from bench.provision.certs import CA_FILE, CERT_FILE, KEY_FILE, TLS_DIR, NodeTls, write_node_files
 from bench.provision.plugin_download import PluginSource
+from bench.provision.tls_files import CA_FILE, CERT_FILE, KEY_FILE, TLS_DIR, NodeTls, write_node_files
 from bench.util.errors import ConfigError
 
 SECURITY_PLUGIN = "opensearch-security"
@@ -101,6 +100,8 @@ def write_internal_users(conf: Path, user: str, password: str, role: str) -> Non
 
 def password_hash(password: str) -> str:
     """The bcrypt hash the security plugin checks a password against."""
+    import bcrypt  # only with security on: its import is not every race's
+
     return bcrypt.hashpw(password.encode(), bcrypt.gensalt(12)).decode()
 
 

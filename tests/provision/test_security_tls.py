@@ -25,7 +25,7 @@ from bench.ccr.es_privileges import check_ccr_privileges, missing_privileges
 from bench.cloud.topology import parse_topology
 from bench.http.client import ClusterTarget, RawHttp
 from bench.provision.car import load_car
-from bench.provision.certs import KEY_FILE, TLS_DIR, Authority, write_node_files
+from bench.provision.certs import Authority
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterSpec
 from bench.provision.node_security import (
@@ -34,6 +34,7 @@ from bench.provision.node_security import (
     tls_settings,
     write_internal_users,
 )
+from bench.provision.tls_files import KEY_FILE, TLS_DIR, write_node_files
 from bench.race.cluster_source import target_for
 from bench.util.errors import ConfigError
 from tests.support.esnode import LocalEngines
