@@ -13,6 +13,7 @@ from multiprocessing.queues import Queue
 from bench.driver.messages import POOL_WID, Command, Message, Shutdown, WorkerError
 from bench.driver.samples import TelemetryRow
 from bench.driver.worker import worker_main
+from bench.util.memory import out_of_memory
 
 READER_STOPPED = "the load driver's results reader stopped"
 
@@ -70,6 +71,8 @@ class MpWorkerPool:
                 msg = results.get()
             except (EOFError, OSError, ValueError):
                 msg = WorkerError(POOL_WID, READER_STOPPED)
+            except MemoryError:  # bench's own limit (ulimit -v), met reading a worker's message
+                msg = WorkerError(POOL_WID, out_of_memory("bench", "raise the limit, or run fewer clients per worker"))
             except Exception as e:  # noqa: BLE001 - e.g. a message that cannot be unpickled
                 # A reader that died silently would leave the step waiting forever: fail the race instead.
                 msg = WorkerError(POOL_WID, f"load driver results could not be read: {type(e).__name__}: {e}")
