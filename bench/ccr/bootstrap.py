@@ -21,7 +21,15 @@ from typing import Any
 
 from bench.ccr.drill_figures import BootstrapFigures, cpu_percent, node_totals, rate_mb_s, recovered_bytes
 from bench.ccr.engine import ELASTICSEARCH, CcrEngine, CcrError
-from bench.ccr.runners import DEFAULT_ACTIVE_TIMEOUT, _failed, _remote, engine_of, follow_parameters
+from bench.ccr.runners import (
+    DEFAULT_ACTIVE_TIMEOUT,
+    _failed,
+    _remote,
+    engine_of,
+    follow_extra,
+    follow_indices,
+    follow_parameters,
+)
 from bench.driver.param_types import param_float
 from bench.driver.runners.core import Context, Result
 from bench.http.client import RawHttp
@@ -73,14 +81,11 @@ def _leader_http(ctx: Context, p: dict[str, Any], follower: str) -> tuple[str | 
 async def ccr_bootstrap(ctx: Context, p: dict[str, Any]) -> Result:
     try:
         engine = await engine_of(ctx, p)
-        leader_index = p.get("leader-index") or (next(iter(ctx.indices)) if len(ctx.indices) == 1 else None)
-        if not leader_index:
-            raise CcrError("ccr-bootstrap needs 'leader-index'")
-        follower_index = str(p.get("index") or p.get("follower-index") or leader_index)
+        leader_index, follower_index = follow_indices(ctx, p, "ccr-bootstrap")
         settings = recovery_settings(engine.engine, p)
         before = await _put_settings(engine, settings) if settings else {}
         try:
-            figures = await _bootstrap(ctx, p, engine, str(leader_index), follower_index)
+            figures = await _bootstrap(ctx, p, engine, leader_index, follower_index)
         finally:
             if before:
                 await engine.call("PUT", "/_cluster/settings", {"persistent": before})
@@ -94,10 +99,9 @@ async def _bootstrap(ctx: Context, p: dict[str, Any], engine: CcrEngine, leader_
                      follower_index: str) -> BootstrapFigures:
     leader_name, leader = _leader_http(ctx, p, engine.cluster)
     start_reading = await _leader_reading(leader)
-    extra = {"use_roles": p["use-roles"]} if p.get("use-roles") else None
     t0 = time.monotonic()
     await engine.follow(follower_index, remote=_remote(p), leader_index=leader_index,
-                        parameters=follow_parameters(p), settings=p.get("settings"), extra=extra)
+                        parameters=follow_parameters(p), settings=p.get("settings"), extra=follow_extra(p))
     await engine.wait_active(follower_index, param_float(p, "wait-timeout", DEFAULT_ACTIVE_TIMEOUT), poll=0.1)
     seconds = time.monotonic() - t0
     end_reading = await _leader_reading(leader)

@@ -106,16 +106,27 @@ def _failed(e: CcrError) -> Result:
     return Result(success=False, error_type=kind, detail=str(e), status=e.status)
 
 
+def follow_indices(ctx: Context, p: dict[str, Any], operation: str) -> tuple[str, str]:
+    """(leader index, follower index) of a task that starts following: ``leader-index`` (the track's only index
+    when it has one) and ``index`` / ``follower-index`` (the leader's name by default)."""
+    leader_index = p.get("leader-index") or (next(iter(ctx.indices)) if len(ctx.indices) == 1 else None)
+    if not leader_index:
+        raise CcrError(f"{operation} needs 'leader-index'")
+    return str(leader_index), str(p.get("index") or p.get("follower-index") or leader_index)
+
+
+def follow_extra(p: dict[str, Any]) -> dict[str, Any] | None:
+    """The follow request's extra body: OpenSearch's ``use_roles`` when the task (or bench's security set-up) names
+    them."""
+    return {"use_roles": p["use-roles"]} if p.get("use-roles") else None
+
+
 async def ccr_follow(ctx: Context, p: dict[str, Any]) -> Result:
     try:
         engine = await engine_of(ctx, p)
-        leader_index = p.get("leader-index") or (next(iter(ctx.indices)) if len(ctx.indices) == 1 else None)
-        if not leader_index:
-            raise CcrError("ccr-follow needs 'leader-index'")
-        follower_index = str(p.get("index") or p.get("follower-index") or leader_index)
-        extra = {"use_roles": p["use-roles"]} if p.get("use-roles") else None
-        await engine.follow(follower_index, remote=_remote(p), leader_index=str(leader_index),
-                            parameters=follow_parameters(p), settings=p.get("settings"), extra=extra)
+        leader_index, follower_index = follow_indices(ctx, p, "ccr-follow")
+        await engine.follow(follower_index, remote=_remote(p), leader_index=leader_index,
+                            parameters=follow_parameters(p), settings=p.get("settings"), extra=follow_extra(p))
         await engine.wait_active(follower_index, param_float(p, "wait-timeout", DEFAULT_ACTIVE_TIMEOUT))
     except CcrError as e:
         return _failed(e)
@@ -157,10 +168,9 @@ def _patterns(p: dict[str, Any]) -> list[str]:
 async def ccr_auto_follow(ctx: Context, p: dict[str, Any]) -> Result:
     try:
         engine = await engine_of(ctx, p)
-        extra = {"use_roles": p["use-roles"]} if p.get("use-roles") else None
         await engine.auto_follow(str(p["auto-follow-name"]), remote=_remote(p), patterns=_patterns(p),
                                  follow_pattern=str(p.get("follow-index-pattern", "{{leader_index}}")),
-                                 parameters=follow_parameters(p), extra=extra)
+                                 parameters=follow_parameters(p), extra=follow_extra(p))
     except CcrError as e:
         return _failed(e)
     return Result()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import time
 import urllib.error
 import urllib.request
@@ -38,12 +39,15 @@ def plugin_path() -> Path | None:
     return Path(raw).expanduser().resolve() if raw else None
 
 
-def http(method: str, url: str, body: Any = None, timeout: float = 60.0) -> tuple[int, Any]:
-    """One JSON request; HTTP errors are answers too (status, body)."""
+def http(method: str, url: str, body: Any = None, timeout: float = 60.0, *, headers: dict[str, str] | None = None,
+         context: ssl.SSLContext | None = None) -> tuple[int, Any]:
+    """One JSON request; HTTP errors are answers too (status, body). ``headers``/``context``: e.g. basic auth and a
+    CA to trust (tests/support/secured_pair.py)."""
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": "application/json", **(headers or {})})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
+        with urllib.request.urlopen(req, timeout=timeout, context=context) as r:
             return r.status, json.loads(r.read() or b"null")
     except urllib.error.HTTPError as e:
         raw = e.read()

@@ -12,10 +12,7 @@ Test modules import the fixture; tests isolate themselves by index names.
 from __future__ import annotations
 
 import base64
-import json
 import ssl
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +26,7 @@ from bench.cloud.local import connect_remote_clusters
 from bench.cloud.topology import parse_topology
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo
-from tests.support.ccr_pair import PLUGIN_ENV, plugin_path
+from tests.support.ccr_pair import PLUGIN_ENV, http, plugin_path
 from tests.support.esnode import LocalEngines
 
 
@@ -69,21 +66,9 @@ class SecuredPair:
     def request(self, cluster: str, method: str, path: str, body: Any = None, user: str | None = None,
                 password: str | None = None) -> tuple[int, Any]:
         """One JSON request over HTTPS as the admin (or ``user``); HTTP errors are answers too."""
-        info = self.info(cluster)
-        data = json.dumps(body).encode() if body is not None else None
         token = base64.b64encode(f"{user or self.user}:{password or self.password}".encode()).decode()
-        req = urllib.request.Request(info.hosts[0] + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json", "Authorization": f"Basic {token}"})
-        context = ssl.create_default_context(cafile=str(self.ca))
-        try:
-            with urllib.request.urlopen(req, timeout=60, context=context) as r:
-                return r.status, json.loads(r.read() or b"null")
-        except urllib.error.HTTPError as e:
-            raw = e.read()
-            try:
-                return e.code, json.loads(raw)
-            except ValueError:
-                return e.code, raw.decode(errors="replace")
+        return http(method, self.info(cluster).hosts[0] + path, body, headers={"Authorization": f"Basic {token}"},
+                    context=ssl.create_default_context(cafile=str(self.ca)))
 
 
 def secured_topology(plugin: Path, name: str = "secured-pair") -> dict[str, Any]:
