@@ -26,7 +26,7 @@ from bench.reporting.study import delta_text
 from bench.reporting.study_tracks import tracks_study_table
 from bench.results.summary import Summary
 from bench.trials.sqlite import TrialStore
-from tests.support.ccr_pair import plugin_path
+from tests.support.ccr_pair import need_plugin
 from tests.support.study_checks import assert_study_reads_first
 
 pytestmark = pytest.mark.cluster
@@ -98,9 +98,7 @@ def _stage1_copy(tmp_path: Path) -> Path:
 @pytest.mark.usefixtures("local_engines")
 def test_stage1_replicates_3p1r_indices_between_3_node_clusters(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    plugin = plugin_path()
-    if plugin is None:
-        pytest.skip("set BENCH_OPENSEARCH_REPLICATION_PLUGIN to the OpenSearch replication plugin zip")
+    plugin = need_plugin()
     path = _stage1_copy(tmp_path)
     _Inspect.seen = []
     register_race_hook(_Inspect)

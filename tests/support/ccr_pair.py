@@ -39,6 +39,15 @@ def plugin_path() -> Path | None:
     return Path(raw).expanduser().resolve() if raw else None
 
 
+def need_plugin() -> Path:
+    """The replication plugin zip, or the calling test (or fixture) is skipped saying how to provide it."""
+    plugin = plugin_path()
+    if plugin is None:
+        pytest.skip(f"set {PLUGIN_ENV} to the OpenSearch replication plugin zip (noxfile.py does when "
+                    f"../shared/opensearch-replication-plugin/ has it)")
+    return plugin
+
+
 def http(method: str, url: str, body: Any = None, timeout: float = 60.0, *, headers: dict[str, str] | None = None,
          context: ssl.SSLContext | None = None) -> tuple[int, Any]:
     """One JSON request; HTTP errors are answers too (status, body). ``headers``/``context``: e.g. basic auth and a
@@ -103,10 +112,7 @@ def os_ccr_pair(tmp_path_factory: pytest.TempPathFactory, local_engines: LocalEn
         _MADE.append(CcrPairInfo(leader_url, follower_url))
         yield _MADE[0]
         return
-    plugin = plugin_path()
-    if plugin is None:
-        pytest.skip(f"set {PLUGIN_ENV} to the OpenSearch replication plugin zip (noxfile.py does when "
-                    f"../shared/opensearch-replication-plugin/ has it)")
+    plugin = need_plugin()
     base = tmp_path_factory.mktemp("os-ccr-pair")
     started: list[LocalProvisioner] = []
 

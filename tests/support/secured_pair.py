@@ -26,7 +26,7 @@ from bench.cloud.local import connect_remote_clusters
 from bench.cloud.topology import parse_topology
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo
-from tests.support.ccr_pair import PLUGIN_ENV, http, plugin_path
+from tests.support.ccr_pair import http, need_plugin
 from tests.support.esnode import LocalEngines
 
 
@@ -87,10 +87,7 @@ def os_secured_pair(tmp_path_factory: pytest.TempPathFactory, local_engines: Loc
     if _MADE:
         yield _MADE[0]
         return
-    plugin = plugin_path()
-    if plugin is None:
-        pytest.skip(f"set {PLUGIN_ENV} to the OpenSearch replication plugin zip (noxfile.py does when "
-                    f"../shared/opensearch-replication-plugin/ has it)")
+    plugin = need_plugin()
     trial_dir = tmp_path_factory.mktemp("os-secured-pair")
     provisioner = LocalProvisioner(f"secured-{uuid.uuid4().hex[:8]}", trial_dir)
     topo = parse_topology(secured_topology(plugin))
