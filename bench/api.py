@@ -38,6 +38,7 @@ from bench.race.step_objectives import (
     StepContext,
     StepObjective,
     StepObjectiveType,
+    StepWindow,
     register_step_objective,
     step_objective_type,
     step_objective_types,
@@ -60,7 +61,8 @@ __all__ = [
     "ClusterSource", "RaceClusters", "RaceHook", "RacePlan", "RaceResult", "RaceSchedule", "RaceTargets",
     "OpenedPool", "PoolFactory",
     # objectives of step searches
-    "CurvePoint", "ObjectiveResult", "StepContext", "StepObjective", "StepObjectiveType", "step_objective_type",
+    "CurvePoint", "ObjectiveResult", "StepContext", "StepObjective", "StepObjectiveType", "StepWindow",
+    "step_objective_type",
     "step_objective_types",
     # summaries and reports
     "Enricher", "MetricRow", "SectionRows", "SectionTable", "SectionTables", "Summary", "TaskSummary", "TrialReader",

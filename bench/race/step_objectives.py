@@ -42,6 +42,16 @@ class ObjectiveResult(BaseModel):
 
 
 @dataclass(frozen=True)
+class StepWindow:
+    """When a step's load ran, as its requests say (epoch seconds): the first request due, the first measured one
+    due, the last answer."""
+
+    started: float
+    measured_from: float
+    ended: float
+
+
+@dataclass(frozen=True)
 class StepContext:
     """What an objective may use: the race's clusters, its track and the task the steps are made of."""
 
@@ -75,12 +85,13 @@ class StepObjective(ABC):
         return None
 
     @abstractmethod
-    async def start(self, step: int, warmup_s: float) -> None:
-        """The step's load starts now; its first ``warmup_s`` seconds are warmup."""
+    async def start(self, step: int) -> None:
+        """The step's load is about to start."""
 
     @abstractmethod
-    async def finish(self, cooldown_s: float) -> ObjectiveResult:
-        """The step's load has ended: take at most ``cooldown_s`` more and return the verdict."""
+    async def finish(self, cooldown_s: float, window: StepWindow | None) -> ObjectiveResult:
+        """The step's load has ended (``window``: when it ran; None when it sent no request): take at most
+        ``cooldown_s`` more and return the verdict."""
 
     async def close(self) -> None:
         """After the last step, however the search ended."""

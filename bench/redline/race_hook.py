@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from tabulate import tabulate
 
-from bench.api import StepContext, StepObjective, step_objective_type
+from bench.api import StepContext, StepObjective, StepWindow, step_objective_type
 from bench.driver.coordinator import RunStep
 from bench.driver.samples import RequestSample
 from bench.race.options import RaceOptions
@@ -43,6 +43,16 @@ def step_objectives(spec: RedlineSpec) -> list[StepObjective]:
             raise ConfigError(f"{OPTION}: step objective '{key}' is not registered (its extension is not loaded)")
         out.append(kind.parse(value))
     return out
+
+
+def step_window(taken: list[RequestSample]) -> StepWindow | None:
+    """When the step's load ran, from its own requests (None when it sent none)."""
+    if not taken:
+        return None
+    measured = [s.absolute_time for s in taken if not s.warmup]
+    return StepWindow(started=min(s.absolute_time for s in taken),
+                      measured_from=min(measured) if measured else max(s.absolute_time + s.latency for s in taken),
+                      ended=max(s.absolute_time + s.latency for s in taken))
 
 
 async def _settle(objectives: list[StepObjective], timeout_s: float) -> str:
@@ -138,9 +148,10 @@ class RedlineHook(RaceHook):
         if repeat:
             self.console.print("  (the first step again: it took the cluster's cold start)", highlight=False)
         for o in objectives:
-            await o.start(number, float(task.warmup_time_period or 0.0))
+            await o.start(number)
         await run(task, see)
-        verdicts = [await o.finish(cooldown) for o in objectives]
+        window = step_window(taken)
+        verdicts = [await o.finish(cooldown, window) for o in objectives]
         result = with_objectives(evaluate_step(spec, number, task.name, target, samples_frame(taken), watch.reason),
                                  verdicts)
         extra = f", {figures_text(result)}" if result.objectives else ""
