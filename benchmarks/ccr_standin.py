@@ -6,7 +6,7 @@ Two HTTP servers on 127.0.0.1 in one process. The leader takes ``_bulk`` bodies 
 ``GET <index>/_stats?level=shards`` answers global checkpoint = max seq no = documents - 1. The follower applies
 those documents at ``rate`` docs/s (never beyond what the leader has) and answers what the replication plugin
 answers for one follower index named like its leader, in the shapes recorded from a real OpenSearch 2.19.1 pair
-(``/work/shared/fixtures/opensearch-replication``): ``_plugins/_replication/<index>/_status`` (SYNCING with
+(the replication fixtures beside the checkout): ``_plugins/_replication/<index>/_status`` (SYNCING with
 summed ``syncing_details``; after ``_pause`` PAUSED "User initiated" without them; ``REPLICATION NOT IN PROGRESS``
 for any other index), ``follower_stats``, the follower setting on ``_all/_settings``, ``_pause``/``_resume``, and
 its own ``<index>/_stats?level=shards``. Both answer ``GET _nodes`` as OpenSearch 2.19.1 (no build flavor).
