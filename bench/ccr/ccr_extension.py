@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from bench.api import register_metric, register_race_hook, register_section
+from bench.api import register_metric, register_race_hook, register_section, register_step_objective
 from bench.ccr.drill_section import DIRECTIONS, DRILLS_SECTION, drill_rows
 from bench.ccr.drills import register as register_drills
+from bench.ccr.lag_objective import EXAMPLE, KEY, parse_lag_objective
 from bench.ccr.race_hook import CcrHook
 from bench.ccr.runners import register as register_ccr_operations
 from bench.ccr.section import SECTION, ccr_rows, is_ccr_headline_metric, is_ccr_telemetry_row
@@ -14,6 +15,8 @@ def setup() -> None:
     register_race_hook(CcrHook)
     register_ccr_operations()
     register_drills()
+    # --redline=...,ccr-lag:p99:5s: the follower's lag judges every redline step
+    register_step_objective(KEY, parse_lag_objective, EXAMPLE)
     # The CCR section repeats the telemetry's follower lag next to catch-up time and doc counts.
     register_section(SECTION, rows=ccr_rows, hides=is_ccr_telemetry_row, title="CCR", order=20,
                      headline=is_ccr_headline_metric)

@@ -331,9 +331,11 @@ RACE_OPTIONS: tuple[RaceOption, ...] = (
                                                    "(profiles/driver/) and in HTML reports"),), "refused",
                refused=_ELSEWHERE),
     RaceOption("redline", (_f("--redline", help="task:NAME,p99:500ms[,errors:0.1%%,tolerance:5%%,warmup:10s,"
-                                                "measure:30s,start:N,max:N,steps:20]: the highest throughput "
-                                                "(requests/s) the task sustains within the latency/error objective, "
-                                                "by exponential then binary search"),), "refused", refused=_ELSEWHERE),
+                                                "measure:30s,cooldown:5s,start:N,max:N,steps:20]: the highest "
+                                                "throughput (requests/s) the task sustains within the latency/error "
+                                                "objective, by exponential then binary search; a step objective "
+                                                "(e.g. ccr-lag:p99:5s) judges each step too, or instead of pNN"),),
+               "refused", refused=_ELSEWHERE),
 )
 
 # Flags of `bench race` that set no option of the race: how its summary is printed, Rally's no-ops.

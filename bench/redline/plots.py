@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bench.redline.section import SECTION, RedlineSection
+from bench.redline.section import SECTION, RedlineSection, answer_steps
 from bench.reporting.plots import DASHES, PALETTE, Plot, PlotTrial, graph_objects
 
 if TYPE_CHECKING:
@@ -56,7 +56,38 @@ def redline_plots(trials: list[PlotTrial], notes: list[str] | None = None) -> li
                                                                              "width": 1}, legendgroup=t.side))
         if s.sustained is not None:
             tp.add_vline(x=s.sustained, line={"color": color, "dash": "dash", "width": 1})
-    lat.add_hline(y=found[0][1].latency_ms, line={"color": "#d62728", "dash": "dash", "width": 1},
-                  annotation_text=f"objective p{found[0][1].percentile:g} ≤ {found[0][1].latency_ms:g} ms")
+    first = found[0][1]
+    if first.latency_ms is not None:
+        lat.add_hline(y=first.latency_ms, line={"color": "#d62728", "dash": "dash", "width": 1},
+                      annotation_text=f"objective p{first.percentile:g} ≤ {first.latency_ms:g} ms")
     return [Plot("redline-throughput", "Redline: achieved throughput by target", tp),
-            Plot("redline-latency", "Redline: latency by target", lat)]
+            Plot("redline-latency", "Redline: latency by target", lat), *_objective_curves(found)]
+
+
+def _objective_curves(found: list[tuple[PlotTrial, RedlineSection]]) -> list[Plot]:
+    """Per step objective with a curve: its value over time in the sustained and the first failing step of every
+    trial (unknown readings are gaps)."""
+    go = graph_objects()
+    plots: list[Plot] = []
+    keys = dict.fromkeys(o.key for _, s in found for st in answer_steps(s) for o in st.objectives if o.curve)
+    for key in keys:
+        label = ""
+        fig = graph_objects().Figure()
+        for t, s in found:
+            color = PALETTE[t.side_index % len(PALETTE)]
+            for st, dash in zip(answer_steps(s), ("solid", "dot"), strict=False):
+                for o in st.objectives:
+                    if o.key != key or not o.curve:
+                        continue
+                    label = o.curve_label
+                    fig.add_trace(go.Scatter(
+                        x=[p.t for p in o.curve], y=[p.value for p in o.curve], mode="lines+markers",
+                        name=f"{t.name} · step {st.step}: {st.throughput:,.0f} {st.unit}/s "
+                             f"({'met' if st.met else 'missed'})",
+                        text=[p.phase for p in o.curve], line={"color": color, "dash": dash}, legendgroup=t.side))
+        fig.update_layout(title=f"Redline: {label} over each answer step ({key})", xaxis_title="s since the step "
+                          "started", yaxis_title=label, template="plotly_white", height=380,
+                          margin={"l": 60, "r": 20, "t": 50, "b": 50}, legend={"orientation": "h", "y": -0.25})
+        fig.update_yaxes(rangemode="tozero")
+        plots.append(Plot(f"redline-{key}", f"Redline: {label} over time ({key})", fig))
+    return plots

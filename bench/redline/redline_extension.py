@@ -6,7 +6,7 @@ from typing import Any
 
 from bench.api import register_metric, register_race_hook, register_section
 from bench.redline.race_hook import RedlineHook
-from bench.redline.section import SECTION, SUSTAINED, is_headline_metric, redline_rows, redline_tables
+from bench.redline.section import FAILING, SECTION, SUSTAINED, is_headline_metric, redline_rows, redline_tables
 
 
 def setup() -> None:
@@ -15,6 +15,7 @@ def setup() -> None:
                      tables=redline_tables, plots=_plots, sentence=is_headline_metric)
     register_metric(rf"^{SUSTAINED}|^Redline sustained target", higher_is_better=True)
     register_metric(r"^Redline lowest failing target", higher_is_better=True)
+    register_metric(rf"^{FAILING}", higher_is_better=True)
 
 
 def _plots(trials: list[Any], notes: list[str] | None = None) -> list[Any]:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from bench.api import ObjectiveResult
 from bench.driver.samples import RequestSample
 from bench.redline.objective import RedlineSpec
 from bench.results.stats import normalize_frame, request_failed
@@ -32,6 +33,7 @@ class StepResult(BaseModel):
     met: bool
     why: str  # the first criterion it failed, or "met"
     miss: str = ""  # that criterion in a word: "stopped", "latency", "errors", "throughput" ("" when met)
+    objectives: list[ObjectiveResult] = []  # the registered step objectives' verdicts (e.g. replication lag)
 
 
 def step_name(task: str, step: int) -> str:
@@ -101,8 +103,8 @@ def evaluate_step(spec: RedlineSpec, step: int, task: str, target: float, sample
     error_rate = errors / len(df)
     checks = [
         (stopped_early is None, "stopped", f"stopped early: {stopped_early}"),
-        (lat[_key(spec.percentile)] <= spec.latency_ms, "latency",
-         f"p{spec.percentile:g} latency {lat[_key(spec.percentile)]:,.1f} ms > {spec.latency_ms:,.6g} ms"),
+        (spec.latency_ms is None or lat[_key(spec.percentile)] <= spec.latency_ms, "latency",
+         f"p{spec.percentile:g} latency {lat[_key(spec.percentile)]:,.1f} ms > {spec.latency_ms or 0:,.6g} ms"),
         (error_rate <= spec.max_error_rate, "errors",
          f"error rate {error_rate * 100:.3g} % > {spec.max_error_rate * 100:.3g} %"),
         (achieved >= (1 - spec.tolerance) * target, "throughput",
@@ -112,6 +114,16 @@ def evaluate_step(spec: RedlineSpec, step: int, task: str, target: float, sample
     return StepResult(step=step, task=task, target=target, achieved=achieved, throughput=throughput, unit=unit,
                       requests=len(df), errors=errors, error_rate=error_rate, latency_ms=lat, service_time_ms=svc,
                       duration_s=duration, stopped_early=stopped_early, met=not miss, why=why, miss=miss)
+
+
+def with_objectives(result: StepResult, verdicts: list[ObjectiveResult]) -> StepResult:
+    """The step judged by its step objectives too: it meets the whole objective only when it met its own and
+    every one of theirs; the first criterion it failed is named (its own first)."""
+    failed = next((v for v in verdicts if not v.met), None)
+    if result.met and failed is not None:
+        return result.model_copy(update={"objectives": verdicts, "met": False, "why": failed.why,
+                                         "miss": failed.miss or failed.key})
+    return result.model_copy(update={"objectives": verdicts})
 
 
 def samples_frame(samples: list[RequestSample]) -> pd.DataFrame:
@@ -136,6 +148,8 @@ class RunawayWatch:
 
     def see(self, batch: list[RequestSample]) -> bool:
         """Take a batch of samples; True once the step should stop (``reason`` says why)."""
+        if self.spec.latency_ms is None:
+            return self._errors_only(batch)
         limit_ms = self.spec.latency_ms
         for s in batch:
             if s.task != self.task:
@@ -154,5 +168,13 @@ class RunawayWatch:
             self.reason = (f"{self.over} measured requests over {limit_ms:,.6g} ms: the p{self.spec.percentile:g} "
                            "cannot meet the objective any more")
         elif self.failed > self.spec.max_error_rate * self.most:
+            self.reason = f"{self.failed} measured requests failed: the error rate cannot meet the objective any more"
+        return self.reason is not None
+
+    def _errors_only(self, batch: list[RequestSample]) -> bool:
+        """Without a latency objective only the error rate can end a step early."""
+        self.failed += sum((not s.success) or s.failed_units > 0 for s in batch if s.task == self.task
+                           and not s.warmup)
+        if self.failed > self.spec.max_error_rate * self.most:
             self.reason = f"{self.failed} measured requests failed: the error rate cannot meet the objective any more"
         return self.reason is not None
