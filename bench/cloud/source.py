@@ -4,9 +4,10 @@ machines down)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bench.cloud.local import start_topology
+from bench.cloud.local_links import LocalLinks
 from bench.cloud.topology import Topology, load_topology, refuse_cloud_plugins, with_overrides
 from bench.provision.car import load_car
 from bench.provision.cpus import check_cpus, usable_cpus
@@ -50,12 +51,30 @@ class LocalTopology(Provisioned):
         check_cpus(self.cpus.driver, f"topology {topology.name}: driver_cpus")
         self.driver_cpus = self.cpus.driver
         self.pinning_note = self.cpus.note
+        self.links = LocalLinks(topology)
 
     def provision(self, provisioner: LocalProvisioner, console: Console) -> list[ClusterInfo]:
         if self.pinning_note:
             console.print(self.pinning_note, highlight=False, markup=False)
+        for link in self.topology.links:
+            console.print(f"Link {link.text()}: emulated by bench's proxy in front of {link.target}'s transport port",
+                          highlight=False, markup=False)
         return start_topology(provisioner, self.topology, console, cpus=self.cpus.clusters,
-                              jvm_options={c.name: self.jvm_options(c.name) for c in self.topology.clusters})
+                              jvm_options={c.name: self.jvm_options(c.name) for c in self.topology.clusters},
+                              links=self.links)
+
+    def facts(self) -> dict[str, dict[str, Any]]:
+        out = super().facts()
+        for name, extra in self.links.facts().items():
+            out[name] = {**out.get(name, {}), **extra}
+        return out
+
+    def stop(self, keep: bool) -> list[str]:
+        try:
+            lines = super().stop(keep)
+        finally:
+            linked = self.links.stop(keep)
+        return lines + linked
 
 
 class CloudTopology(RaceClusters):
