@@ -23,6 +23,11 @@ _PROBE = b"GET / HTTP/1.0\r\n\r\n"
 
 class LinkMeasurement(BaseModel):
     rtt_ms: float | None = None  # median of the samples
+    rtt_min_ms: float | None = None  # the least: the link without queueing (on the machine or at the far end)
+    # Without the link (straight to the leader's transport port), probed in turn with it: what the link adds is
+    # the difference, free of the leader's own answer time on a busy machine
+    direct_rtt_ms: float | None = None
+    added_rtt_ms: float | None = None
     rtt_samples_ms: list[float] = []
     rtt_method: str = ""
     throughput_bps: float | None = None
@@ -51,15 +56,30 @@ def connect_rtt_ms(address: str, timeout: float = 10.0) -> float:
         return (time.perf_counter() - t0) * 1000.0
 
 
-def measure_rtt(address: str, samples: int = 5, method: str = "answer") -> LinkMeasurement:
+def measure_rtt(address: str, samples: int = 7, method: str = "answer") -> LinkMeasurement:
     """The median round trip of ``samples`` probes (``answer`` through a proxy, ``connect`` on a real network)."""
     probe = answer_rtt_ms if method == "answer" else connect_rtt_ms
     try:
         values = [probe(address) for _ in range(samples)]
     except OSError as e:
         raise ClusterError(f"measuring the round trip to {address} failed: {e}") from None
-    return LinkMeasurement(rtt_ms=statistics.median(values), rtt_samples_ms=[round(v, 3) for v in values],
+    return LinkMeasurement(rtt_ms=statistics.median(values), rtt_min_ms=min(values), rtt_samples_ms=[round(v, 3) for v in values],
                            rtt_method=f"{method} round trip on the transport port, median of {samples}")
+
+
+def measure_added_rtt(direct: str, via: str, samples: int = 7) -> LinkMeasurement:
+    """Round trips through the link (``via``) and straight to where it leads (``direct``), in turn: the link's
+    median, and what it adds (median through it minus median without it)."""
+    try:
+        pairs = [(answer_rtt_ms(via), answer_rtt_ms(direct)) for _ in range(samples)]
+    except OSError as e:
+        raise ClusterError(f"measuring the round trip to {direct} through {via} failed: {e}") from None
+    linked, plain = [a for a, _ in pairs], [b for _, b in pairs]
+    return LinkMeasurement(rtt_ms=statistics.median(linked), rtt_min_ms=min(linked),
+                           rtt_samples_ms=[round(v, 3) for v in linked], direct_rtt_ms=statistics.median(plain),
+                           added_rtt_ms=statistics.median(linked) - statistics.median(plain),
+                           rtt_method=f"answer round trip on the transport port through the link and without it, "
+                                      f"in turn, medians of {samples}")
 
 
 def _sink(server: socket.socket, times: list[float], counts: list[int]) -> None:

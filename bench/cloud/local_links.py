@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bench.cloud.link_measure import LinkMeasurement, measure_rtt, measure_throughput
+from bench.cloud.link_measure import LinkMeasurement, measure_added_rtt, measure_throughput
 from bench.cloud.link_process import LinkProcess
 from bench.cloud.links import Link, rate_text
 from bench.cloud.topology import ClusterTopology, Topology
@@ -53,7 +53,7 @@ class LocalLinks:
             target = started[link.target].transport_addresses[0]
             proxy = LinkProcess(link, target)
             self.proxies.append(proxy)
-            measured = measure_rtt(proxy.address)
+            measured = measure_added_rtt(target, proxy.address)
             rate = measure_throughput(link)
             measured = measured.model_copy(update={"throughput_bps": rate.throughput_bps,
                                                    "throughput_bytes": rate.throughput_bytes})

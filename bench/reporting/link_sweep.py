@@ -23,7 +23,7 @@ class LinkSweepTrial(BaseModel):
     trial_id: str
     rtt_ms: float  # configured (0: no link)
     link: str  # the link as configured, or "no link"
-    measured_rtt_ms: float | None = None
+    measured_rtt_ms: float | None = None  # what the link added, as bench measured it before the race
     throughput: tuple[float, str] | None = None
     lag_p99: tuple[float, str] | None = None  # the slowest follower index's
     catch_up: tuple[float, str] | None = None
@@ -85,11 +85,11 @@ def link_sweep_view(table: LinkSweepTable) -> TableView:
                      f"{len(r.measured)} of {len(r.trials)}" + (f" ({'; '.join(problems)})" if problems else "")])
     return TableView(
         title=f"Link sweep: {table.experiment}, run {table.run_id}",
-        headers=["Variant", "Link", "RTT (configured)", "RTT (bench measured)", "Leader throughput (median)",
+        headers=["Variant", "Link", "RTT (configured)", "RTT added (bench measured)", "Leader throughput (median)",
                  "Follower lag p99", "Catch-up after indexing", "Trials measured"],
         rows=rows,
-        notes=["RTT measured: the median of bench's round trips on the leader's transport port through the link "
-               "before each race (mean over the variant's trials). Lag p99: the slowest follower index's "
+        notes=["RTT added: bench's median round trip on the leader's transport port through the link minus its median "
+               "without it, probed in turn before each race (mean over the variant's trials). Lag p99: the slowest follower index's "
                "(ccr-stats telemetry); catch-up: wait-for-followers-to-sync after indexing stopped. A value is "
                "shown only when every measured trial of the variant has it."])
 

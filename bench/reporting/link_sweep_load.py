@@ -23,7 +23,7 @@ def sweep_trial(store: TrialReader, exp: ExperimentFile, variant: str, t: TrialI
     measured = link.get("measured") if link else None
     base = LinkSweepTrial(trial_id=t.id, rtt_ms=float(link.get("rtt_ms") or 0.0) if link else 0.0,
                           link=f"{link.get('from')}->{link.get('to')} ({link.get('kind')})" if link else "no link",
-                          measured_rtt_ms=measured.get("rtt_ms") if isinstance(measured, dict) else None)
+                          measured_rtt_ms=measured.get("added_rtt_ms") if isinstance(measured, dict) else None)
     if t.status != "complete":
         return base.model_copy(update={"problem": f"race {t.status}: {t.error or 'no error stored'}"})
     summary = stored_summary(store, t.id)

@@ -191,7 +191,11 @@ def _measured(links: list[dict[str, Any]]) -> str:
     rtts = [m["rtt_ms"] for k in links if isinstance(m := k.get("measured"), dict) and m.get("rtt_ms") is not None]
     bps = [m["throughput_bps"] for k in links
            if isinstance(m := k.get("measured"), dict) and m.get("throughput_bps") is not None]
+    added = [m["added_rtt_ms"] for k in links
+             if isinstance(m := k.get("measured"), dict) and m.get("added_rtt_ms") is not None]
     parts = [f"round trip {sum(rtts) / len(rtts):.1f} ms"] if rtts else ["round trip not measured"]
+    if added and len(added) == len(rtts):
+        parts[0] += f" ({sum(added) / len(added):.1f} ms more than without the link)"
     if bps:
         parts.append(f"{sum(bps) / len(bps) / 1e6:.1f} Mbit/s")
     return ", ".join(parts)
