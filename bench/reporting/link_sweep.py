@@ -45,12 +45,17 @@ class LinkSweepTable(BaseModel):
     rows: list[LinkSweepRow]
 
 
+def _seconds(v: tuple[float, str] | None) -> tuple[float, str] | None:
+    """Times in seconds, so lag and catch-up share the plot's axis."""
+    return (v[0] / 1000.0, "s") if v is not None and v[1] == "ms" else v
+
+
 def trial_values(values: dict[str, tuple[float, str]]) -> dict[str, tuple[float, str] | None]:
     """A trial's study values (bench.reporting.study.trial_study_values) -> throughput, the largest lag p99 of its
-    follower indices, catch-up."""
+    follower indices, catch-up (times in seconds)."""
     lags = [v for k, v in values.items() if k.startswith(f"{LAG_P99} [")]
-    return {"throughput": values.get(THROUGHPUT), "lag_p99": max(lags, key=lambda v: v[0]) if lags else None,
-            "catch_up": values.get(CATCH_UP)}
+    return {"throughput": values.get(THROUGHPUT), "lag_p99": _seconds(max(lags, key=lambda v: v[0])) if lags else None,
+            "catch_up": _seconds(values.get(CATCH_UP))}
 
 
 def _mean(values: list[tuple[float, str] | None]) -> tuple[float, str] | None:
