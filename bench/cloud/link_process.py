@@ -32,6 +32,9 @@ class LinkProcess:
     def pid(self) -> int:
         return self._proc.pid
 
+    def running(self) -> bool:
+        return self._proc.poll() is None
+
     def stop(self) -> None:
         if self._proc.stdin is not None and not self._proc.stdin.closed:
             self._proc.stdin.close()

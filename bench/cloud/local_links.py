@@ -67,6 +67,15 @@ class LocalLinks:
         """cluster name -> {"links": [...]} for the clusters whose connections went through a link."""
         return {name: {"links": links} for name, links in self._facts.items()}
 
+    def died(self) -> str | None:
+        """A proxy that ended during the race: the follower lost its leader, and its lag would be read as the
+        link's."""
+        for proxy in self.proxies:
+            if not proxy.running():
+                return (f"link {proxy.link.label}: its proxy (pid {proxy.pid}) ended during the race, cutting "
+                        f"cluster {proxy.link.source} off from {proxy.link.target}")
+        return None
+
     def stop(self, keep: bool = False) -> list[str]:
         lines = []
         while self.proxies:

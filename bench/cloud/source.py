@@ -16,7 +16,7 @@ from bench.provision.model import ClusterInfo
 from bench.provision.overrides import named_plugins, parse_plugins
 from bench.provision.pinning import CpuPlan, auto_plan, auto_slots, explicit_plan
 from bench.race.cluster_source import Provisioned, RaceClusters
-from bench.race.pipeline import PlannedCluster, RaceResult
+from bench.race.pipeline import HealthCheck, PlannedCluster, RaceResult
 from bench.util.errors import ConfigError
 from bench.util.extras import require
 
@@ -68,6 +68,14 @@ class LocalTopology(Provisioned):
         for name, extra in self.links.facts().items():
             out[name] = {**out.get(name, {}), **extra}
         return out
+
+    def health_check(self) -> HealthCheck | None:
+        nodes = super().health_check()
+
+        def check() -> str | None:
+            return self.links.died() or (nodes() if nodes is not None else None)
+
+        return check
 
     def stop(self, keep: bool) -> list[str]:
         try:

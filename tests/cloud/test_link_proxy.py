@@ -22,6 +22,8 @@ import pytest
 from bench.cloud.link_measure import measure_rtt, measure_throughput
 from bench.cloud.link_process import LinkProcess
 from bench.cloud.links import Link
+from bench.cloud.local_links import LocalLinks
+from bench.cloud.topology import parse_topology
 
 TOLERANCE = 0.10
 
@@ -130,3 +132,22 @@ def test_the_proxy_ends_with_the_process_that_started_it(echo: str) -> None:
     os.kill(starter.pid, signal.SIGKILL)
     starter.wait()
     proxy.wait(timeout=10)  # raises psutil.TimeoutExpired if it outlived its starter
+
+
+def test_a_proxy_that_dies_during_the_race_is_said(echo: str) -> None:
+    """Without its proxy the follower is cut off from the leader: the race's health check says so, rather than
+    the lag that follows being read as the link's."""
+    topo = parse_topology({"name": "t", "clusters": [{"name": "leader"},
+                                                     {"name": "follower", "remote_clusters": ["leader"]}],
+                           "links": [{"from": "follower", "to": "leader", "rtt": "10ms"}]})
+    links = LocalLinks(topo)
+    links.proxies.append(LinkProcess(topo.links[0], echo))
+    try:
+        assert links.died() is None
+        os.kill(links.proxies[0].pid, signal.SIGKILL)
+        links.proxies[0]._proc.wait(10)
+        assert links.died() == (f"link follower->leader: its proxy (pid {links.proxies[0].pid}) ended during the "
+                                f"race, cutting cluster follower off from leader")
+    finally:
+        links.stop()
+    assert links.proxies == []
