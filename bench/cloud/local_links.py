@@ -28,9 +28,10 @@ def remote_settings(alias: str, proxy_address: str) -> dict[str, Any]:
             f"cluster.remote.{alias}.proxy_address": proxy_address}
 
 
-def link_fact(link: Link, target: str, measured: LinkMeasurement) -> dict[str, Any]:
+def link_fact(link: Link, target: str, proxy: str, measured: LinkMeasurement) -> dict[str, Any]:
     """What the trial stores of an emulated link: its configured values and bench's measurement through it."""
-    return {"from": link.source, "to": link.target, "kind": "emulated", "via": PROXY, "leader_transport": target,
+    return {"from": link.source, "to": link.target, "kind": "emulated", "via": PROXY, "proxy_address": proxy,
+            "leader_transport": target,
             "rtt_ms": link.rtt_ms, "rate_bps": link.rate_bps, "rate": rate_text(link.rate_bps),
             "measured": measured.model_dump(exclude_none=True)}
 
@@ -57,7 +58,7 @@ class LocalLinks:
             rate = measure_throughput(link)
             measured = measured.model_copy(update={"throughput_bps": rate.throughput_bps,
                                                    "throughput_bytes": rate.throughput_bytes})
-            self._facts.setdefault(cluster.name, []).append(link_fact(link, target, measured))
+            self._facts.setdefault(cluster.name, []).append(link_fact(link, target, proxy.address, measured))
             settings.update(remote_settings(link.target, proxy.address))
             log.info("link %s: proxy %s (pid %d) to %s, measured %s", link.text(), proxy.address, proxy.pid, target,
                      measured.model_dump(exclude_none=True))

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 import yaml
 
 from bench.cli import main
+from bench.cloud import local as cloud_local
 from bench.compare.metrics import trial_values
 from bench.race.experiment import load_experiment, runs_of
 from bench.reporting.link_sweep import row_values
@@ -47,8 +49,18 @@ def _proxies() -> list[psutil.Process]:
 def test_rtt_sweep_replicates_over_the_link_and_says_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     file = _two_rtts(tmp_path)
     report = tmp_path / "sweep.html"
-    rc = main(["--quiet", "experiment", str(file), "--test-mode", f"--plugin={PLUGIN}", "--report-format=html",
-               f"--report-file={report}"])
+    remotes: list[dict[str, Any]] = []
+
+    def hook(topology, cluster, info, started):  # type: ignore[no-untyped-def]
+        if cluster.name == "follower":  # what the follower connects to, once bench has wired it
+            remotes.append(cloud_local._request(info, "GET", "/_cluster/settings?flat_settings=true")["persistent"])
+
+    cloud_local.register_after_start(hook)
+    try:
+        rc = main(["--quiet", "experiment", str(file), "--test-mode", f"--plugin={PLUGIN}", "--report-format=html",
+                   f"--report-file={report}"])
+    finally:
+        cloud_local._HOOKS.remove(hook)
     out = capsys.readouterr().out
     assert rc == 0, out
     assert _proxies() == []  # every proxy stopped with its race
@@ -69,6 +81,11 @@ def test_rtt_sweep_replicates_over_the_link_and_says_it(tmp_path: Path, capsys: 
     # what the link adds to the leader's own answer time (which a busy 2-core machine makes milliseconds)
     assert abs(link["measured"]["added_rtt_ms"] - 50) <= 5 and link["measured"]["rtt_ms"] >= 45, link
     assert link["leader_transport"].startswith("127.0.0.1:") and "links" not in leader
+    # the follower reached its leader through the proxy only (proxy mode: no seeds to sniff the leader's own ports)
+    plain, linked_settings = remotes
+    assert "cluster.remote.leader.seeds" in plain and "cluster.remote.leader.mode" not in plain
+    assert linked_settings == {"cluster.remote.leader.mode": "proxy",
+                               "cluster.remote.leader.proxy_address": link["proxy_address"]}, linked_settings
     # replicated through it: the follower has every document of the leader
     assert summary is not None
     assert trial_values(summary)[("CCR doc counts match", "follower/logs")][0] == 1
