@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from rich.console import Console
 
+from bench.cloud.local_links import LocalLinks
 from bench.cloud.topology import ClusterTopology, Topology
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo
@@ -69,22 +70,29 @@ def _request(info: ClusterInfo, method: str, path: str, body: dict | None = None
 
 
 def connect_remote_clusters(topo: Topology, cluster: ClusterTopology, info: ClusterInfo,
-                            started: dict[str, ClusterInfo]) -> None:
+                            started: dict[str, ClusterInfo], links: LocalLinks | None = None) -> None:
     """cluster.remote.<name>.seeds = the named clusters' transport addresses (what the cloud startup script
-    writes into the config file, set here through the API because local ports are only known now)."""
+    writes into the config file, set here through the API because local ports are only known now); a remote
+    cluster behind one of the topology's links goes through that link's proxy instead."""
     if not cluster.remote_clusters:
         return
-    settings = {f"cluster.remote.{r}.seeds": started[r].transport_addresses for r in cluster.remote_clusters}
+    linked = {k.target for k in links.linked(cluster)} if links is not None else set()
+    settings: dict[str, object] = {f"cluster.remote.{r}.seeds": started[r].transport_addresses
+                                   for r in cluster.remote_clusters if r not in linked}
+    if links is not None:
+        settings.update(links.start(cluster, started))
     _request(info, "PUT", "/_cluster/settings", {"persistent": settings})
     log.info("cluster %s: remote clusters %s", cluster.name, settings)
 
 
 def start_topology(provisioner: LocalProvisioner, topo: Topology, console: Console | None = None,
                    timeout: float = 180.0, cpus: dict[str, frozenset[int] | None] | None = None,
-                   jvm_options: dict[str, list[str]] | None = None) -> list[ClusterInfo]:
+                   jvm_options: dict[str, list[str]] | None = None, links: LocalLinks | None = None
+                   ) -> list[ClusterInfo]:
     """Start every cluster of a provider-local topology; returns them in the topology's order (the first
     is the track's default target). Clusters already started are stopped by the provisioner's owner. ``cpus``:
-    each cluster's CPU set (bench/provision/pinning.py)."""
+    each cluster's CPU set (bench/provision/pinning.py); ``links``: the proxies of the topology's links (their
+    owner stops them), None when it has none."""
     if topo.provider != "local":
         raise ConfigError(f"topology {topo.name} has provider {topo.provider}; only provider local runs on "
                           f"this machine")
@@ -97,6 +105,7 @@ def start_topology(provisioner: LocalProvisioner, topo: Topology, console: Conso
                           f"(car {'+'.join(c.car)}) on 127.0.0.1 ...", highlight=False)
         info = provisioner.start(specs[c.name], timeout=timeout)
         started[c.name] = info
-        for hook in [connect_remote_clusters, *_HOOKS]:
+        connect_remote_clusters(topo, c, info, started, links)
+        for hook in _HOOKS:
             hook(topo, c, info, started)
     return [started[c.name] for c in topo.clusters]

@@ -4,9 +4,10 @@ machines down)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bench.cloud.local import start_topology
+from bench.cloud.local_links import LocalLinks
 from bench.cloud.topology import Topology, load_topology, refuse_cloud_plugins, with_overrides
 from bench.provision.car import load_car
 from bench.provision.cpus import check_cpus, usable_cpus
@@ -15,7 +16,7 @@ from bench.provision.model import ClusterInfo
 from bench.provision.overrides import named_plugins, parse_plugins
 from bench.provision.pinning import CpuPlan, auto_plan, auto_slots, explicit_plan
 from bench.race.cluster_source import Provisioned, RaceClusters
-from bench.race.pipeline import PlannedCluster, RaceResult
+from bench.race.pipeline import HealthCheck, PlannedCluster, RaceResult
 from bench.util.errors import ConfigError
 from bench.util.extras import require
 
@@ -50,12 +51,38 @@ class LocalTopology(Provisioned):
         check_cpus(self.cpus.driver, f"topology {topology.name}: driver_cpus")
         self.driver_cpus = self.cpus.driver
         self.pinning_note = self.cpus.note
+        self.links = LocalLinks(topology)
 
     def provision(self, provisioner: LocalProvisioner, console: Console) -> list[ClusterInfo]:
         if self.pinning_note:
             console.print(self.pinning_note, highlight=False, markup=False)
+        for link in self.topology.links:
+            console.print(f"Link {link.text()}: emulated by bench's proxy in front of {link.target}'s transport port",
+                          highlight=False, markup=False)
         return start_topology(provisioner, self.topology, console, cpus=self.cpus.clusters,
-                              jvm_options={c.name: self.jvm_options(c.name) for c in self.topology.clusters})
+                              jvm_options={c.name: self.jvm_options(c.name) for c in self.topology.clusters},
+                              links=self.links)
+
+    def facts(self) -> dict[str, dict[str, Any]]:
+        out = super().facts()
+        for name, extra in self.links.facts().items():
+            out[name] = {**out.get(name, {}), **extra}
+        return out
+
+    def health_check(self) -> HealthCheck | None:
+        nodes = super().health_check()
+
+        def check() -> str | None:
+            return self.links.died() or (nodes() if nodes is not None else None)
+
+        return check
+
+    def stop(self, keep: bool) -> list[str]:
+        try:
+            lines = super().stop(keep)
+        finally:
+            linked = self.links.stop(keep)
+        return lines + linked
 
 
 class CloudTopology(RaceClusters):

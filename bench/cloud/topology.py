@@ -22,6 +22,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from bench.cloud.links import Link, check_links
 from bench.provision.cpus import parse_cpu_list
 from bench.provision.model import ClusterSpec, Engine
 from bench.provision.overrides import check_plugin_engines, is_plugin_path, parse_distribution, plugins_for
@@ -162,6 +163,8 @@ class Topology(BaseModel):
     # Security on every cluster (TLS on transport and HTTP, a user with a generated password): the same as the
     # security car mixin on each cluster's car
     security: bool = False
+    # Links between clusters (bench/cloud/links.py): emulated with provider local, measured on a cloud
+    links: list[Link] = Field(default_factory=list)
 
     @field_validator("driver_cpus", mode="before")
     @classmethod
@@ -190,6 +193,7 @@ class Topology(BaseModel):
             unknown = [r for r in c.remote_clusters if r not in clusters or r == c.name]
             if unknown:
                 raise ValueError(f"clusters[{c.name}].remote_clusters: {unknown} are not other clusters of this topology")
+        check_links(self.links, {c.name: c.remote_clusters for c in self.clusters}, self.provider)
         explicit = [f"clusters[{c.name}].cpus" for c in self.clusters if c.cpus is not None]
         explicit += ["driver_cpus"] if self.driver_cpus is not None else []
         if self.provider != "local" and (explicit or self.pinning != "off"):
@@ -210,6 +214,9 @@ class Topology(BaseModel):
             if self.provider == "gcp" and not (self.zone and self.project and self.network.cidr):
                 raise ValueError("provider gcp needs zone, project and network.cidr")
         return self
+
+    def link(self, source: str, target: str) -> Link | None:
+        return next((k for k in self.links if k.source == source and k.target == target), None)
 
     def instance_count(self) -> int:
         """Machines this topology creates (0 for provider local)."""

@@ -114,6 +114,8 @@ class StudySpec(BaseModel):
       ``search: leader``, ``search-follower: follower``): its latency rows, per cluster (bench/reporting/study_search.py).
     - ``catch-up-within``: seconds; each variant is judged "caught up within N s after indexing stopped" or "fell
       behind" from its sync task, in a table of its own (bench/reporting/sweep.py).
+    - ``link-sweep``: true when the variants differ in their topology's link between clusters (its round trip):
+      lag, catch-up and leader throughput against the round trip in a table and a plot (bench/reporting/link_sweep.py).
     """
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -125,6 +127,8 @@ class StudySpec(BaseModel):
     baseline_if_refused: str | None = Field(default=None, alias="baseline-if-refused")
     search_tasks: dict[str, str] = Field(default_factory=dict, alias="search-tasks")
     catch_up_within: float | None = Field(default=None, gt=0, alias="catch-up-within")
+    # The variants differ in the link between their clusters: lag, catch-up and throughput against its round trip
+    link_sweep: bool = Field(default=False, alias="link-sweep")
     # The effect whose repetitions the resolution line says are needed (% of the baseline's main row).
     effect: float = Field(default=3.0, gt=0, lt=1000)
     note: str = ""  # set by resolve_study: which baseline the run uses, and why

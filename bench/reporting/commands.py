@@ -266,6 +266,7 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
         say(f"  failed: {f}")
     regressed = False
     sweeps = _sweep_tables(exp, result.run_id, say)
+    link_sweeps = _link_sweeps(exp, result.run_id, say)
     with open_store() as store:
         for ti, track in enumerate(exp.track_entries()):
             baseline, candidates = comparison_selectors(exp, result.run_id, ti)
@@ -290,8 +291,10 @@ def _experiment(a: argparse.Namespace, console: Console) -> int:
                 regressed = history is not None and history.judged_regressed
             if study is None and result.ended_line and ti == 0:  # no study table to say it under
                 cmp.warnings.append(result.ended_line)
+            linked = link_sweeps[ti:ti + 1]
             report = compare_report(store, cmp, fmt=a.report_format, plots_dir=a.plots_dir, study=study,
-                                    history=history, tables=sweeps[ti:ti + 1])
+                                    history=history, tables=sweeps[ti:ti + 1] + [v for v, _ in linked],
+                                    plots=[p for _, p in linked if p is not None])
             suffix = f"-{ti}" if len(exp.track_entries()) > 1 else ""
             out = a.report_file
             if out and suffix:
@@ -341,6 +344,26 @@ def _sweep_tables(exp: ExperimentFile, run_id: str, say: Callable[[str], None]) 
             say(markdown_table(view).rstrip())
             views.append(view)
     return views
+
+
+def _link_sweeps(exp: ExperimentFile, run_id: str, say: Callable[[str], None]) -> list[tuple[TableView, Any]]:
+    """A study with ``link-sweep``: each track's table (printed) and plot of lag, catch-up and throughput against the
+    link's round trip."""
+    if exp.study is None or not exp.study.link_sweep:
+        return []
+    from bench.reporting.link_sweep import link_sweep_plot, link_sweep_view
+    from bench.reporting.link_sweep_load import load_link_sweep
+    from bench.reporting.study import markdown_table
+    from bench.trials.open import open_store
+
+    out = []
+    with open_store() as store:
+        for ti, _track in enumerate(exp.track_entries()):
+            table = load_link_sweep(store, exp, run_id, ti)
+            view = link_sweep_view(table)
+            say(markdown_table(view).rstrip())
+            out.append((view, link_sweep_plot(table)))
+    return out
 
 
 def _history(a: argparse.Namespace, console: Console) -> int:

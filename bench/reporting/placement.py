@@ -133,7 +133,8 @@ def _where(info: TrialInfo) -> tuple[str, str]:
     """(who, where): ``leader, follower and the load driver``, ``shared one host (...), not pinned``; who is empty
     when where names every cluster itself."""
     if any(c.get("instance_type") for c in info.clusters):
-        return "", _cloud_text(info)
+        links = trial_links(info)
+        return "", _cloud_text(info) + ("; " + ", ".join(_configured(k) for k in links) if links else "")
     m = info.machine
     driver_id = m.get("machine_id") or m.get("hostname")
     names = [str(c.get("name")) for c in info.clusters]
@@ -154,6 +155,9 @@ def _where(info: TrialInfo) -> tuple[str, str]:
         text = hosts + f"; the load driver on {m.get('hostname', '?')} ({m.get('cpu_count', '?')} CPUs)"
         if unknown:
             text += f"; {', '.join(unknown)}: host not recorded"
+    links = trial_links(info)
+    if links:
+        text += "; " + ", ".join(_configured(k) for k in links)
     sets = _cpu_sets(info)
     if sets:
         text += ", pinned: " + ", ".join(f"{n} CPU {s}" for n, s in sets.items())
@@ -164,6 +168,46 @@ def _where(info: TrialInfo) -> tuple[str, str]:
     else:
         text += ", not pinned"
     return subject, text
+
+
+# -- links between clusters ------------------------------------------------------------------------------------
+
+
+def trial_links(info: TrialInfo) -> list[dict[str, Any]]:
+    """The links a trial's clusters connected through (bench/cloud/local_links.py stores them per cluster)."""
+    return [k for c in info.clusters for k in (c.get("links") or []) if isinstance(k, dict)]
+
+
+def _configured(link: dict[str, Any]) -> str:
+    """``follower->leader over bench's emulated link (rtt 50 ms, rate unlimited)``: what the race asked for."""
+    name = f"{link.get('from')}->{link.get('to')}"
+    if link.get("kind") == "emulated":
+        return f"{name} over bench's emulated link (rtt {link.get('rtt_ms', 0):g} ms, rate {link.get('rate')})"
+    return f"{name} over the real network"
+
+
+def _measured(links: list[dict[str, Any]]) -> str:
+    """Mean over the given links (one per trial) of bench's measurements of them."""
+    rtts = [m["rtt_ms"] for k in links if isinstance(m := k.get("measured"), dict) and m.get("rtt_ms") is not None]
+    bps = [m["throughput_bps"] for k in links
+           if isinstance(m := k.get("measured"), dict) and m.get("throughput_bps") is not None]
+    added = [m["added_rtt_ms"] for k in links
+             if isinstance(m := k.get("measured"), dict) and m.get("added_rtt_ms") is not None]
+    parts = [f"round trip {sum(rtts) / len(rtts):.1f} ms"] if rtts else ["round trip not measured"]
+    if added and len(added) == len(rtts):
+        parts[0] += f" ({sum(added) / len(added):.1f} ms more than without the link)"
+    if bps:
+        parts.append(f"{sum(bps) / len(bps) / 1e6:.1f} Mbit/s")
+    return ", ".join(parts)
+
+
+def links_text(infos: list[TrialInfo]) -> str:
+    """Each link of the trials as bench measured it before the race (mean over the trials), or ""."""
+    by_link: dict[str, list[dict[str, Any]]] = {}
+    for info in infos:
+        for k in trial_links(info):
+            by_link.setdefault(f"{k.get('from')}->{k.get('to')}", []).append(k)
+    return "; ".join(f"{name} {_measured(links)}" for name, links in by_link.items())
 
 
 # -- the line -------------------------------------------------------------------------------------------------
@@ -224,6 +268,9 @@ def placement_line(trials: list[PlacedTrial]) -> str:
         loads = [t.load for t in trials if t.variant == v and t.load is not None]
         if loads:
             measured.append(f"{v} ({len(loads)} trial{'s' if len(loads) != 1 else ''}): {_load_text(loads)}")
+    linked = [(v, text) for v in variants if (text := links_text([t.info for t in trials if t.variant == v]))]
+    if linked:
+        line += " Links as bench measured them before each race: " + " | ".join(f"{v}: {t}" for v, t in linked) + "."
     if measured:
         line += " While each variant indexed (host telemetry, node processes): " + " | ".join(measured) + "."
     else:

@@ -87,13 +87,13 @@ def plot_trials(store: TrialReader, sides: list[Side]) -> list[PlotTrial]:
 
 
 def _finish(store: TrialReader, context: dict[str, Any], sides: list[Side], fmt: ReportKind,
-            template: Path | str | None, plots_dir: Path | str | None) -> Report:
+            template: Path | str | None, plots_dir: Path | str | None, first: list[Plot] | None = None) -> Report:
     if fmt not in KINDS:
         raise ConfigError(f"unknown report format {fmt!r}: use one of {', '.join(KINDS)}")
     plots: list[Plot] = []
     plot_notes: list[str] = []
     if fmt == "html" or plots_dir:
-        plots = all_plots(plot_trials(store, sides), plot_notes)
+        plots = [*(first or []), *all_plots(plot_trials(store, sides), plot_notes)]
     context = dict(context, plot_notes=plot_notes)
     if fmt == "html":
         context = dict(context, plots=[{"key": p.key, "title": p.title, "div": figure_div(p)} for p in plots],
@@ -127,15 +127,16 @@ def trial_report(store: TrialReader, selector: str, *, fmt: ReportKind = "markdo
 def compare_report(store: TrialReader, cmp: Comparison, *, fmt: ReportKind = "markdown",
                    template: Path | str | None = None, plots_dir: Path | str | None = None,
                    study: StudyTable | None = None, history: HistoryReport | None = None,
-                   tables: list[TableView] | None = None) -> Report:
+                   tables: list[TableView] | None = None, plots: list[Plot] | None = None) -> Report:
     """``study``/``history``: an experiment's study table and its nightly trend, shown before the comparison;
-    ``tables``: more of the study's tables (e.g. a follower settings sweep), after them."""
+    ``tables``: more of the study's tables (e.g. a follower settings sweep), after them; ``plots``: the study's
+    own plots, before the trials' (in HTML reports and --plots-dir)."""
     from bench.reporting.study import study_view
 
     views = ([study_view(study).model_dump()] if study is not None else []) + \
             ([history.view().model_dump()] if history is not None else []) + \
             [t.model_dump() for t in tables or []]
     context = dict(compare_context(cmp), study_tables=views)
-    return _finish(store, context, [cmp.baseline, *cmp.candidates], fmt, template, plots_dir)
+    return _finish(store, context, [cmp.baseline, *cmp.candidates], fmt, template, plots_dir, plots)
 
 
