@@ -143,6 +143,23 @@ def watch(cmd: list[str], env: dict[str, str], every: float, log: Path) -> tuple
     return child.returncode, readings
 
 
+def lag_over_time(trial: str) -> str:
+    """The trial's follower lag time per interval (per hour from 2 h), as the race's report shows it, in markdown."""
+    from tabulate import tabulate
+
+    from bench.ccr.section import lag_table
+    from bench.telemetry.section import summarize_telemetry
+    from bench.trials.sqlite import TrialStore
+
+    with TrialStore() as store:
+        followers = summarize_telemetry(store.telemetry(trial)).followers
+    out = []
+    for f in followers:
+        t = lag_table(f"{f.cluster}/{f.index}", f.lag_over_time)
+        out.append(f"{t.name}\n\n{tabulate(t.rows, headers=t.headers, tablefmt='github', disable_numparse=True)}")
+    return "\n\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--plugin", required=True, help="the replication plugin zip")
@@ -151,7 +168,12 @@ def main() -> None:
     ap.add_argument("--bulk-size", type=int, default=500)
     ap.add_argument("--every", type=float, default=60.0, help="seconds between RSS readings")
     ap.add_argument("--out", default="soak-results.json")
+    ap.add_argument("--lag-of", metavar="TRIAL", help="only print the lag table of a stored soak trial (BENCH_HOME "
+                    "set to the soak's bench_home)")
     a = ap.parse_args()
+    if a.lag_of:
+        print(lag_over_time(a.lag_of))
+        return
     os.environ.setdefault("BENCH_CACHE", str(Path.home() / ".bench"))
     home = Path(tempfile.mkdtemp(prefix="bench-soak-"))
     env = {**os.environ, "BENCH_HOME": str(home / "bench-home")}
@@ -182,6 +204,9 @@ def main() -> None:
     Path(a.out).write_text(json.dumps(report, indent=1))
     print(json.dumps({k: v for k, v in report.items() if k != "readings"}, indent=1))
     print(log_text[-6000:])
+    if trial:
+        os.environ["BENCH_HOME"] = env["BENCH_HOME"]
+        print(lag_over_time(trial))
 
 
 if __name__ == "__main__":

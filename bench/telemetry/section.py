@@ -215,12 +215,12 @@ def _followers(df: pd.DataFrame) -> list[FollowerLag]:
 
 
 def _lag_windows(g: pd.DataFrame) -> list[Window]:
-    """One follower's lag time window by window. A sample without a lag time (the first one, whose lag is only
-    a lower bound; a paused, absent or unreadable follower) counts as unknown in its window."""
+    """One follower's lag time window by window. Every sample that has the follower but no lag time (the first one,
+    whose lag is only a lower bound; a paused, absent, unreadable or not yet syncing follower) counts as unknown in
+    its window."""
     known = g.loc[g["metric"] == "lag_seconds", ["timestamp", "value"]]
     at = set(known["timestamp"])
-    unknown = [float(t) for t in g.loc[g["metric"] == "lag_ops", "timestamp"] if t not in at]
-    unknown += [float(t) for t in g.loc[(g["metric"].isin(["missing", "paused"])) & (g["value"] > 0), "timestamp"]]
+    unknown = sorted(float(t) for t in set(g["timestamp"]) - at)
     return windows(list(zip(known["timestamp"].astype(float), known["value"].astype(float), strict=True)),
                    unknown)
 
