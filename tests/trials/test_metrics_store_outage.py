@@ -20,9 +20,9 @@ import pytest
 from bench.driver.samples import RequestSample
 from bench.provision.model import ClusterInfo
 from bench.trials.metrics_store import config as store_config
-from bench.trials.metrics_store.http import StoreHttp
+from bench.trials.metrics_store.http import StoreHttp, StoreUnavailable
 from bench.trials.metrics_store.mirrored import MirroredStore
-from bench.trials.metrics_store.pusher import BATCH
+from bench.trials.metrics_store.pusher import BATCH, MIN_BATCH, TrialPush
 from bench.trials.model import TrialInfo
 from bench.trials.recording import SampleBuffer
 from bench.trials.sqlite import TrialStore
@@ -137,36 +137,55 @@ def test_a_store_outage_mid_race_loses_no_sample_and_holds_no_backlog_in_memory(
         store.create_trial(TrialInfo(id=trial_id, track="t", challenge="c", start_time=datetime.now(UTC)))
         _write(sink, 0, 1000)  # the store takes these
         proxy.set_down(True)  # the outage: every request from here is refused
-        # More than one push batch behind already, so the pusher holds a whole batch in every attempt below.
-        _write(sink, 1000, BATCH + 1000)
+        _write(sink, 1000, 2000)
         _until(lambda: store.pusher.pending == {trial_id}, "the pusher did not notice the outage")
         before = _peak_over(2.5)  # more attempts (one a second) with the backlog so far
-        _write(sink, BATCH + 2000, 28_000 - BATCH)  # the rest, while the store answers nothing
+        _write(sink, 3000, 10_000)  # 10,000 more while the store is down
         after = _peak_over(2.5)  # and with the whole backlog there
         tracemalloc.stop()  # it slows the catch-up below several times over
         assert store.pusher.pending == {trial_id}
         with TrialStore(store.local.path) as local:
-            assert len(local.samples(trial_id)) == 30_000  # the spool has them all
+            assert len(local.samples(trial_id)) == 13_000  # the spool has them all
         proxy.set_down(False)  # the store is back while the race still runs
         _until(lambda: not store.pusher.pending, "the pusher did not resume after the store answered again", 90)
         store.finish_trial(trial_id, "complete")
     finally:
         tracemalloc.stop()
         store.close()
-    # Holding the last 23,000 samples (tuples of 15 fields with their values) would take ~7 MB more; the backlog
-    # stays in SQLite and the pusher re-reads one batch of it per attempt.
+    # Holding the last 10,000 samples (tuples of 15 fields with their values) would take ~2.3 MiB more; the backlog
+    # stays in SQLite and the pusher re-reads at most one batch of it per attempt.
     grown = after - before
     print(f"peak traced memory: {before / 2**20:.1f} MiB, then {after / 2**20:.1f} MiB")
-    assert grown < 3 * 2**20, f"memory grew by {grown / 2**20:.1f} MiB while the store was down"
+    assert grown < 2**20, f"memory grew by {grown / 2**20:.1f} MiB while the store was down"
     assert store.push_refused is None
     http = StoreHttp(config)
     try:
         http.request("POST", "/outage-metrics-*/_refresh")
         _, body = http.request("POST", "/outage-metrics-*/_count", {"query": {"bool": {"filter": [
             {"term": {"race-id": trial_id}}, {"term": {"name": "latency"}}]}}})
-        assert body["count"] == 30_000  # each sample once: batches re-sent after the outage overwrite
+        assert body["count"] == 13_000  # each sample once: batches re-sent after the outage overwrite
     finally:
         _, indices = http.request("GET", "/_cat/indices/outage-*?format=json&h=index")
         for i in indices or []:  # by name: Elasticsearch 8 refuses wildcard deletes
             http.request("DELETE", f"/{i['index']}", ok=(404,))
         http.close()
+
+
+@pytest.mark.usefixtures("bench_home")
+def test_a_store_that_cannot_take_a_batch_gets_smaller_ones() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        port = s.getsockname()[1]  # closed below: nothing listens there
+    config = store_config.from_url(f"http://127.0.0.1:{port}", prefix="outage")
+    trial_id = "0" * 24 + "5a11e57e"
+    with TrialStore() as local:
+        local.create_trial(TrialInfo(id=trial_id, track="t", challenge="c", start_time=datetime.now(UTC)))
+        local.add_samples(trial_id, _samples(0, 10))
+        push = TrialPush(local, config)
+        push._templates = True  # straight to the samples' bulk requests
+        sizes = []
+        for _ in range(8):
+            with pytest.raises(StoreUnavailable):
+                push.push(trial_id)
+            sizes.append(push.batch)
+        push.http.close()
+    assert sizes == [BATCH // 2, BATCH // 4, BATCH // 8, BATCH // 16, BATCH // 32, MIN_BATCH, MIN_BATCH, MIN_BATCH]
