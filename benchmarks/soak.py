@@ -184,7 +184,7 @@ def main() -> None:
     try:
         hosts = f"leader:{leader.hosts[0].removeprefix('http://')},follower:{follower.hosts[0].removeprefix('http://')}"
         cmd = [sys.executable, "-m", "bench", "race", f"--track-path={track}", f"--target-hosts={hosts}",
-               "--telemetry=ccr-stats", "--on-error=abort"]
+               "--telemetry=ccr-stats", "--on-error=abort", "--all"]
         code, readings = watch(cmd, env, a.every, home / "race.log")
     finally:
         for p in provisioners:
