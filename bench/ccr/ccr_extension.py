@@ -8,7 +8,7 @@ from bench.ccr.drills import register as register_drills
 from bench.ccr.lag_objective import EXAMPLE, KEY, parse_lag_objective
 from bench.ccr.race_hook import CcrHook
 from bench.ccr.runners import register as register_ccr_operations
-from bench.ccr.section import SECTION, ccr_rows, is_ccr_headline_metric, is_ccr_telemetry_row
+from bench.ccr.section import SECTION, ccr_rows, ccr_tables, is_ccr_headline_metric, is_ccr_telemetry_row
 
 
 def setup() -> None:
@@ -19,7 +19,7 @@ def setup() -> None:
     register_step_objective(KEY, parse_lag_objective, EXAMPLE)
     # The CCR section repeats the telemetry's follower lag next to catch-up time and doc counts.
     register_section(SECTION, rows=ccr_rows, hides=is_ccr_telemetry_row, title="CCR", order=20,
-                     headline=is_ccr_headline_metric)
+                     headline=is_ccr_headline_metric, tables=ccr_tables)
     register_section(DRILLS_SECTION, rows=drill_rows, title="CCR drills", order=21)
     for pattern, higher in DIRECTIONS:
         register_metric(pattern, higher_is_better=higher)

@@ -12,7 +12,9 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from bench.ccr.engine import PAUSED_ERROR
+from bench.results.sections import SectionTable
 from bench.results.summary import MetricRow, Summary, percentile_label
+from bench.telemetry.over_time import Window, basis, clock
 from bench.telemetry.section import SECTION as TELEMETRY_SECTION
 from bench.telemetry.section import add_follower_lag_rows
 from bench.track.model import Task
@@ -69,6 +71,7 @@ class FollowerSection(BaseModel):
     samples_without_checkpoints: int = 0
     paused_samples: int = 0  # of those, the samples in which the follower was paused
     lag_samples: int = 0  # samples with a known lag
+    lag_over_time: list[Window] = []  # per hour, or per tenth of a shorter run (bench.telemetry.over_time)
     leader_docs: int | None = None
     follower_docs: int | None = None
 
@@ -108,7 +111,7 @@ def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], in
             failed_write_requests=lag.get("failed_write_requests"),
             samples_without_checkpoints=int(lag.get("missing_samples", 0) or 0),
             paused_samples=int(lag.get("paused_samples", 0) or 0),
-            lag_samples=int(lag.get("lag_samples", 0) or 0),
+            lag_samples=int(lag.get("lag_samples", 0) or 0), lag_over_time=lag.get("lag_over_time") or [],
             leader_docs=counts.get((f.leader_cluster, f.leader_index)) if f.leader_cluster else None,
             follower_docs=counts.get(key)))
     # followers ccr-stats saw that no ccr-follow task named (auto-follow)
@@ -123,7 +126,7 @@ def build_section(plan: Plan, summary: Summary, counts: dict[tuple[str, str], in
                 failed_write_requests=lag.get("failed_write_requests"),
                 samples_without_checkpoints=int(lag.get("missing_samples", 0) or 0),
                 paused_samples=int(lag.get("paused_samples", 0) or 0),
-                lag_samples=int(lag.get("lag_samples", 0) or 0)))
+                lag_samples=int(lag.get("lag_samples", 0) or 0), lag_over_time=lag.get("lag_over_time") or []))
     sync_tasks = {t.name: t for t in plan.tasks if t.operation.operation_type == SYNC_OPERATION}
     for t in summary.tasks:
         if t.operation_type == SYNC_OPERATION:
@@ -204,6 +207,29 @@ def ccr_rows(data: dict[str, Any]) -> list[MetricRow]:
         if c.failed:
             add("CCR catch-up failures", c.task, c.failed, "")
     return rows
+
+
+LAG_TABLE_HEADERS = ["From", "To", "Lag samples", "Lag unknown", "p50 s", "p90 s", "p99 s", "Max s"]
+
+
+def lag_table(name: str, ws: list[Window]) -> SectionTable:
+    """A follower's lag time window by window; a window without a known lag says so instead of a number."""
+    def cell(v: float | None, w: Window) -> str:
+        if v is not None:
+            return f"{v:,.2f}"
+        return "unknown" if w.unknown else "no samples"
+
+    return SectionTable(name=f"CCR lag time {basis(ws)}: {name}", headers=LAG_TABLE_HEADERS, rows=[
+        [clock(w.start_s), clock(w.end_s), f"{w.samples:,}", f"{w.unknown:,}",
+         *(cell(v, w) for v in (w.p50, w.p90, w.p99, w.max))] for w in ws])
+
+
+def ccr_tables(data: dict[str, Any]) -> list[SectionTable]:
+    """The lag over time of each follower (for reports: terminal with --all, markdown, HTML)."""
+    if not data:
+        return []
+    s = CcrSection.model_validate(data)
+    return [lag_table(f"{f.cluster}/{f.index}", f.lag_over_time) for f in s.followers if f.lag_over_time]
 
 
 def is_ccr_telemetry_row(metric: str) -> bool:

@@ -32,11 +32,17 @@ class _TaskProgress:
     def add(self, now: float, unit: str, units: int) -> None:
         self.units[unit] = self.units.get(unit, 0) + units
         self.recent.append((now, unit, units))
+        # Pruned here too, not only when the rate is shown: with the display off (--quiet) nothing reads it,
+        # and a race of hours would keep every sample's arrival.
+        self._prune(now)
+
+    def _prune(self, now: float) -> None:
+        while self.recent and self.recent[0][0] < now - 2.0:
+            self.recent.popleft()
 
     def rate(self, now: float) -> str:
         """Work per second over the last 2 s, per unit ("1,200 docs/s, 30 ops/s")."""
-        while self.recent and self.recent[0][0] < now - 2.0:
-            self.recent.popleft()
+        self._prune(now)
         per: dict[str, float] = {u: 0.0 for u in self.units}
         for _, unit, units in self.recent:
             per[unit] += units / 2.0

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from bench.driver.loop_load import DEVICE as LOOP_DEVICE
 from bench.results.summary import MetricRow, Summary
 from bench.telemetry.feature_summary import Figure, feature_figures
+from bench.telemetry.over_time import Window, windows
 from bench.telemetry.runner import ERROR_METRIC, SAMPLE_METRIC
 
 if TYPE_CHECKING:
@@ -97,6 +98,7 @@ class FollowerLag(BaseModel):
     missing_samples: int = 0  # samples in which the follower was absent / paused / not replicating
     paused_samples: int = 0  # of those, the samples in which it was paused (a state, not a failure)
     lag_samples: int = 0  # samples with a known lag (the lag rows are over these only)
+    lag_over_time: list[Window] = []  # the lag time per hour (runs of 2 h or more) or per tenth of the run
 
 
 class DriverCpu(BaseModel):
@@ -208,8 +210,19 @@ def _followers(df: pd.DataFrame) -> list[FollowerLag]:
             failed_read_requests=_delta(g, "failed_read_requests") or 0.0,
             failed_write_requests=_delta(g, "failed_write_requests") or 0.0,
             missing_samples=int(_series(g, "missing").sum() + (paused > 0).sum()), lag_samples=len(ops),
-            paused_samples=int((paused > 0).sum())))
+            paused_samples=int((paused > 0).sum()), lag_over_time=_lag_windows(g)))
     return out
+
+
+def _lag_windows(g: pd.DataFrame) -> list[Window]:
+    """One follower's lag time window by window. Every sample that has the follower but no lag time (the first one,
+    whose lag is only a lower bound; a paused, absent, unreadable or not yet syncing follower) counts as unknown in
+    its window."""
+    known = g.loc[g["metric"] == "lag_seconds", ["timestamp", "value"]]
+    at = set(known["timestamp"])
+    unknown = sorted(float(t) for t in set(g["timestamp"]) - at)
+    return windows(list(zip(known["timestamp"].astype(float), known["value"].astype(float), strict=True)),
+                   unknown)
 
 
 def _driver(df: pd.DataFrame) -> DriverCpu | None:

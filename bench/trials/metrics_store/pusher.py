@@ -27,6 +27,10 @@ from bench.util.errors import StoreError
 log = logging.getLogger(__name__)
 
 BATCH = 5000  # local rows per bulk request (two documents per request sample)
+# A store that cannot take a whole batch within the timeout (busy, or catching up after an outage) gets smaller
+# ones, halved on each failure down to this; every batch it takes advances the watermark, so the push progresses
+# instead of re-sending the same batch for ever.
+MIN_BATCH = 100
 
 
 class TrialPush:
@@ -36,6 +40,15 @@ class TrialPush:
         self.local, self.config = local, config
         self.http = http or StoreHttp(config)
         self._templates = False
+        self.batch = BATCH  # rows per bulk request now (see MIN_BATCH)
+
+    def _bulk(self, actions: Iterable[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+        try:
+            self.http.bulk(actions)
+        except StoreUnavailable:
+            self.batch = max(MIN_BATCH, self.batch // 2)
+            raise
+        self.batch = min(BATCH, self.batch * 2)
 
     def ensure_templates(self) -> None:
         if self._templates:
@@ -59,7 +72,7 @@ class TrialPush:
         env, every, lay = self.config.environment, self.config.downsample, self.config.layout
         metrics = documents.index_name(self.config.prefix, documents.METRICS, trial, lay)
         while True:
-            rows = self.local.sample_rows_after(trial_id, state.samples_rowid, BATCH)
+            rows = self.local.sample_rows_after(trial_id, state.samples_rowid, self.batch)
             if not rows:
                 break
             actions: list[tuple[dict[str, Any], dict[str, Any]]] = []
@@ -71,14 +84,14 @@ class TrialPush:
                 for suffix, doc in documents.sample_documents(trial, sample, seq, env):
                     actions.append(({"index": {"_index": metrics, "_id": f"{trial.id}-{seq}{suffix}"}},
                                     to_layout(doc, lay)))
-            self.http.bulk(actions)
+            self._bulk(actions)
             state = state._replace(samples_rowid=rows[-1][0], samples_seen=state.samples_seen + len(rows))
             self.local.set_push_state(trial_id, self.config.key, state)
         while True:
-            trows = self.local.telemetry_rows_after(trial_id, state.telemetry_rowid, BATCH)
+            trows = self.local.telemetry_rows_after(trial_id, state.telemetry_rowid, self.batch)
             if not trows:
                 break
-            self.http.bulk(({"index": {"_index": metrics, "_id": f"{trial.id}-t{state.telemetry_seen + i}"}},
+            self._bulk(({"index": {"_index": metrics, "_id": f"{trial.id}-t{state.telemetry_seen + i}"}},
                             to_layout(documents.telemetry_document(trial, row, state.telemetry_seen + i, env), lay))
                            for i, (_, row) in enumerate(trows))
             state = state._replace(telemetry_rowid=trows[-1][0], telemetry_seen=state.telemetry_seen + len(trows))
