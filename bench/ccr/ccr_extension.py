@@ -8,12 +8,14 @@ from bench.ccr.drills import register as register_drills
 from bench.ccr.race_hook import CcrHook
 from bench.ccr.runners import register as register_ccr_operations
 from bench.ccr.section import SECTION, ccr_rows, is_ccr_headline_metric, is_ccr_telemetry_row
+from bench.ccr.thresholds import register as register_thresholds
 
 
 def setup() -> None:
     register_race_hook(CcrHook)
     register_ccr_operations()
     register_drills()
+    register_thresholds()
     # The CCR section repeats the telemetry's follower lag next to catch-up time and doc counts.
     register_section(SECTION, rows=ccr_rows, hides=is_ccr_telemetry_row, title="CCR", order=20,
                      headline=is_ccr_headline_metric)
