@@ -79,7 +79,9 @@ def run_exit_code(summary: Summary | None, max_error_rate: float | None) -> tupl
     verdicts = results_of(summary)
     failed = [r.line for r in verdicts if r.result == "failed"]
     if (stopped := aborted_by(summary)) is not None:
-        return EXIT_THRESHOLD, f"stopped by a threshold: {stopped}" + "".join(f"; {f}" for f in failed[1:])
+        others = [r.line for r in verdicts if r.result == "failed" and not r.aborted]
+        return EXIT_THRESHOLD, f"stopped by a threshold: {stopped}" + "".join(f"; threshold failed: {f}"
+                                                                               for f in others)
     missing = unmeasured(summary)
     if missing:
         return EXIT_UNMEASURED, "not measured: " + "; ".join(missing)
