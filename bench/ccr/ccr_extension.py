@@ -9,6 +9,7 @@ from bench.ccr.lag_objective import EXAMPLE, KEY, parse_lag_objective
 from bench.ccr.race_hook import CcrHook
 from bench.ccr.runners import register as register_ccr_operations
 from bench.ccr.section import SECTION, ccr_rows, ccr_tables, is_ccr_headline_metric, is_ccr_telemetry_row
+from bench.ccr.thresholds import register as register_thresholds
 
 
 def setup() -> None:
@@ -17,6 +18,7 @@ def setup() -> None:
     register_drills()
     # --redline=...,ccr-lag:p99:5s: the follower's lag judges every redline step
     register_step_objective(KEY, parse_lag_objective, EXAMPLE)
+    register_thresholds()  # --threshold 'ccr:lag_p99<5s'
     # The CCR section repeats the telemetry's follower lag next to catch-up time and doc counts.
     register_section(SECTION, rows=ccr_rows, hides=is_ccr_telemetry_row, title="CCR", order=20,
                      headline=is_ccr_headline_metric, tables=ccr_tables)

@@ -73,13 +73,18 @@ def run(a: argparse.Namespace, console: Console) -> int:
     from bench.race.race import run_race
 
     opts = race_options(a, console)
-    if a.report_format in MACHINE_FORMATS:  # stdout carries the document only; what the race says goes to stderr
+    if a.report_format in (*MACHINE_FORMATS, "junit"):  # stdout carries the document only; the rest goes to stderr
         result = run_race(opts, console=Console(stderr=True, soft_wrap=True, emoji=False))
         from bench.trials.open import open_store
 
         with open_store() as store:
             trial = store.get_trial(result.trial_id)
-        print(machine_report(trial, result.summary, a.report_format), end="")
+        if a.report_format == "junit":
+            from bench.race.race_report import race_report
+
+            print(race_report(result.summary, "junit", trial, trial.status), end="")
+        else:
+            print(machine_report(trial, result.summary, a.report_format), end="")
         return _exit_code(result, opts.max_error_rate)
     result = run_race(opts, console=console)
     from bench.results.summary import status_label

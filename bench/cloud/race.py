@@ -32,7 +32,8 @@ from bench.provision.tls_files import CA_FILE
 from bench.race.flags import remote_args
 from bench.race.options import RaceOptions
 from bench.race.pipeline import RaceResult
-from bench.results.report import render_summary, write_report
+from bench.race.race_report import race_report
+from bench.results.report import write_report
 from bench.trials.sqlite import TrialStore
 from bench.util.errors import ConfigError, ProvisionError, RaceInterrupted
 from bench.util.home import trials_dir
@@ -297,7 +298,7 @@ def run_cloud_race(opts: RaceOptions, topo: Topology, console: Console,
     with TrialStore() as store:
         trial = store.get_trial(trial_id)
         summary = store.summary(trial_id)
-    report = render_summary(summary, opts.report_format) if summary else ""
+    report = race_report(summary, opts.report_format, trial, trial.status)
     if opts.report_file:
         write_report(report, opts.report_file)
     return RaceResult(trial_id, trial.status, summary, report, trial.clusters)

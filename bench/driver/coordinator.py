@@ -66,6 +66,37 @@ class StepListener:
     def task_done(self, task: str) -> None: ...
     def step_ended(self) -> None: ...
 
+    def stop(self) -> str | None:
+        """Asked after each batch of samples: why the race must end now (the running step stops, its in-flight
+        requests are answered and kept, no later step runs), or None to go on."""
+        return None
+
+
+class Listeners(StepListener):
+    """Several listeners as one (the display and a watch); the first reason to stop wins."""
+
+    def __init__(self, *listeners: StepListener) -> None:
+        self.listeners = listeners
+
+    def step_started(self, tasks: list[Task]) -> None:
+        for li in self.listeners:
+            li.step_started(tasks)
+
+    def samples(self, batch: list[RequestSample]) -> None:
+        for li in self.listeners:
+            li.samples(batch)
+
+    def task_done(self, task: str) -> None:
+        for li in self.listeners:
+            li.task_done(task)
+
+    def step_ended(self) -> None:
+        for li in self.listeners:
+            li.step_ended()
+
+    def stop(self) -> str | None:
+        return next((why for li in self.listeners if (why := li.stop()) is not None), None)
+
 
 # Told each batch of a step's samples; returns True to end the step early (its clients stop, in-flight requests
 # are answered and kept).
@@ -145,6 +176,9 @@ class _StepRun:
             case Samples(batch=batch):
                 co.sink(batch)
                 co.listener.samples(batch)
+                if co.stopped is None and (why := co.listener.stop()) is not None:
+                    co.stopped = why  # the race ends after this step, which stops now
+                    self.stop_all()
                 if self.watch is not None and self.watch(batch):  # told every batch, also the answers after a stop
                     self.stop_all()
             case TaskDone(wid=wid, task=name):
@@ -205,6 +239,8 @@ class Coordinator:
         # workers could not import is the user's error, not a worker's.
         self._extensions = extension_paths()
         self._interrupt: str | None = None
+        # Why a listener ended the race early (StepListener.stop): no step runs after the one it stopped.
+        self.stopped: str | None = None
         self.cancelled = 0  # in-flight requests cancelled by an interruption (neither successes nor failures)
         self._wake: asyncio.Event | None = None
         self._definitions = TrackDefinitions()
@@ -246,12 +282,18 @@ class Coordinator:
         for no, step in enumerate(schedule):
             async def run(s: Task | Parallel, watch: SampleWatch | None, no: int = no,
                           step: Task | Parallel = step) -> None:
+                self.stopped = self.stopped or self.listener.stop()  # also judged as a step ended
+                if self.stopped is not None:
+                    return
                 tasks = s.tasks if isinstance(s, Parallel) else [s]
                 completed_by = s.completed_by if isinstance(s, Parallel) else None
                 # A driven task's steps carry their own names: their bulk corpora are the original task's.
                 docs = {**documents, **{t.name: documents.get(_origin(t, step), []) for t in tasks}}
                 await self._run_step(no, tasks, completed_by, docs, indices, watch)
 
+            self.stopped = self.stopped or self.listener.stop()
+            if self.stopped is not None:
+                break
             if step_driver is None or not await step_driver(step, run):
                 await run(step, None)
 

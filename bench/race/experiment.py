@@ -67,7 +67,7 @@ from bench.util.yaml_file import read_yaml, validate_mapping
 _RESERVED_TAGS = set(RACE_TAGS)
 _NOT_PER_RACE = {"user_tags", "user_tag", "report_file", "report_format", "progress", "quiet"}
 # `bench race` flags whose option field has another name: the file takes the flag's name (and the field's).
-_CLI_NAMES = {"plugin": "plugins"}
+_CLI_NAMES = {"plugin": "plugins", "threshold": "thresholds"}
 
 
 def _norm_keys(d: dict[str, Any], where: str) -> dict[str, Any]:

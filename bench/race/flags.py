@@ -116,6 +116,12 @@ def _randomization(a: argparse.Namespace) -> Any:
                               alpha=a.randomization_alpha)
 
 
+def _threshold_arg(t: Any) -> str:
+    """A threshold as --threshold takes it again."""
+    return t.text + (",abort-on-fail" if t.abort_on_fail else "") + (
+        f",delay-abort-eval={t.delay_abort_eval_s:g}s" if t.delay_abort_eval_s else "")
+
+
 def _repository_flag(kind_attr: str) -> Callable[[RaceOptions], str]:
     """The flag of a track/workload repository option as the remote race spells it for the options' kind."""
     from bench.track.repository import KINDS
@@ -267,12 +273,24 @@ RACE_OPTIONS: tuple[RaceOption, ...] = (
                                      help="exit 5 when a task's failed measured requests are more than RATE of its "
                                           "requests (0.01 or 1%%; 0: any failed request), as a k6 threshold; the "
                                           "trial is stored either way"),), "here"),
+    RaceOption("thresholds", (_f("--threshold", action="append", dest="threshold", metavar="SCOPE:METRIC<LIMIT",
+                                 help="pass/fail threshold, k6's: SCOPE is a task, * or an extension's scope (ccr), "
+                                      "e.g. 'index-append:p99_latency<800ms', '*:error_rate<1%%', 'search:p(95)<500'; "
+                                      "add ',abort-on-fail' to stop the race when it fails; exit 99 when one fails; "
+                                      "repeatable"),), "given",
+               doc="a pass/fail threshold (k6's): `SCOPE:METRIC<LIMIT`, SCOPE a task, `*` or an extension's scope "
+                   "(`ccr:lag_p99<5s`); `,abort-on-fail` stops the race when it fails; a race that misses one exits "
+                   "99 ([thresholds](../guide/thresholds.md)); repeatable",
+               convert=lambda a: a.threshold or [],
+               render=lambda o: [x for t in o.thresholds if t.origin == "--threshold"
+                                 for x in ("--threshold", _threshold_arg(t))]),
     RaceOption("user_tags", (_f("--user-tag", "--user-tags", action="append", dest="user_tag",
                                 help="k:v (repeatable or comma-separated)"),), "given",
                convert=lambda a: kv_list(a.user_tag, "--user-tag"),
                render=lambda o: ["--user-tag", ",".join(f"{k}:{v}" for k, v in o.user_tags.items())]),
-    RaceOption("report_format", (_f("--report-format", choices=["table", "markdown", "csv", "json"],
-                                    help="how the summary is printed"),), "here"),
+    RaceOption("report_format", (_f("--report-format", choices=["table", "markdown", "csv", "json", "junit"],
+                                    help="how the summary is printed (junit: a JUnit XML of the thresholds for "
+                                         "CI)"),), "here"),
     RaceOption("report_file", (_f("--report-file", help="also write the summary to this file"),), "here"),
     RaceOption("show_in_report", (_f("--show-in-report", choices=["available", "all-percentiles", "all"],
                                      help="Rally's: all and all-percentiles print the full table (as --all); "

@@ -8,10 +8,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bench.provision.pinning import PINNING_PATTERN
+from bench.results.threshold_spec import ThresholdSpec, specs_of
 from bench.track.model import QueryRandomization
 from bench.util.errors import ConfigError
 
-ReportFormat = Literal["table", "markdown", "csv", "json"]
+ReportFormat = Literal["table", "markdown", "csv", "json", "junit"]
 Pipeline = Literal["benchmark-only", "from-distribution"]
 # Rally's --on-error: abort stops at the first failed request. bench's continue goes on after connection errors too
 # (a node that dies stops the race through the health check), so Rally's continue-on-network is the same here.
@@ -66,6 +67,9 @@ class RaceOptions(BaseModel):
     # --max-error-rate: a task whose share of failed measured requests is over this exits EXIT_ERROR_RATE
     # (bench.results.exit_status), as a k6 threshold does; None: failed requests are reported, never an exit code.
     max_error_rate: float | None = None
+    # --threshold SCOPE:METRIC<LIMIT (repeatable; k6's thresholds): any that fails exits EXIT_THRESHOLD
+    # (bench.results.thresholds); a track's and its challenge's own thresholds are added to these.
+    thresholds: list[ThresholdSpec] = Field(default_factory=list)
     user_tags: dict[str, str] = Field(default_factory=dict)
     report_format: ReportFormat = "table"
     report_file: Path | None = None
@@ -122,6 +126,11 @@ class RaceOptions(BaseModel):
         from bench.results.exit_status import parse_error_rate
 
         return parse_error_rate(v) if isinstance(v, str | int | float) and not isinstance(v, bool) else v
+
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _thresholds(cls, v: Any) -> Any:
+        return specs_of(v, "--threshold")
 
     def trial_id(self) -> str:
         """--race-id (Rally's; a UUID, stored without its dashes as bench's ids are hex) or a new id."""

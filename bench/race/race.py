@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from bench import extensions
 from bench.driver.backends import OpenedPool, open_pool
-from bench.driver.coordinator import Coordinator, RunStep, StepDriver
+from bench.driver.coordinator import Coordinator, Listeners, RunStep, StepDriver
 from bench.driver.failure_log import FailureLog
 from bench.driver.profiling import driver_profiling, keep_driver_profiles
 from bench.driver.progress import Progress
@@ -55,7 +55,10 @@ from bench.race.doc_counts import refreshed_doc_counts
 from bench.race.flags import public_options
 from bench.race.options import RaceOptions
 from bench.race.pipeline import RaceHook, RacePlan, RaceResult, RaceSchedule, RaceTargets, race_hooks
-from bench.results.report import check_report_file, render_summary, write_report
+from bench.race.race_report import race_report
+from bench.race.thresholds import STATUS as THRESHOLD_STATUS
+from bench.race.thresholds import ThresholdWatch, judge, race_thresholds
+from bench.results.report import check_report_file, write_report
 from bench.results.summary import Summary, summarize
 from bench.track import notices
 from bench.track import plugins as track_plugins
@@ -170,6 +173,7 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
     check_store()  # a metrics store refusing bench's credentials says so before a track is fetched or a node starts
     resolved = resolve_race_track(opts)
     track, challenge, warmups = load_race_track(opts, resolved)
+    watch = ThresholdWatch(race_thresholds(opts, track, challenge))  # a wrong threshold is one line, now
     client_options = parse_client_options(opts.client_options)
     if opts.report_file:
         check_report_file(opts.report_file)
@@ -186,12 +190,12 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
         return result
     with driver_profiling(opts.enable_driver_profiling) as profile_dir:
         return _run(opts, console, resolved, track, challenge, warmups, client_options, clusters, hooks,
-                    profile_dir)
+                    profile_dir, watch)
 
 
 def _run(opts: RaceOptions, console: Console, resolved: ResolvedTrack, track: Track, challenge: Challenge, warmups: list[str],
          client_options: ClientOptions, clusters: RaceClusters, hooks: list[RaceHook],
-         profile_dir: Path | None) -> RaceResult:
+         profile_dir: Path | None, watch: ThresholdWatch) -> RaceResult:
     # A distributed driver's cluster is joined (or found unreachable, one line) before any cluster starts. The
     # coordinator closes the pool after the schedule; closing it here too covers a race failing before that.
     pool = open_pool(opts.load_driver, opts.worker_processes, opts.load_driver_hosts)
@@ -235,12 +239,14 @@ def _run(opts: RaceOptions, console: Console, resolved: ResolvedTrack, track: Tr
                     opts = hook.prepare(RaceTargets(opts, track, challenge, targets, clusters.cars, console))
                 facts, totals = asyncio.run(_drive_and_collect(
                     opts, store, trial.id, track, challenge, documents, targets, hooks, clusters, console, pool,
-                    code_corpora))
+                    code_corpora, watch))
                 keep_driver_profiles(profile_dir, trial.id)  # the workers wrote them when the pool closed
                 outcome.summary = _summary_of_stored(store, trial.id, totals, hidden, pool.pool.notes())
                 for hook in hooks:  # while the clusters still run
                     outcome.summary = hook.finish(RaceTargets(opts, track, challenge, targets, clusters.cars, console),
                                                   outcome.summary)
+                outcome.summary = judge(outcome.summary, watch.all, store.samples(trial.id), watch)
+                outcome.ended = (THRESHOLD_STATUS, f"stopped by a threshold: {watch.reason}") if watch.reason else None
             except INTERRUPTIONS as e:
                 outcome.store_interrupted(e)  # stored at once: stopping the nodes below can take seconds
                 raise
@@ -249,7 +255,7 @@ def _run(opts: RaceOptions, console: Console, resolved: ResolvedTrack, track: Tr
                 for line in clusters.stop(keep=opts.keep_cluster):
                     console.print(line, highlight=False)
         summary, status = outcome.summary, outcome.status
-        report = render_summary(summary, opts.report_format) if summary else ""
+        report = race_report(summary, opts.report_format, trial, status)
         if opts.report_file:
             write_report(report, opts.report_file)
     return RaceResult(trial.id, status, summary, report, facts, store_refused=getattr(store, "push_refused", None))
@@ -291,8 +297,8 @@ def _summary_of_stored(store: Trials, trial_id: str, totals: ClusterTotals | Non
 async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, track: Track,
                              challenge: Challenge, documents: dict[str, list[DocumentsSpec]],
                              targets: list[ClusterTarget], hooks: list[RaceHook], clusters: RaceClusters,
-                             console: Console, pool: OpenedPool,
-                             code_corpora: list[str]) -> tuple[list[dict[str, Any]], ClusterTotals | None]:
+                             console: Console, pool: OpenedPool, code_corpora: list[str],
+                             watch: ThresholdWatch) -> tuple[list[dict[str, Any]], ClusterTotals | None]:
     """The schedule against the targets (the hooks around it), then the cluster totals it left."""
     started = clusters.facts()
     facts = [{**await check_cluster(t), **started.get(t.name, {})} for t in targets]
@@ -309,7 +315,8 @@ async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, tr
     sink = SampleBuffer(store, trial_id)
     progress = Progress(Console(stderr=True), enabled=opts.progress)
     coord = Coordinator(processes=pool.workers, targets=targets, default_cluster=default,
-                        on_error=opts.on_error, sink=FailureLog(sink), listener=progress,
+                        on_error=opts.on_error, sink=FailureLog(sink),
+                        listener=Listeners(progress, watch) if watch.live else progress,
                         health_check=clusters.health_check(), pool=pool.pool)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -1,6 +1,6 @@
-"""What a run's outcome means to a scheduler: bench's exit codes, and the pure judgements behind the two that a
-run which ended normally can still get -- it did not measure what it was for, or its error rate was over
-``--max-error-rate``.
+"""What a run's outcome means to a scheduler: bench's exit codes, and the pure judgements behind the three that a
+run which ended normally can still get -- it did not measure what it was for, its error rate was over
+``--max-error-rate``, or a threshold failed (``bench.results.thresholds``).
 
 A trial's stored status says how the run ended (``complete``, ``failed`` ...); these say whether a nightly job
 may take its numbers: a race that ran to its end but whose task failed entirely, or whose CCR followers never
@@ -23,6 +23,7 @@ EXIT_BAD_INPUT = 2  # a bad option, config or track (argparse's usage errors too
 EXIT_REGRESSION = 3  # bench experiment --history --fail-on-regression: a key row regressed tonight
 EXIT_UNMEASURED = 4  # ran to its end, but a key measurement could not be taken
 EXIT_ERROR_RATE = 5  # ran to its end, measured, but a task's error rate is over --max-error-rate
+EXIT_THRESHOLD = 99  # a --threshold (or a track's) failed, or stopped the race (abort-on-fail); k6's code for it
 EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM (stored as aborted)
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(%?)\s*$")
@@ -70,7 +71,17 @@ def over_error_rate(summary: Summary | None, limit: float) -> list[str]:
 
 
 def run_exit_code(summary: Summary | None, max_error_rate: float | None) -> tuple[int, str | None]:
-    """The exit code of a run that ended normally, with its one line (None when it is EXIT_OK)."""
+    """The exit code of a run that ended normally, with its one line (None when it is EXIT_OK). A race a threshold
+    stopped exits EXIT_THRESHOLD whatever else it missed; then what was not measured, the error rate, the
+    thresholds that failed, and last those that could not be evaluated (no measurement: EXIT_UNMEASURED)."""
+    from bench.results.thresholds import aborted_by, results_of
+
+    verdicts = results_of(summary)
+    failed = [r.line for r in verdicts if r.result == "failed"]
+    if (stopped := aborted_by(summary)) is not None:
+        others = [r.line for r in verdicts if r.result == "failed" and not r.aborted]
+        return EXIT_THRESHOLD, f"stopped by a threshold: {stopped}" + "".join(f"; threshold failed: {f}"
+                                                                               for f in others)
     missing = unmeasured(summary)
     if missing:
         return EXIT_UNMEASURED, "not measured: " + "; ".join(missing)
@@ -78,4 +89,9 @@ def run_exit_code(summary: Summary | None, max_error_rate: float | None) -> tupl
         over = over_error_rate(summary, max_error_rate)
         if over:
             return EXIT_ERROR_RATE, "; ".join(over)
+    if failed:
+        return EXIT_THRESHOLD, "threshold failed: " + "; ".join(failed)
+    errors = [r.line for r in verdicts if r.result == "error"]
+    if errors:
+        return EXIT_UNMEASURED, "threshold " + "; threshold ".join(errors)
     return EXIT_OK, None

@@ -27,6 +27,7 @@ from bench.results.fit_table import fit
 from bench.results.headline import Headline, race_headline
 from bench.results.sections import MetricRow, row_cells, section_tables
 from bench.results.summary import Summary
+from bench.results.threshold_report import threshold_csv_rows, threshold_records, threshold_text
 from bench.util.errors import ConfigError
 from bench.util.numbers import BOOL_UNIT, compact, percent, plain, rescale, value_text
 from bench.util.redact import redact, redact_text
@@ -88,9 +89,12 @@ def render_summary(summary: Summary, fmt: ReportFormat = "table", *, full: bool 
             w.writerow([f"error: {e['message']}", redact_text(e["task"]), e["count"], "requests", ""])
             if e["documents"]:
                 w.writerow([f"error: {e['message']}", redact_text(e["task"]), e["documents"], "documents", ""])
+        w.writerows([[redact_text(str(c)) for c in row] for row in threshold_csv_rows(summary)])
         return buf.getvalue()
     shown = shown_rows(summary, collapse=fmt == "table")
     text = render_headline(race_headline(summary), fmt, width=width)
+    if thresholds := threshold_text(summary, fmt):  # shown on the terminal too: a CI log's first question
+        text += ("\n\n" if text else "") + thresholds
     if full:
         table = [[r.metric, r.task, *row_cells(r, _percent_cell if r.unit == "%" else format_value)] for r in shown]
         body = tabulate(table, headers=HEADERS, tablefmt="simple" if fmt == "table" else "github",
@@ -115,7 +119,10 @@ def summary_document(summary: Summary) -> dict[str, Any]:
     # exclude_none: "partial" only where a row is partial
     rows = [dict(r.model_dump(exclude_none=True), value=bool(r.value)) if r.unit == BOOL_UNIT
             else r.model_dump(exclude_none=True) for r in summary.rows()]
-    return {"rows": rows, "notes": [redact_text(n) for n in summary.notes], "errors": error_records(summary)}
+    doc = {"rows": rows, "notes": [redact_text(n) for n in summary.notes], "errors": error_records(summary)}
+    if thresholds := threshold_records(summary):
+        doc["thresholds"] = thresholds
+    return doc
 
 
 class ErrorRecord(TypedDict):

@@ -86,6 +86,9 @@ class TaskSummary(BaseModel):
     # How long after its due time each request was sent (latency - service time), percentile -> ms: how far behind
     # its schedule a paced task fell. Empty when no request was sent SCHEDULE_LAG_SHOWN_MS late (unpaced tasks).
     schedule_lag: dict[float, float] = {}
+    # Arrival-rate schedules: iterations due, and those dropped because no client was free (0: not such a task).
+    dropped_iterations: int = 0
+    scheduled_iterations: int = 0
 
 
 class Summary(BaseModel):

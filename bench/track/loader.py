@@ -587,6 +587,7 @@ def _load_track(track_dir: Path, params: dict[str, Any], *, ignore_unused: bool,
         "dependencies": deps,
         "undefined-params": undefined,
         "format": fmt.kind,
+        "thresholds": raw.get("thresholds") or {},
     }
     try:
         track = _validate(Track, data, file, "")

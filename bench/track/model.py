@@ -276,6 +276,8 @@ class Challenge(_RallyModel):
     # ``track.selected_challenge_or_default.parameters``; track processors may change them).
     parameters: dict[str, Any] = Field(default_factory=dict)
     schedule: list[Step]
+    # k6's thresholds map: task (or *, or an extension's scope) -> expressions (bench.results.threshold_spec).
+    thresholds: Any = Field(default_factory=dict)
     # Why bench cannot run the challenge as a whole (a challenge-level construct it would not apply), set by the
     # loader; the tasks' own problems come after it.
     problem: str | None = Field(default=None, exclude=True)
@@ -316,6 +318,8 @@ class Track(_RallyModel):
     dependencies: list[str] = Field(default_factory=list)
     # Template variables the track printed without a value: rendered as '' (Rally's Jinja), named in a warning.
     undefined_params: list[str] = Field(default_factory=list)
+    # k6's thresholds map for every challenge of the track (a challenge's own are added to them).
+    thresholds: Any = Field(default_factory=dict)
     # rally: a track (track.json); osb: an OpenSearch Benchmark workload (workload.json, test procedures).
     format: Literal["rally", "osb"] = "rally"
     # Set by the race from --randomization-enabled: its search tasks randomize their range queries.

@@ -26,8 +26,9 @@ ALL_TRIALS = 1_000_000
 
 # interrupted: bench died without storing how the trial ended (e.g. kill -9); set by the next bench that
 # opens the store and finds the trial's process gone.
-TrialStatus = Literal["running", "complete", "failed", "aborted", "interrupted"]
-STATUSES: tuple[str, ...] = ("running", "complete", "failed", "aborted", "interrupted")
+# aborted-by-threshold: a threshold with abort-on-fail failed and ended the race early; what it measured is kept.
+TrialStatus = Literal["running", "complete", "failed", "aborted", "interrupted", "aborted-by-threshold"]
+STATUSES: tuple[str, ...] = ("running", "complete", "failed", "aborted", "interrupted", "aborted-by-threshold")
 
 
 def _own_start_time() -> float:

@@ -78,6 +78,8 @@ class Outcome:
     error: str | None = None
     summary: Summary | None = None
     _store: Callable[[], None] | None = field(default=None, repr=False)
+    # How a block that ran to its end ended, when not "complete" (e.g. stopped early by a threshold), and why.
+    ended: tuple[str, str] | None = None
 
     def store_interrupted(self, e: BaseException) -> None:
         """Store the trial as aborted now, before slow clean-up (stopping nodes) runs after an interruption."""
@@ -112,7 +114,7 @@ def recorded_run(store: Trials, trial_id: str, what: str,
     try:
         with sigterm_as_interrupt():
             yield out
-        out.status = "complete"
+        out.status, out.error = out.ended if out.ended is not None else ("complete", None)
     except INTERRUPTIONS as e:
         if not stored:
             out.status, out.error = "aborted", _interruption(e)

@@ -49,14 +49,16 @@ def vector_recall_enricher(summary: Summary | None, trials: TrialReader, trial_i
 
 
 def _register_core_sections() -> None:
-    """The core's own stored sections: the load driver's event loop, vector search recall."""
-    from bench.results import vector_recall
+    """The core's own stored sections: the load driver's event loop, vector search recall, thresholds."""
+    from bench.results import thresholds, vector_recall
     from bench.results.driver_loop import SECTION, section_rows
     from bench.results.sections import register_section
 
     register_enricher(SECTION, driver_loop_enricher)
     register_section(SECTION, rows=section_rows, title="Load driver", order=14)
     register_enricher(vector_recall.SECTION, vector_recall_enricher)
+    # The thresholds' verdicts: their own table in every report format (bench.results.threshold_report), no rows.
+    register_section(thresholds.SECTION, rows=lambda data: [], title="Thresholds", order=1)
     register_section(vector_recall.SECTION, rows=vector_recall.section_rows, title="Vector search recall", order=12,
                      headline=lambda metric: metric in ("Mean recall@k", "Mean recall@1"))
 

@@ -157,9 +157,12 @@ def test_race_reports_the_catch_up_time_of_a_real_sync(os_ccr_pair: CcrPairInfo,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     track = write_ccr_track(tmp_path / "track")
     os_ccr_pair.fresh("race-synced")
-    rc, out, rows = _race(os_ccr_pair, track, "index:race-synced", capsys)
+    # a lag threshold on the real pair rides along: judged on the CCR section's own value (none measured: exit 4)
+    rc, out, rows = _race(os_ccr_pair, track, "index:race-synced", capsys, "--threshold", "ccr:lag_max<600s")
     try:
         assert rc == 0, out
+        [lag] = json.loads(out[out.index("{"):out.rindex("}") + 1])["thresholds"]
+        assert lag["result"] == "passed" and lag["value"] == rows[("Max CCR lag time", "follower/race-synced")]
         assert rows[("CCR doc counts match", "follower/race-synced")] == 1
         assert rows[("CCR follower docs", "follower/race-synced")] == 6000
         catch_up = rows[("100th percentile CCR catch-up time", "sync")]

@@ -97,6 +97,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "telemetry_profile": ("--telemetry-profile=ccr", "ccr"), "pinning": ("--pinning=auto", "auto"),
     "enable_driver_profiling": ("--enable-driver-profiling", True), "redline": ("--redline=task:x,p99:1s",
                                                                                 "task:x,p99:1s"),
+    "thresholds": ("--threshold=q:p99_latency<1s,abort-on-fail", ["q:p99_latency<1s,abort-on-fail"]),
 }
 
 
@@ -127,7 +128,7 @@ GIVEN: dict[str, Any] = {
     "track": "geonames", "track_repository": "fork", "track_revision": "abc123", "include_tasks": ["index"],
     "exclude_tasks": ["tag:slow"], "ignore_unused_track_params": True, "challenge": "append", "test_mode": True,
     "offline": True, "generate_corpora": 7, "on_error": "abort", "user_tags": {"study": "x"}, "worker_processes": 3,
-    "repository_kind": "workloads",
+    "repository_kind": "workloads", "thresholds": ["q:p(95)<500,abort-on-fail,delay-abort-eval=2s"],
 }
 
 

@@ -20,7 +20,7 @@ from bench.trials.races import one_per_race
 from bench.trials.summary import stored_summary
 from bench.util.errors import StoreError
 
-FINISHED = ("complete", "failed", "aborted", "interrupted")
+FINISHED = ("complete", "failed", "aborted", "interrupted", "aborted-by-threshold")
 
 
 class TrialLine(BaseModel):
