@@ -18,6 +18,7 @@ seam                       what it adds
 ``register_metric``        whether a compared row is better higher or lower, and its unit
 ``register_pool_backend``  where the load driver's workers run (e.g. Ray)
 ``register_secret``        a value never to be written to logs, trials, reports or metrics stores
+``register_live_rows``     rows of the live view made from the telemetry stored while a race runs
 =========================  ===============================================================================
 """
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from bench.compare.metrics import register_metric
 from bench.driver.backends import OpenedPool, PoolFactory, register_pool_backend
+from bench.driver.live_rows import LiveRow, LiveRowSource, register_live_rows
 from bench.driver.param_sources import SourceContext, SourceFactory, register_param_source
 from bench.driver.runners.core import Context, Result, Runner
 from bench.driver.runners.registry import OperationCheck, register_runner
@@ -40,8 +42,9 @@ from bench.util.redact import register_secret
 
 __all__ = [
     # the seams
-    "register_enricher", "register_metric", "register_param_source", "register_pool_backend", "register_race_hook",
-    "register_runner", "register_scheduler", "register_secret", "register_section", "register_source",
+    "register_enricher", "register_live_rows", "register_metric", "register_param_source", "register_pool_backend",
+    "register_race_hook", "register_runner", "register_scheduler", "register_secret", "register_section",
+    "register_source",
     # operations
     "Context", "OperationCheck", "Result", "Runner", "SourceContext", "SourceFactory", "Scheduler", "SchedulerFactory",
     # races and clusters
@@ -49,6 +52,8 @@ __all__ = [
     "OpenedPool", "PoolFactory",
     # summaries and reports
     "Enricher", "MetricRow", "SectionRows", "SectionTable", "SectionTables", "Summary", "TaskSummary", "TrialReader",
+    # the live view
+    "LiveRow", "LiveRowSource",
     # errors an extension raises: one line for the user, no traceback
     "BenchError", "ClusterError", "ConfigError", "TrackError",
 ]
