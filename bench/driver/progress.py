@@ -147,7 +147,7 @@ class Progress(StepListener):
         if not self.frames and not self.enabled:
             return
         views = self._views(now)
-        frame = LiveFrame(time.time(), views, list(self._extras.values()))
+        frame = LiveFrame(now, views, list(self._extras.values()))  # the instant the views are of
         for consume in self.frames:
             consume(frame)
         if not self.enabled:
@@ -159,11 +159,12 @@ class Progress(StepListener):
             for v in views:
                 if not v.done:
                     self.console.print(f"  {v.task}: {v.elapsed:.0f} s, {rate_text(v)}, {work_text(v)}, "
-                                       f"{plain(v.errors)} errors, {latency_text(v)}", markup=False, highlight=False)
+                                       f"{plain(v.errors)} errors, {latency_text(v)}", markup=False, highlight=False,
+                                       soft_wrap=True)  # one line per task in a log, however wide
             for r in self._extras.values():
                 values = ", ".join(f"{k} {value_text(x)}" for k, x in r.values.items())
                 self.console.print(f"  {r.group} {r.key}: {values}{', ' + r.note if r.note else ''}",
-                                   markup=False, highlight=False)
+                                   markup=False, highlight=False, soft_wrap=True)
 
     def task_done(self, task: str) -> None:
         if task in self._tasks:
