@@ -1,7 +1,7 @@
 """``bench race --live-html PATH``: the live view as a page in a browser, and kept with the trial.
 
 Every frame of the live view (``bench.driver.progress.LiveFrame``, once a second) becomes points of a
-``LiveRecord``; the page (``bench.reporting.live_page``) is rewritten whole, atomically (a temporary file renamed
+``LiveRecord``; the page (``bench.results.live_page``) is rewritten whole, atomically (a temporary file renamed
 over PATH), at most once a second, and reloads itself while the race runs. When the schedule ends, however it
 ends, the final page (no reload) is written to PATH and the record kept in the trial's folder
 (``live/live.json`` and ``live/live.html``), so ``bench show TRIAL --live-html PATH`` draws it again."""
@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from bench.driver.progress import LiveFrame
-from bench.reporting.live_page import render_live_page, task_point
-from bench.reporting.live_record import ExtraPoint, LiveRecord
+from bench.results.live_page import render_live_page, task_point
+from bench.results.live_record import ExtraPoint, LiveRecord
 from bench.util.errors import ConfigError
 
 WRITE_EVERY = 1.0

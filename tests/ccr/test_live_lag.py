@@ -13,7 +13,7 @@ from bench.driver.live_rows import live_rows, register_live_rows, unregister_liv
 from bench.driver.progress import Progress
 from bench.driver.samples import TelemetryRow
 from bench.race.live_telemetry import LiveTelemetry
-from bench.trials.sqlite import TrialStore, TrialInfo, utcnow
+from bench.trials.sqlite import TrialInfo, TrialStore, utcnow
 
 
 def _rows(ts: float) -> list[TelemetryRow]:

@@ -9,7 +9,7 @@ import json
 from datetime import datetime
 from html import escape
 
-from bench.reporting.live_record import ExtraPoint, LiveRecord, TaskPoint
+from bench.results.live_record import ExtraPoint, LiveRecord, TaskPoint
 
 WIDTH, HEIGHT = 720, 220
 LEFT, RIGHT, TOP, BOTTOM = 64, 150, 12, 28
