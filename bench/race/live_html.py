@@ -2,7 +2,8 @@
 
 Every frame of the live view (``bench.driver.progress.LiveFrame``, once a second) becomes points of a
 ``LiveRecord``; the page (``bench.results.live_page``) is rewritten whole, atomically (a temporary file renamed
-over PATH), at most once a second, and reloads itself while the race runs. When the schedule ends, however it
+over PATH), once a second (less often once drawing it takes over 5 % of the time: hours of points), and reloads
+itself while the race runs. When the schedule ends, however it
 ends, the final page (no reload) is written to PATH and the record kept in the trial's folder
 (``live/live.json`` and ``live/live.html``), so ``bench show TRIAL --live-html PATH`` draws it again."""
 
@@ -19,6 +20,9 @@ from bench.results.live_record import ExtraPoint, LiveRecord
 from bench.util.errors import ConfigError
 
 WRITE_EVERY = 1.0
+# A rewrite may take at most this share of the race process's time: a long race's page takes longer to draw, and
+# then it is rewritten less often (every 1 s while it draws in under 50 ms).
+MOST_SHARE = 0.05
 KEPT_DIR = "live"
 KEPT_DATA = "live.json"
 KEPT_PAGE = "live.html"
@@ -56,7 +60,7 @@ class LivePage:
         self.path = path
         now = time.time()
         self.record = LiveRecord(title=title, started=now, updated=now)
-        self._written = 0.0
+        self._next = 0.0
         self._seen: dict[tuple[str, str], float] = {}
         self._ended: set[str] = set()
         self.write()  # the page exists from the start (the address printed can be opened at once)
@@ -80,12 +84,14 @@ class LivePage:
             self._seen[(row.group, row.key)] = row.at
             r.extras.setdefault(row.group, {}).setdefault(row.key, []).append(
                 ExtraPoint(t=row.at - r.started, values=dict(row.values), note=row.note))
-        if time.monotonic() - self._written >= WRITE_EVERY:
+        if time.monotonic() >= self._next:
             self.write()
 
     def write(self) -> None:
+        began = time.monotonic()
         write_atomically(self.path, render_live_page(self.record))
-        self._written = time.monotonic()
+        took = time.monotonic() - began
+        self._next = began + max(WRITE_EVERY, took / MOST_SHARE)
 
     def finish(self, trial_dir: Path) -> Path:
         """The final page at PATH and the record kept in the trial's folder; returns the kept page."""

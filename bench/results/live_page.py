@@ -151,13 +151,16 @@ def render_live_page(record: LiveRecord) -> str:
     updated = datetime.fromtimestamp(record.updated).strftime("%H:%M:%S")
     status = (f"running: updated {updated}, this page reloads every second" if record.running
               else f"finished at {updated}: what the live view showed")
-    data = json.dumps(record.model_dump(mode="json"), separators=(",", ":")).replace("</", "<\\/")
+    # The data is in the final page only (it is kept beside it as well): dumping an hour of points took most of a
+    # rewrite's time, every second.
+    data = "" if record.running else json.dumps(record.model_dump(mode="json"), separators=(",", ":")).replace(
+        "</", "<\\/")
     refresh = '<meta http-equiv="refresh" content="1">' if record.running else ""
     return (f'<!doctype html><html><head><meta charset="utf-8">{refresh}<title>{escape(record.title)} (live)</title>'
             f'<style>{CSS}</style></head><body><h1>{escape(record.title)}</h1>'
             f'<div class="status" id="status" data-running="{str(record.running).lower()}">{escape(status)}</div>'
             f'{_task_table(record)}{_extra_tables(record)}{_charts(record)}'
-            f'<script type="application/json" id="live-data">{data}</script></body></html>')
+            + (f'<script type="application/json" id="live-data">{data}</script>' if data else "") + "</body></html>")
 
 
 def task_point(t: float, rate: float, unit: str, latency: dict[float, float] | None, requests: int, errors: int,
