@@ -11,6 +11,10 @@ seconds per second of bench's main process (the coordinator, where the view runs
 measured phase. Numbers are printed, never judged:
 
     python benchmarks/live_view_cost.py [--clients 64] [--time-period 20] [--rounds 1]
+
+``--micro`` instead feeds the terminal view (``bench.driver.progress.Progress``, drawing into a buffer as on a
+terminal) batches of 5,000 search samples at 50,000 a second for 12 s, and prints its time per sample (redraws
+included) and one redraw's time with the window full (500,000 answers).
 """
 
 from __future__ import annotations
@@ -96,12 +100,47 @@ def run(mode: str, port: int, a: argparse.Namespace) -> dict[str, Any]:
             "tree_cpu": round((seen["tree1"] - seen["tree0"]) / span, 2), "terminal_bytes": drained[0]}
 
 
+def micro() -> None:
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from bench.driver.progress import Progress
+    from bench.driver.samples import RequestSample
+
+    p = Progress(Console(file=io.StringIO(), force_terminal=True, width=160))
+    p.step_started([SimpleNamespace(name="q", time_period=12, warmup_time_period=0,  # type: ignore[list-item]
+                                    ramp_down_time_period=None)])
+    n, spent, end = 0, 0.0, time.monotonic() + 12
+    while time.monotonic() < end:
+        now = time.time()
+        batch = [RequestSample("q", "q", "search", 0, now - 0.1 + i * 2e-5, 0.1, 0.001 * (1 + i % 50), 0.001, 1,
+                               "ops", 100, True, None, False) for i in range(5000)]
+        began = time.perf_counter()
+        p.samples(batch)
+        spent += time.perf_counter() - began
+        n += len(batch)
+        time.sleep(max(0.0, 0.1 - (time.perf_counter() - began)))
+    began = time.perf_counter()
+    for _ in range(20):
+        p._refresh(time.time())
+    redraw = (time.perf_counter() - began) / 20
+    p.step_ended()
+    print(json.dumps({"samples_per_s": round(n / 12), "us_per_sample": round(spent / n * 1e6, 2),
+                      "redraw_ms": round(redraw * 1000, 2), "load": os.getloadavg()}), file=sys.__stderr__)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--time-period", type=float, default=20)
     ap.add_argument("--rounds", type=int, default=1, help="rounds of the three modes, then reversed")
+    ap.add_argument("--micro", action="store_true", help="the terminal view's own cost per sample (see above)")
     a = ap.parse_args()
+    if a.micro:
+        micro()
+        return
     port = free_port()
     sink = start_in_background(port)
     try:
