@@ -72,9 +72,11 @@ class TaskView:
     requests: int
     errors: int
     units: dict[str, int]  # work so far per unit (docs, ops)
-    rates: dict[str, float]  # work per second over the last settled RATE_WINDOW s, per unit
-    requests_per_s: float
-    errors_per_s: float
+    # Work per second over the last settled RATE_WINDOW s, per unit; per-second figures are None (and rates empty)
+    # until a settled second of the task exists: unknown, not 0.
+    rates: dict[str, float]
+    requests_per_s: float | None
+    errors_per_s: float | None
     latency_ms: dict[float, float] | None  # percentile -> ms over the last WINDOW s; None: no sample in it
     window_samples: int
 
@@ -150,8 +152,10 @@ class TaskWindow:
         """The task at ``now`` (epoch seconds)."""
         self._prune(now)
         units, requests, errors, span = self.recent(now)
-        per = (lambda n: n / span) if span > 0 else (lambda n: 0.0)
         latency, n = self.percentiles(now)
+        known = span > 0
         return TaskView(task=task, elapsed=now - self.started, planned=planned, done=done, requests=self.requests,
-                        errors=self.errors, units=dict(self.units), rates={u: per(v) for u, v in units.items()},
-                        requests_per_s=per(requests), errors_per_s=per(errors), latency_ms=latency, window_samples=n)
+                        errors=self.errors, units=dict(self.units),
+                        rates={u: v / span for u, v in units.items()} if known else {},
+                        requests_per_s=requests / span if known else None,
+                        errors_per_s=errors / span if known else None, latency_ms=latency, window_samples=n)

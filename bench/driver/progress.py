@@ -14,7 +14,7 @@ from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.table import Table
 
-from bench.driver.coordinator import StepListener
+from bench.driver.coordinator import START_DELAY, StepListener
 from bench.driver.live_rows import LiveRow
 from bench.driver.live_window import PERCENTILES, WINDOW, TaskView, TaskWindow
 from bench.driver.samples import RequestSample
@@ -62,6 +62,8 @@ class _TaskProgress:
 
 
 def rate_text(v: TaskView) -> str:
+    if v.requests_per_s is None:
+        return "- ops/s"  # no settled second yet
     return ", ".join(f"{r:,.0f} {u}/s" for u, r in v.rates.items()) or "0 ops/s"
 
 
@@ -107,7 +109,8 @@ class Progress(StepListener):
 
     def step_started(self, tasks: list[Task]) -> None:
         now = time.time()
-        self._tasks = {t.name: _TaskProgress(t, TaskWindow(now)) for t in tasks}
+        # told when the workers are sent Go: their clients start START_DELAY later
+        self._tasks = {t.name: _TaskProgress(t, TaskWindow(now + START_DELAY)) for t in tasks}
         self._last_refresh = now
         if not self.enabled:
             return
@@ -191,7 +194,8 @@ class Progress(StepListener):
         for v in views:
             rem = "done" if v.done else (f"{max(0.0, v.planned - v.elapsed):.0f} s" if v.planned else "-")
             lat = [ms_text(v.latency_ms[p] if v.latency_ms else None) for p in PERCENTILES]
-            errors = f"[red]{plain(v.errors)} ({v.errors_per_s:,.1f}/s)[/red]" if v.errors else "0"
+            per_s = f" ({v.errors_per_s:,.1f}/s)" if v.errors_per_s is not None else ""
+            errors = f"[red]{plain(v.errors)}{per_s}[/red]" if v.errors else "0"
             t.add_row(v.task, f"{v.elapsed:.0f} s", rem, rate_text(v), *lat, plain(v.requests), errors)
         parts: list[RenderableType] = [t]
         groups: dict[str, list[LiveRow]] = {}

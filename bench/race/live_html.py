@@ -75,7 +75,7 @@ class LivePage:
             if v.done:
                 self._ended.add(v.task)
             docs = "docs" in v.units and v.units["docs"] > 0
-            rate = v.rates.get("docs", 0.0) if docs else v.requests_per_s
+            rate = v.rates.get("docs") if docs else v.requests_per_s  # None: no settled second yet
             r.tasks.setdefault(v.task, []).append(task_point(
                 t, rate, "docs/s" if docs else "requests/s", v.latency_ms, v.requests, v.errors, v.errors_per_s))
         for row in frame.extras:

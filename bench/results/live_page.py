@@ -163,7 +163,7 @@ def render_live_page(record: LiveRecord) -> str:
             + (f'<script type="application/json" id="live-data">{data}</script>' if data else "") + "</body></html>")
 
 
-def task_point(t: float, rate: float, unit: str, latency: dict[float, float] | None, requests: int, errors: int,
-               errors_per_s: float) -> TaskPoint:
+def task_point(t: float, rate: float | None, unit: str, latency: dict[float, float] | None, requests: int,
+               errors: int, errors_per_s: float | None) -> TaskPoint:
     return TaskPoint(t=t, rate=rate, unit=unit, requests=requests, errors=errors, errors_per_s=errors_per_s,
                      latency_ms=None if latency is None else {f"p{p:g}": v for p, v in latency.items()})

@@ -8,12 +8,12 @@ from pydantic import BaseModel
 
 class TaskPoint(BaseModel):
     t: float  # seconds since the race's first frame
-    rate: float  # work per second over the last 2 s, in the task's unit
+    rate: float | None  # work per second over the last 2 settled s, in the task's unit; None: none settled yet
     unit: str  # docs/s for bulk work, else requests/s
     latency_ms: dict[str, float] | None  # "p50" -> ms over the last 10 s; None: no answer in the window
     requests: int
     errors: int
-    errors_per_s: float
+    errors_per_s: float | None
 
 
 class ExtraPoint(BaseModel):

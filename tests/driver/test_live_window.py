@@ -52,3 +52,12 @@ def test_no_answer_in_the_window_is_no_percentile_and_a_young_task_is_not_dilute
     for i in range(150):
         young.add(young.started + i / 100, 0.001, True, "ops", 1)
     assert young.view("q", now, None, False).requests_per_s == pytest.approx(100)
+
+
+def test_before_a_settled_second_the_rate_is_unknown_not_zero():
+    now = 3_000_000.5
+    w = TaskWindow(started=now - 0.4)
+    w.add(now - 0.1, 0.01, True, "ops", 1)
+    v = w.view("q", now, None, False)
+    assert v.requests_per_s is None and v.errors_per_s is None and v.rates == {}
+    assert v.latency_ms is not None and v.requests == 1  # what is known is shown
