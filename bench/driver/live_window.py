@@ -133,11 +133,12 @@ class TaskWindow:
             return None, 0
         return ({p: v * 1000.0 for p, v in histogram_percentiles(counts).items()}, int(counts.sum()))
 
-    def recent(self, now: float) -> tuple[dict[str, int], int, int, float]:
+    def recent(self, now: float, final: bool = False) -> tuple[dict[str, int], int, int, float]:
         """Work per unit, requests and errors of the last RATE_WINDOW settled seconds, and the seconds of the task
-        they span (less at its start)."""
-        settled = math.floor(now) - 1
-        first = settled - RATE_WINDOW
+        they span (less at its start). ``final``: the task is done and every sample of it is in, so the seconds up to
+        ``now`` count."""
+        settled = now if final else math.floor(now) - 1
+        first = math.floor(now) + 1 - RATE_WINDOW if final else settled - RATE_WINDOW
         units: dict[str, int] = dict.fromkeys(self.units, 0)
         requests = errors = 0
         for b in self.seconds.values():
@@ -149,9 +150,10 @@ class TaskWindow:
         return units, requests, errors, settled - max(first, self.started)
 
     def view(self, task: str, now: float, planned: float | None, done: bool) -> TaskView:
-        """The task at ``now`` (epoch seconds)."""
+        """The task at ``now`` (epoch seconds); once ``done`` all its samples are in (workers send them before they
+        say a task is done)."""
         self._prune(now)
-        units, requests, errors, span = self.recent(now)
+        units, requests, errors, span = self.recent(now, final=done)
         latency, n = self.percentiles(now)
         known = span > 0
         return TaskView(task=task, elapsed=now - self.started, planned=planned, done=done, requests=self.requests,

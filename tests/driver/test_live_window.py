@@ -61,3 +61,11 @@ def test_before_a_settled_second_the_rate_is_unknown_not_zero():
     v = w.view("q", now, None, False)
     assert v.requests_per_s is None and v.errors_per_s is None and v.rates == {}
     assert v.latency_ms is not None and v.requests == 1  # what is known is shown
+
+
+def test_a_done_task_counts_up_to_now_as_all_its_samples_are_in():
+    now = 4_000_000.5
+    w = TaskWindow(started=now - 10)
+    w.add(now - 0.2, 0.01, True, "ops", 1)  # the last answer, in the second that is not settled yet
+    assert w.view("sync", now, None, done=False).requests_per_s == 0
+    assert w.view("sync", now, None, done=True).requests_per_s == pytest.approx(1 / 1.5)
