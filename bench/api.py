@@ -5,28 +5,13 @@ An extension is a package whose ``setup()`` is published under the ``bench.exten
 modules that implement the seams: their place may change, this module's names do not (``__all__`` is checked by
 ``tests/project/test_api.py`` against every ``register_*`` function of the core).
 
-===============================  ===============================================================================
-seam                             what it adds
-===============================  ===============================================================================
-``register_runner``              an ``operation-type`` tracks can use (with its load-time checks)
-``register_param_source``        the parameter source of an operation type's clients
-``register_scheduler``           a ``"schedule"`` name tracks can use
-``register_race_hook``           steps before provisioning, around the schedule and after it
-``register_source``              where a race's clusters come from (e.g. a topology, a cloud)
-``register_section``             a section of the summary and reports (rows, headline rows, tables, plots)
-``register_enricher``            what adds a section to a stored trial's summary
-``register_metric``              whether a compared row is better higher or lower, and its unit
-``register_pool_backend``        where the load driver's workers run (e.g. Ray)
-``register_secret``              a value never to be written to logs, trials, reports or metrics stores
-``register_step_objective``      an objective a step search (``--redline``) judges each step by, beside latency
-``register_threshold_metric``    a metric thresholds can name as ``SCOPE:NAME`` (e.g. ``ccr:lag_p99<5s``)
-===============================  ===============================================================================
-"""
+===============================  ========================================================================"""
 
 from __future__ import annotations
 
 from bench.compare.metrics import register_metric
 from bench.driver.backends import OpenedPool, PoolFactory, register_pool_backend
+from bench.driver.live_rows import LiveRow, LiveRowSource, register_live_rows
 from bench.driver.param_sources import SourceContext, SourceFactory, register_param_source
 from bench.driver.runners.core import Context, Result, Runner
 from bench.driver.runners.registry import OperationCheck, register_runner
@@ -54,9 +39,9 @@ from bench.util.redact import register_secret
 
 __all__ = [
     # the seams
-    "register_enricher", "register_metric", "register_param_source", "register_pool_backend", "register_race_hook",
-    "register_runner", "register_scheduler", "register_secret", "register_section", "register_source",
-    "register_step_objective", "register_threshold_metric",
+    "register_enricher", "register_live_rows", "register_metric", "register_param_source", "register_pool_backend",
+    "register_race_hook", "register_runner", "register_scheduler", "register_secret", "register_section",
+    "register_source", "register_step_objective", "register_threshold_metric",
     # operations
     "Context", "OperationCheck", "Result", "Runner", "SourceContext", "SourceFactory", "Scheduler", "SchedulerFactory",
     # races and clusters
@@ -68,6 +53,8 @@ __all__ = [
     "step_objective_types",
     # summaries and reports
     "Enricher", "MetricRow", "SectionRows", "SectionTable", "SectionTables", "Summary", "TaskSummary", "TrialReader",
+    # the live view
+    "LiveRow", "LiveRowSource",
     # errors an extension raises: one line for the user, no traceback
     "BenchError", "ClusterError", "ConfigError", "TrackError",
 ]

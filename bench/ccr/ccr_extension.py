@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from bench.api import register_metric, register_race_hook, register_section, register_step_objective
+from bench.api import (
+    register_live_rows,
+    register_metric,
+    register_race_hook,
+    register_section,
+    register_step_objective,
+)
 from bench.ccr.drill_section import DIRECTIONS, DRILLS_SECTION, drill_rows
 from bench.ccr.drills import register as register_drills
 from bench.ccr.lag_objective import EXAMPLE, KEY, parse_lag_objective
+from bench.ccr.live_lag import follower_lag_rows
 from bench.ccr.race_hook import CcrHook
 from bench.ccr.runners import register as register_ccr_operations
 from bench.ccr.section import SECTION, ccr_rows, ccr_tables, is_ccr_headline_metric, is_ccr_telemetry_row
@@ -26,3 +33,4 @@ def setup() -> None:
     for pattern, higher in DIRECTIONS:
         register_metric(pattern, higher_is_better=higher)
     register_metric(r"\blag\b|catch[- ]?up", higher_is_better=False)
+    register_live_rows(follower_lag_rows)  # the followers' lag beside the tasks while the race runs

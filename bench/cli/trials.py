@@ -39,6 +39,8 @@ def add_parsers(sub: Any) -> list[argparse.ArgumentParser]:
     sh.add_argument("trial", help="trial id or unique prefix")
     sh.add_argument("--report-format", choices=["table", "markdown", "csv", "json"], default="table")
     sh.add_argument("--all", action="store_true", help="the full table after the headline (files always have it)")
+    sh.add_argument("--live-html", metavar="PATH", help="write the live page the race kept (bench race --live-html) "
+                                                        "to PATH, as it ended")
 
     st = sub.add_parser("stop", help="stop the nodes a --keep-cluster race left running, keep their logs, "
                                       "delete their folders")
@@ -125,6 +127,15 @@ def run_show(a: argparse.Namespace, console: Console) -> int:
     with open_store() as store:
         trial = store.get_trial(a.trial)
         summary = stored_summary(store, trial.id)
+    if getattr(a, "live_html", None):
+        from bench.race.live_html import checked_path, show_kept
+        from bench.util.home import trials_dir
+
+        out = checked_path(a.live_html)
+        assert out is not None
+        show_kept(trials_dir() / trial.id, trial.id, out)
+        console.print(f"Live page of trial {trial.id}: {out.absolute().as_uri()}", highlight=False, markup=False)
+        return 0
     if a.report_format in MACHINE_FORMATS:  # the document and nothing else: it must parse
         print(machine_report(trial, summary, a.report_format), end="")
         return 0

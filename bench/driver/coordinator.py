@@ -338,8 +338,10 @@ class Coordinator:
             msg = await self._next_message()
             if msg is None:
                 # An empty batch lets the sink write what it holds on time even when no batch comes for
-                # long (large bulks), so a killed bench loses at most about a second of samples.
+                # long (large bulks), so a killed bench loses at most about a second of samples; and the live view
+                # is redrawn on time.
                 self.sink([])
+                self.listener.samples([])
                 continue
             run.handle(msg)
         run.end()

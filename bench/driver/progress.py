@@ -1,57 +1,55 @@
-"""Live progress while a step runs: task, elapsed/remaining, docs/s (or ops/s) over the last
-second, requests and errors so far. A rich live table on a terminal; a plain line every 10 s when
-output is not a terminal (CI logs)."""
+"""Live progress while a step runs: per task its elapsed/remaining time, work per second (docs/s or ops/s),
+latency percentiles over the last seconds (from the due time, as bench reports latency), requests and errors so
+far, and the rows extensions add (``bench.driver.live_rows``: e.g. a follower's lag). A rich live table on a
+terminal, redrawn every second; a plain line every 10 s when output is not a terminal (CI logs). Every second it
+also hands a ``LiveFrame`` to its frame consumers (the race's live page)."""
 
 from __future__ import annotations
 
 import time
-from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.table import Table
 
-from bench.driver.coordinator import StepListener
+from bench.driver.coordinator import START_DELAY, StepListener
+from bench.driver.live_rows import LiveRow
+from bench.driver.live_window import PERCENTILES, WINDOW, TaskView, TaskWindow
 from bench.driver.samples import RequestSample
 from bench.track.model import Task
 from bench.util.numbers import plain
+
+REFRESH = 1.0  # seconds between two redraws of the live view (and two frames of the live page)
+PLAIN_EVERY = 10.0  # seconds between two plain progress lines off a terminal
+
+
+@dataclass(frozen=True)
+class LiveFrame:
+    """What the live view showed at one instant: every task of the step, and the newest extension rows."""
+
+    at: float  # epoch seconds
+    tasks: list[TaskView]
+    extras: list[LiveRow]
+
+
+FrameConsumer = Callable[[LiveFrame], None]
 
 
 @dataclass
 class _TaskProgress:
     task: Task
-    started: float
-    requests: int = 0
-    errors: int = 0
-    # Work per unit: a Loadgen task mixes bulks (docs) and searches (ops), which must not add up as docs.
-    units: dict[str, int] = field(default_factory=dict)
+    window: TaskWindow
     done: bool = False
-    recent: deque[tuple[float, str, int]] = field(default_factory=deque)  # (arrival, unit, units)
 
-    def add(self, now: float, unit: str, units: int) -> None:
-        self.units[unit] = self.units.get(unit, 0) + units
-        self.recent.append((now, unit, units))
-        # Pruned here too, not only when the rate is shown: with the display off (--quiet) nothing reads it,
-        # and a race of hours would keep every sample's arrival.
-        self._prune(now)
-
-    def _prune(self, now: float) -> None:
-        while self.recent and self.recent[0][0] < now - 2.0:
-            self.recent.popleft()
+    @property
+    def started(self) -> float:
+        return self.window.started
 
     def rate(self, now: float) -> str:
         """Work per second over the last 2 s, per unit ("1,200 docs/s, 30 ops/s")."""
-        self._prune(now)
-        per: dict[str, float] = {u: 0.0 for u in self.units}
-        for _, unit, units in self.recent:
-            per[unit] += units / 2.0
-        return ", ".join(f"{v:,.0f} {u}/s" for u, v in per.items()) or "0 ops/s"
-
-    def work(self) -> str:
-        """Requests, and docs only where there was bulk work (a search's unit is the request itself)."""
-        extra = "".join(f", {plain(n)} {u}" for u, n in self.units.items() if u != "ops")
-        return f"{plain(self.requests)} requests{extra}"
+        return rate_text(self.view(now))
 
     def planned(self) -> float | None:
         t = self.task
@@ -59,73 +57,157 @@ class _TaskProgress:
             return (t.warmup_time_period or 0) + t.time_period + (t.ramp_down_time_period or 0)
         return None
 
+    def view(self, now: float) -> TaskView:
+        return self.window.view(self.task.name, now, self.planned(), self.done)
+
+
+def rate_text(v: TaskView) -> str:
+    if v.requests_per_s is None:
+        return "- ops/s"  # no settled second yet
+    return ", ".join(f"{r:,.0f} {u}/s" for u, r in v.rates.items()) or "0 ops/s"
+
+
+def work_text(v: TaskView) -> str:
+    """Requests, and docs only where there was bulk work (a search's unit is the request itself)."""
+    extra = "".join(f", {plain(n)} {u}" for u, n in v.units.items() if u != "ops")
+    return f"{plain(v.requests)} requests{extra}"
+
+
+def ms_text(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}"
+
+
+def latency_text(v: TaskView) -> str:
+    if v.latency_ms is None:
+        return f"no answer in the last {WINDOW} s"
+    return "latency " + " ".join(f"p{p:g} {ms_text(v.latency_ms[p])} ms" for p in PERCENTILES) + f" (last {WINDOW} s)"
+
+
+def value_text(v: float | None) -> str:
+    return "?" if v is None else f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.2f}"
+
 
 class Progress(StepListener):
-    def __init__(self, console: Console | None = None, *, enabled: bool = True) -> None:
+    def __init__(self, console: Console | None = None, *, enabled: bool = True,
+                 frames: list[FrameConsumer] | None = None) -> None:
         self.console = console or Console(stderr=True)
         self.enabled = enabled
         self.live = self.enabled and self.console.is_terminal
+        self.frames = frames if frames is not None else []
         self._tasks: dict[str, _TaskProgress] = {}
+        self._extras: dict[tuple[str, str], LiveRow] = {}
         self._live: Live | None = None
         self._last_plain = 0.0
+        self._last_refresh = 0.0
+
+    def extension_rows(self, rows: list[LiveRow]) -> None:
+        """The newest rows extensions made of the telemetry just stored; shown from the next refresh on."""
+        for r in rows:
+            self._extras[(r.group, r.key)] = r
 
     def step_started(self, tasks: list[Task]) -> None:
-        now = time.monotonic()
-        self._tasks = {t.name: _TaskProgress(t, now) for t in tasks}
+        now = time.time()
+        # told when the workers are sent Go: their clients start START_DELAY later
+        self._tasks = {t.name: _TaskProgress(t, TaskWindow(now + START_DELAY)) for t in tasks}
+        self._last_refresh = now
         if not self.enabled:
             return
-        names = ", ".join(t.name for t in tasks)
         if self.live:
-            self._live = Live(self._table(), console=self.console, refresh_per_second=2, transient=True)
-            self._live.start()
+            self._live = Live(self._render(self._views(now)), console=self.console, auto_refresh=False,
+                              transient=True)
+            self._live.start(refresh=True)
         else:
-            self.console.print(f"Running {names}")
+            self.console.print(f"Running {', '.join(t.name for t in tasks)}")
             self._last_plain = now
 
     def samples(self, batch: list[RequestSample]) -> None:
-        now = time.monotonic()
+        """A batch of samples (empty: only the clock moved, so the view is redrawn on time)."""
+        now = time.time()
+        if batch:
+            self._count(batch)
+        if now - self._last_refresh >= REFRESH:
+            self._last_refresh = now
+            self._refresh(now)
+
+    def _count(self, batch: list[RequestSample]) -> None:
+        windows: dict[str, TaskWindow] = {}
         for s in batch:
-            tp = self._tasks.get(s.task)
-            if tp is None:
-                continue
-            tp.requests += 1
-            tp.errors += 0 if s.success else 1
-            tp.add(now, s.unit, s.units)
+            w = windows.get(s.task)
+            if w is None:
+                tp = self._tasks.get(s.task)
+                if tp is None:
+                    continue
+                w = windows[s.task] = tp.window
+            # completed at: due time plus latency (latency is measured from the due time)
+            w.add(s.absolute_time + s.latency, s.latency, s.success, s.unit, s.units)
+
+    def _views(self, now: float) -> list[TaskView]:
+        return [tp.view(now) for tp in self._tasks.values()]
+
+    def _refresh(self, now: float) -> None:
+        if not self.frames and not self.enabled:
+            return
+        views = self._views(now)
+        frame = LiveFrame(now, views, list(self._extras.values()))  # the instant the views are of
+        for consume in self.frames:
+            consume(frame)
         if not self.enabled:
             return
         if self._live is not None:
-            self._live.update(self._table())
-        elif now - self._last_plain >= 10:
+            self._live.update(self._render(views), refresh=True)
+        elif now - self._last_plain >= PLAIN_EVERY:
             self._last_plain = now
-            for name, tp in self._tasks.items():
-                if not tp.done:
-                    self.console.print(f"  {name}: {now - tp.started:.0f} s, {tp.rate(now)}, "
-                                       f"{tp.work()}, {plain(tp.errors)} errors")
+            for v in views:
+                if not v.done:
+                    self.console.print(f"  {v.task}: {v.elapsed:.0f} s, {rate_text(v)}, {work_text(v)}, "
+                                       f"{plain(v.errors)} errors, {latency_text(v)}", markup=False, highlight=False,
+                                       soft_wrap=True)  # one line per task in a log, however wide
+            for r in self._extras.values():
+                values = ", ".join(f"{k} {value_text(x)}" for k, x in r.values.items())
+                self.console.print(f"  {r.group} {r.key}: {values}{', ' + r.note if r.note else ''}",
+                                   markup=False, highlight=False, soft_wrap=True)
 
     def task_done(self, task: str) -> None:
         if task in self._tasks:
             self._tasks[task].done = True
 
     def step_ended(self) -> None:
+        now = time.time()
+        self._refresh(now)  # the last frame: what the step ended with
         if self._live is not None:
             self._live.stop()
             self._live = None
         if not self.enabled:
             return
-        now = time.monotonic()
         for name, tp in self._tasks.items():
-            err = f", [red]{plain(tp.errors)} errors[/red]" if tp.errors else ""
-            self.console.print(f"[green]done[/green] {name}: {tp.work()} in {now - tp.started:.1f} s{err}")
+            v = tp.view(now)
+            err = f", [red]{plain(v.errors)} errors[/red]" if v.errors else ""
+            self.console.print(f"[green]done[/green] {name}: {work_text(v)} in {now - tp.started:.1f} s{err}")
 
-    def _table(self) -> Table:
-        now = time.monotonic()
+    def _render(self, views: list[TaskView]) -> RenderableType:
         t = Table(box=None, header_style="bold")
-        for col in ("Task", "Elapsed", "Remaining", "Rate now", "Requests", "Errors"):
+        for col in ("Task", "Elapsed", "Remaining", "Rate now", *(f"p{p:g} ms" for p in PERCENTILES), "Requests",
+                    "Errors"):
             t.add_column(col, justify="left" if col == "Task" else "right")
-        for name, tp in self._tasks.items():
-            el = now - tp.started
-            planned = tp.planned()
-            rem = "done" if tp.done else (f"{max(0.0, planned - el):.0f} s" if planned else "-")
-            t.add_row(name, f"{el:.0f} s", rem, tp.rate(now), plain(tp.requests),
-                      f"[red]{plain(tp.errors)}[/red]" if tp.errors else "0")
-        return t
+        for v in views:
+            rem = "done" if v.done else (f"{max(0.0, v.planned - v.elapsed):.0f} s" if v.planned else "-")
+            lat = [ms_text(v.latency_ms[p] if v.latency_ms else None) for p in PERCENTILES]
+            per_s = f" ({v.errors_per_s:,.1f}/s)" if v.errors_per_s is not None else ""
+            errors = f"[red]{plain(v.errors)}{per_s}[/red]" if v.errors else "0"
+            t.add_row(v.task, f"{v.elapsed:.0f} s", rem, rate_text(v), *lat, plain(v.requests), errors)
+        parts: list[RenderableType] = [t]
+        groups: dict[str, list[LiveRow]] = {}
+        for r in self._extras.values():
+            groups.setdefault(r.group, []).append(r)
+        for group, rows in groups.items():
+            columns = list(dict.fromkeys(k for r in rows for k in r.values))
+            g = Table(box=None, header_style="bold", title=group, title_justify="left")
+            for col in ("", *columns, "Age", ""):
+                g.add_column(col, justify="right" if col in columns or col == "Age" else "left")
+            for r in rows:
+                g.add_row(r.key, *(value_text(r.values.get(c)) for c in columns), f"{time.time() - r.at:.0f} s",
+                          r.note)
+            parts.append(g)
+        return Group(*parts)

@@ -122,6 +122,12 @@ def _threshold_arg(t: Any) -> str:
         f",delay-abort-eval={t.delay_abort_eval_s:g}s" if t.delay_abort_eval_s else "")
 
 
+def _live_html(a: argparse.Namespace) -> Any:
+    from bench.race.live_html import checked_path
+
+    return checked_path(a.live_html)
+
+
 def _repository_flag(kind_attr: str) -> Callable[[RaceOptions], str]:
     """The flag of a track/workload repository option as the remote race spells it for the options' kind."""
     from bench.track.repository import KINDS
@@ -330,6 +336,16 @@ RACE_OPTIONS: tuple[RaceOption, ...] = (
                doc="no progress display: on a terminal, corpus preparation and cluster boot otherwise show a "
                    "spinner and each task a live table; off the terminal, a plain line every 10 s per task",
                convert=lambda a: not getattr(a, "quiet", False)),
+    RaceOption("live_html", (_f("--live-html", metavar="PATH",
+                                help="also show the live view as charts in a browser: a self-contained page written "
+                                     "to PATH every second (it reloads itself), kept with the trial"),), "refused",
+               doc="the live view (each task's throughput, latency p50/p90/p99 over the last 10 s, errors, and what "
+                   "extensions add, e.g. CCR follower lag) also as charts: a self-contained HTML page at PATH, "
+                   "rewritten every second while the race runs and reloading itself (open it from `file://`, no "
+                   "server), its final state kept with the trial (`bench show TRIAL --live-html PATH` draws it "
+                   "again). See the [live view](../guide/live-view.md)",
+               refused="a cloud topology's race runs on its driver host, which cannot write the page here; drop it",
+               convert=lambda a: _live_html(a)),
     RaceOption("telemetry", (_f("--telemetry",
                                 help="telemetry devices, e.g. node-stats,ccr-stats,host (see 'bench list telemetry')"),),
                "here", convert=_comma("telemetry")),

@@ -85,6 +85,8 @@ class RaceOptions(BaseModel):
     yes: bool = False  # no confirmation before creating cloud machines
     max_instances: int = Field(default=8, ge=1)
     progress: bool = True
+    # --live-html PATH: the live view also as a page in a browser, rewritten every second (bench/race/live_html.py)
+    live_html: Path | None = None
     telemetry: list[str] = Field(default_factory=list)  # --telemetry devices (see bench/telemetry)
     telemetry_params: dict[str, Any] = Field(default_factory=dict)
     telemetry_profile: str | None = None

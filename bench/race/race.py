@@ -53,6 +53,8 @@ from bench.provision.facts_text import distribution_text
 from bench.race.cluster_source import RaceClusters, resolve_clusters
 from bench.race.doc_counts import refreshed_doc_counts
 from bench.race.flags import public_options
+from bench.race.live_html import LivePage
+from bench.race.live_telemetry import LiveTelemetry
 from bench.race.options import RaceOptions
 from bench.race.pipeline import RaceHook, RacePlan, RaceResult, RaceSchedule, RaceTargets, race_hooks
 from bench.race.race_report import race_report
@@ -76,7 +78,7 @@ from bench.trials.sqlite import TrialInfo, TrialStore, machine_info, utcnow
 from bench.trials.summary import enrich
 from bench.util import activity, redact
 from bench.util.errors import ClusterError, ConfigError
-from bench.util.home import data_dir
+from bench.util.home import data_dir, trials_dir
 
 __all__ = ["RaceResult", "load_race_track", "run_race"]
 
@@ -313,7 +315,7 @@ async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, tr
     default = DEFAULT_CLUSTER if any(t.name == DEFAULT_CLUSTER for t in targets) else targets[0].name
 
     sink = SampleBuffer(store, trial_id)
-    progress = Progress(Console(stderr=True), enabled=opts.progress)
+    progress, page = _live_view(opts, f"{track.name} / {challenge.name}", console)
     coord = Coordinator(processes=pool.workers, targets=targets, default_cluster=default,
                         on_error=opts.on_error, sink=FailureLog(sink),
                         listener=Listeners(progress, watch) if watch.live else progress,
@@ -325,8 +327,9 @@ async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, tr
     if clusters.driver_cpus is not None:  # before any step: the workers only import and wait so far
         for pid in coord.worker_pids():
             pin_process(pid, clusters.driver_cpus)
-    schedule = RaceSchedule(opts, trial_id, store, targets, facts, clusters.node_processes(), coord.worker_pids,
-                            clusters.kill_cluster())
+    # The hooks' store also shows the telemetry they store in the live view (e.g. a follower's lag).
+    schedule = RaceSchedule(opts, trial_id, LiveTelemetry(store, progress.extension_rows), targets, facts,
+                            clusters.node_processes(), coord.worker_pids, clusters.kill_cluster())
     try:
         async with contextlib.AsyncExitStack() as around:
             for hook in hooks:
@@ -341,11 +344,22 @@ async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, tr
                                       code_corpora=code_corpora)
     finally:
         coord.close()
+        if page is not None:  # what the page showed, however the schedule ended
+            console.print(f"Live page kept with the trial: {page.finish(trials_dir() / trial_id)}", highlight=False)
         store.add_telemetry(trial_id, [*pool.pool.telemetry(), *coord.driver_rows])
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         sink.flush()
     return facts, await _collect(targets, gc_before)
+
+
+def _live_view(opts: RaceOptions, title: str, console: Console) -> tuple[Progress, LivePage | None]:
+    """The terminal's live view and, with --live-html, the page it also feeds."""
+    page = LivePage(opts.live_html, title) if opts.live_html is not None else None
+    if page is not None:
+        console.print(f"Live page: {page.path.absolute().as_uri()} (open it in a browser: it reloads every second)",
+                      highlight=False)
+    return Progress(Console(stderr=True), enabled=opts.progress, frames=[page] if page else []), page
 
 
 def _step_driver(hooks: list[RaceHook], schedule: RaceSchedule) -> StepDriver:

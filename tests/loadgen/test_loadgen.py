@@ -345,12 +345,16 @@ def test_progress_counts_searches_as_requests_and_only_bulk_work_as_docs():
     out = io.StringIO()
     progress = Progress(Console(file=out, force_terminal=False, width=200))
     progress.step_started([SimpleNamespace(name="mixed", time_period=None, warmup_time_period=None)])
-    progress.samples([RequestSample("mixed", "mixed", "loadgen", 0, 0.0, 0.1, 0.1, 0.1, 200, "docs", 10, True,
+    now = time.time()
+    progress._tasks["mixed"].window.started = now - 5  # the step began 5 s ago; both answers came 2 s ago
+    due = float(int(now)) - 2.5
+    progress.samples([RequestSample("mixed", "mixed", "loadgen", 0, due, 0.1, 0.1, 0.1, 200, "docs", 10, True,
                                     None, False, 0),
-                      RequestSample("mixed", "mixed", "loadgen", 0, 0.1, 0.2, 0.1, 0.1, 1, "ops", 10, True,
+                      RequestSample("mixed", "mixed", "loadgen", 0, due + 0.1, 0.2, 0.1, 0.1, 1, "ops", 10, True,
                                     None, False, 0)])
-    # Over the last 2 s: 200 docs and one search (before: one rate of 201 units named after the last sample).
-    assert progress._tasks["mixed"].rate(time.monotonic()).startswith("100 docs/s, ")
+    # Over the last 2 settled seconds: 200 docs and one search (before: one rate of 201 units named after the last
+    # sample).
+    assert progress._tasks["mixed"].rate(now).startswith("100 docs/s, ")
     progress.step_ended()
     line = out.getvalue().strip()
     assert "mixed: 2 requests, 200 docs in " in line, line  # before: "2 requests, 201 ops"

@@ -93,6 +93,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "load_driver_hosts": ("--load-driver-hosts=127.0.0.1", ["127.0.0.1"]), "topology": ("--topology=t.yml",
                                                                                          Path("t.yml")),
     "yes": ("--yes", True), "max_instances": ("--max-instances=3", 3), "progress": ("--quiet", False),
+    "live_html": ("--live-html=/tmp/live.html", Path("/tmp/live.html")),
     "telemetry": ("--telemetry=host", ["host"]), "telemetry_params": ("--telemetry-params=a:1", {"a": 1}),
     "telemetry_profile": ("--telemetry-profile=ccr", "ccr"), "pinning": ("--pinning=auto", "auto"),
     "enable_driver_profiling": ("--enable-driver-profiling", True), "redline": ("--redline=task:x,p99:1s",
