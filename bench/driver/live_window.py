@@ -111,7 +111,8 @@ class TaskWindow:
             b.errors += 1
             self.errors += 1
 
-    def _prune(self, now: float) -> None:
+    def prune(self, now: float) -> None:
+        """Forget the seconds no view reads again."""
         oldest = math.floor(now) - self.window - RATE_WINDOW - 2
         for sec in [s for s in self.seconds if s < oldest]:
             del self.seconds[sec]
@@ -152,7 +153,7 @@ class TaskWindow:
     def view(self, task: str, now: float, planned: float | None, done: bool) -> TaskView:
         """The task at ``now`` (epoch seconds); once ``done`` all its samples are in (workers send them before they
         say a task is done)."""
-        self._prune(now)
+        self.prune(now)
         units, requests, errors, span = self.recent(now, final=done)
         latency, n = self.percentiles(now)
         known = span > 0

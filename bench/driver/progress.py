@@ -125,7 +125,7 @@ class Progress(StepListener):
     def samples(self, batch: list[RequestSample]) -> None:
         """A batch of samples (empty: only the clock moved, so the view is redrawn on time)."""
         now = time.time()
-        if batch:
+        if batch and (self.enabled or self.frames):  # with nothing to show, nothing is kept (--quiet)
             self._count(batch)
         if now - self._last_refresh >= REFRESH:
             self._last_refresh = now

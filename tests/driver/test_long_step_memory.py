@@ -33,16 +33,23 @@ def test_the_probe_keeps_buckets_not_wake_ups_and_its_percentiles_stay_close_to_
     assert bucket_percentile(Counter(), 99) == 0.0
 
 
-def test_the_progress_display_off_keeps_two_seconds_of_arrivals_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = [1000.0]
-    monkeypatch.setattr("bench.driver.progress.time.monotonic", lambda: clock[0])
+def test_the_live_view_keeps_its_last_seconds_only_and_nothing_with_nothing_to_show(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1_000_000.0]
+    monkeypatch.setattr("bench.driver.progress.time.time", lambda: clock[0])
     task = Task(name="bulk", operation=Operation(name="bulk", operation_type="bulk"))
-    progress = Progress(enabled=False)
-    progress.step_started([task])
-    sample = RequestSample("bulk", "bulk", "bulk", 0, 0.0, 0.0, 0.01, 0.01, 100, "docs", 10, True, None, False)
+    frames: list[object] = []
+    shown = Progress(enabled=False, frames=[frames.append])  # the live page of a --quiet race
+    quiet = Progress(enabled=False)
+    for progress in (shown, quiet):
+        progress.step_started([task])
     for _ in range(3600):  # an hour, ten samples a second
         clock[0] += 1.0
-        progress.samples([sample] * 10)
-    tp = progress._tasks["bulk"]
-    assert tp.requests == 36_000 and tp.units == {"docs": 3_600_000}
-    assert len(tp.recent) <= 30  # the last 2 s (3 batches), not 36,000 arrivals
+        sample = RequestSample("bulk", "bulk", "bulk", 0, clock[0] - 0.5, 0.0, 0.01, 0.01, 100, "docs", 10, True,
+                               None, False)
+        for progress in (shown, quiet):
+            progress.samples([sample] * 10)
+    window = shown._tasks["bulk"].window
+    assert window.requests == 36_000 and window.units == {"docs": 3_600_000} and len(frames) == 3600
+    assert len(window.seconds) <= window.window + 5  # the seconds the view reads, not an hour of them
+    assert quiet._tasks["bulk"].window.requests == 0 and not quiet._tasks["bulk"].window.seconds
