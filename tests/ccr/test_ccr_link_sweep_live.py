@@ -1,8 +1,9 @@
-"""The RTT sweep (experiments/ccr-rtt-sweep-opensearch.yml) end to end on real OpenSearch 2.19.1 pairs (replication
-plugin from BENCH_OPENSEARCH_REPLICATION_PLUGIN) in test mode, with two of its four round trips (0 and 50 ms) to
-keep CI short: the 50 ms pair replicates through bench's link proxy (remote cluster in proxy mode), its trial stores
-the link with bench's measurement of it, the placement line and the sweep's table and plot say it, and no proxy
-outlives its race."""
+"""The RTT sweep (experiments/ccr-rtt-sweep-opensearch.yml) end to end on a real OpenSearch 2.19.1 pair (replication
+plugin from BENCH_OPENSEARCH_REPLICATION_PLUGIN) in test mode, with one of its four round trips (50 ms) to keep CI
+short (each variant starts a pair; several rows of the table and plot are tested on made-up trials in
+tests/reporting/test_link_sweep_table.py): the pair replicates through bench's link proxy (remote cluster in proxy
+mode), its trial stores the link with bench's measurement of it, the placement line and the sweep's table and plot
+say it, and no proxy outlives its race."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from bench.cli import main
 from bench.cloud import local as cloud_local
 from bench.compare.metrics import trial_values
 from bench.race.experiment import load_experiment, runs_of
-from bench.reporting.link_sweep import row_values
+from bench.reporting.link_sweep import link_sweep_plot, row_values
 from bench.reporting.link_sweep_load import load_link_sweep
 from bench.reporting.study import load_study_table
 from bench.trials.sqlite import TrialStore
@@ -30,11 +31,11 @@ pytestmark = pytest.mark.usefixtures("local_engines")  # the experiment's races 
 PLUGIN = os.environ.get("BENCH_OPENSEARCH_REPLICATION_PLUGIN")
 
 
-def _two_rtts(folder: Path) -> Path:
+def _one_rtt(folder: Path) -> Path:
     exp = yaml.safe_load((ROOT / "experiments" / "ccr-rtt-sweep-opensearch.yml").read_text())
-    exp["variants"] = {"rtt-0": {"topology": str(ROOT / "topologies" / "ccr-local-opensearch.yml")},
-                       "rtt-50": {"topology": str(ROOT / "topologies" / "ccr-local-opensearch-rtt50ms.yml")}}
-    exp["study"]["indexing-task"] = {"rtt-0": "index-append", "rtt-50": "index-append"}
+    exp["variants"] = {"rtt-50": {"topology": str(ROOT / "topologies" / "ccr-local-opensearch-rtt50ms.yml")}}
+    exp["baseline"] = "rtt-50"
+    exp["study"]["indexing-task"] = {"rtt-50": "index-append"}
     path = folder / "rtt-sweep.yml"
     path.write_text(yaml.safe_dump(exp))
     return path
@@ -47,8 +48,7 @@ def _proxies() -> list[psutil.Process]:
 @pytest.mark.timeout(1200)
 @pytest.mark.skipif(not PLUGIN, reason="set BENCH_OPENSEARCH_REPLICATION_PLUGIN to the replication plugin zip")
 def test_rtt_sweep_replicates_over_the_link_and_says_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    file = _two_rtts(tmp_path)
-    report = tmp_path / "sweep.html"
+    file = _one_rtt(tmp_path)
     remotes: list[dict[str, Any]] = []
 
     def hook(topology, cluster, info, started):  # type: ignore[no-untyped-def]
@@ -57,8 +57,7 @@ def test_rtt_sweep_replicates_over_the_link_and_says_it(tmp_path: Path, capsys: 
 
     cloud_local.register_after_start(hook)
     try:
-        rc = main(["--quiet", "experiment", str(file), "--test-mode", f"--plugin={PLUGIN}", "--report-format=html",
-                   f"--report-file={report}"])
+        rc = main(["--quiet", "experiment", str(file), "--test-mode", f"--plugin={PLUGIN}"])
     finally:
         cloud_local._HOOKS.remove(hook)
     out = capsys.readouterr().out
@@ -79,23 +78,24 @@ def test_rtt_sweep_replicates_over_the_link_and_says_it(tmp_path: Path, capsys: 
     [link] = follower["links"]
     assert (link["kind"], link["from"], link["to"], link["rtt_ms"]) == ("emulated", "follower", "leader", 50.0)
     # what the link adds to the leader's own answer time (which a busy 2-core machine makes milliseconds)
-    assert abs(link["measured"]["added_rtt_ms"] - 50) <= 5 and link["measured"]["rtt_ms"] >= 45, link
+    # (within 10 % on the proxy alone, tests/cloud/test_link_proxy.py; here the proxy's own turn on a busy 2-core
+    # machine can add a few ms more, never less than the configured round trip)
+    assert 45 <= link["measured"]["added_rtt_ms"] <= 60 and link["measured"]["rtt_ms"] >= 45, link
     assert link["leader_transport"].startswith("127.0.0.1:") and "links" not in leader
     # the follower reached its leader through the proxy only (proxy mode: no seeds to sniff the leader's own ports)
-    plain, linked_settings = remotes
-    assert "cluster.remote.leader.seeds" in plain and "cluster.remote.leader.mode" not in plain
+    [linked_settings] = remotes
     assert linked_settings == {"cluster.remote.leader.mode": "proxy",
                                "cluster.remote.leader.proxy_address": link["proxy_address"]}, linked_settings
     # replicated through it: the follower has every document of the leader
     assert summary is not None
     assert trial_values(summary)[("CCR doc counts match", "follower/logs")][0] == 1
-    # the sweep: both round trips measured, in one table; the plot in the report
-    v0, v50 = row_values(rows["rtt-0"]), row_values(rows["rtt-50"])
-    assert (v0["rtt_ms"], v0["measured_rtt_ms"], v50["rtt_ms"]) == (0.0, None, 50.0)
-    for v in (v0, v50):
-        assert v["throughput"] is not None and v["catch_up"] is not None, v
-    assert "| rtt-50 | follower->leader (emulated) | 50 ms | " in out and "| rtt-0 | no link | 0 ms | – |" in out
+    # the sweep: the round trip measured, in its table
+    v50 = row_values(rows["rtt-50"])
+    assert v50["rtt_ms"] == 50.0 and v50["throughput"] is not None and v50["catch_up"] is not None, v50
+    assert "| rtt-50 | follower->leader (emulated) | 50 ms | " in out
     assert "follower->leader over bench's emulated link (rtt 50 ms, rate unlimited)" in placement
     assert "Links as bench measured them before each race: rtt-50: follower->leader round trip " in placement
-    html = report.read_text()
-    assert "Link sweep: ccr-rtt-sweep-opensearch" in html and "Follower lag p99" in html
+    # one variant writes no comparison report (nothing to compare): its plot is drawn from the stored trials
+    plot = link_sweep_plot(sweep)
+    assert plot is not None and plot.figure is not None
+    assert [list(trace.x) for trace in plot.figure.data] == [[50.0]] * len(plot.figure.data)
