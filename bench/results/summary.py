@@ -86,6 +86,10 @@ class TaskSummary(BaseModel):
     # How long after its due time each request was sent (latency - service time), percentile -> ms: how far behind
     # its schedule a paced task fell. Empty when no request was sent SCHEDULE_LAG_SHOWN_MS late (unpaced tasks).
     schedule_lag: dict[float, float] = {}
+    # Arrival-rate tasks (bench.results.dropped): the iterations due in the measured part, and of them those that
+    # found no client free and were never sent. 0 for a closed-loop task.
+    scheduled_iterations: int = 0
+    dropped_iterations: int = 0
 
 
 class Summary(BaseModel):
@@ -253,6 +257,9 @@ def task_rows(t: TaskSummary) -> list[MetricRow]:
         rows.append(MetricRow(metric="error rate", task=t.task, value=t.error_rate * 100.0, unit="%"))
     if t.failed_requests:
         rows.append(MetricRow(metric="failed requests", task=t.task, value=t.failed_requests, unit=""))
+    if t.scheduled_iterations:
+        rows += [MetricRow(metric="scheduled iterations", task=t.task, value=t.scheduled_iterations, unit=""),
+                 MetricRow(metric="dropped iterations", task=t.task, value=t.dropped_iterations, unit="")]
     rows += [MetricRow(metric=name, task=t.task, value=t.k6[key], unit=unit) for key, name, unit in K6_ROWS
              if key in t.k6]
     return rows

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bench.track.arrival import ArrivalRate
+
 
 def _hyphen(name: str) -> str:
     return name.replace("_", "-")
@@ -184,8 +186,10 @@ class Task(_RallyModel):
     target_throughput: float | None = Field(default=None, gt=0)
     throughput_unit: str = "ops/s"
     target_interval: float | None = Field(default=None, gt=0)
-    # deterministic, poisson, or a scheduler the track's track.py registers (checked when the track loads)
+    # deterministic, poisson, or a scheduler the track's track.py registers (checked when the track loads);
+    # constant-arrival-rate or ramping-arrival-rate: an open model, its parameters in ``arrival``
     schedule: str | None = None
+    arrival: ArrivalRate | None = None
     ignore_response_error_level: Literal["non-fatal"] | None = None
     tags: list[str] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict)
