@@ -232,6 +232,19 @@ class Task(_RallyModel):
                                  f"ramp-down-time-period ({self.ramp_down_time_period:g} s)")
         return self
 
+    @model_validator(mode="after")
+    def _open_model_is_not_paced_as_closed(self) -> "Task":
+        # Whatever builds the task (the loader, a redline step, an extension): a closed-loop target beside an
+        # arrival rate would be silently ignored by the worker's dispatcher.
+        if self.arrival is not None:
+            given = [k for k, v in (("target-throughput", self.target_throughput),
+                                    ("target-interval", self.target_interval), ("iterations", self.iterations),
+                                    ("ramp-up-time-period", self.ramp_up_time_period)) if v is not None]
+            if given or self.schedule != self.arrival.kind:
+                raise ValueError(f"task '{self.name}': schedule '{self.arrival.kind}' cannot run with "
+                                 f"{', '.join(given) or f'schedule {self.schedule!r}'}")
+        return self
+
     def stop_delay(self, client_index: int) -> float:
         """Seconds after the time period at which client ``client_index`` (0-based) stops (OSB's ramp-down)."""
         return (self.ramp_down_time_period or 0.0) * (client_index + 1) / self.clients
