@@ -10,6 +10,7 @@ import pytest
 
 from bench.cli import main
 from bench.driver.schedule import register_scheduler
+from bench.track.info import schedule_rows
 from bench.track.loader import load_track
 from bench.util.errors import ConfigError, TrackError
 
@@ -43,6 +44,9 @@ def test_a_ramping_task_reads_its_stages_and_a_closed_loop_task_keeps_rallys_sch
     assert t.arrival.segments(0.0, None) == [(30.0, 10.0, 100.0), (500.0, 100.0, 0.0)]
     rally = _task(tmp_path / "c", clients=2, **{"target-throughput": 10, "time-period": 5})
     assert rally.arrival is None and rally.schedule is None
+    # bench info: the rate and how long the stages run, not Rally's "1 it" and no target
+    ch = load_track(tmp_path / "r", {}).challenges[0]
+    assert schedule_rows(ch)[0][5:8] == ["-", "530 s of stages", "up to 100 it/s arriving"]
 
 
 @pytest.mark.parametrize(("task", "field", "why"), [
