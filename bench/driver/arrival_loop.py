@@ -25,6 +25,9 @@ from bench.track.model import Task
 
 # A wait shorter than this is a plain sleep; a longer one also wakes on the step's stop.
 _SHORT_WAIT = 0.05
+# An iteration dropped while the dispatcher ran this far behind its due time may have found its clients busy only
+# because the loop was late (a stall, a starved CPU): counted apart, as the load driver's.
+LATE_S = 0.001
 
 
 @dataclass
@@ -45,6 +48,7 @@ class ArrivalCount:
     operation_type: str
     scheduled: int = 0
     dropped: int = 0
+    dropped_late: int = 0  # of ``dropped``: while the dispatcher was more than LATE_S behind
 
 
 @dataclass
@@ -149,6 +153,7 @@ async def run_arrivals(task: Task, slots: list[Slot], ctx: Context, start_at: fl
             d.count.scheduled += measured
             if not free:
                 d.count.dropped += measured
+                d.count.dropped_late += measured and time.monotonic() - due > LATE_S
                 continue
             t = asyncio.ensure_future(d.one(free.pop(), due, not measured))
             d.inflight.add(t)

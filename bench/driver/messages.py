@@ -167,6 +167,7 @@ class Arrivals:
     operation_type: str
     scheduled: int
     dropped: int
+    dropped_late: int = 0  # of dropped: while the dispatcher ran late (the load driver's)
 
 
 @dataclass(frozen=True, slots=True)

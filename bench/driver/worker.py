@@ -400,7 +400,8 @@ class _StepClients:
             if not self.cancel.is_set():
                 raise
             return
-        self.results.put(Arrivals(self.wid, count.task, count.operation_type, count.scheduled, count.dropped))
+        self.results.put(Arrivals(self.wid, count.task, count.operation_type, count.scheduled, count.dropped,
+                                  count.dropped_late))
 
     def start(self, jobs: list[Job], start_at: float) -> None:
         """A task of its own per closed-loop client; one per arrival-rate task."""

@@ -90,6 +90,9 @@ class TaskSummary(BaseModel):
     # found no client free and were never sent. 0 for a closed-loop task.
     scheduled_iterations: int = 0
     dropped_iterations: int = 0
+    # Of dropped_iterations: those dropped while the load driver ran behind its schedule (its loop late), which
+    # may be the driver's doing rather than the cluster's.
+    dropped_late_iterations: int = 0
 
 
 class Summary(BaseModel):
@@ -259,7 +262,9 @@ def task_rows(t: TaskSummary) -> list[MetricRow]:
         rows.append(MetricRow(metric="failed requests", task=t.task, value=t.failed_requests, unit=""))
     if t.scheduled_iterations:
         rows += [MetricRow(metric="scheduled iterations", task=t.task, value=t.scheduled_iterations, unit=""),
-                 MetricRow(metric="dropped iterations", task=t.task, value=t.dropped_iterations, unit="")]
+                 MetricRow(metric="dropped iterations", task=t.task, value=t.dropped_iterations, unit=""),
+                 MetricRow(metric="dropped iterations (driver late)", task=t.task,
+                           value=t.dropped_late_iterations, unit="")]
     rows += [MetricRow(metric=name, task=t.task, value=t.k6[key], unit=unit) for key, name, unit in K6_ROWS
              if key in t.k6]
     return rows
