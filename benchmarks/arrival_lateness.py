@@ -64,6 +64,7 @@ def race(a: argparse.Namespace, port: int, mode: str) -> dict[str, Any]:
             "service_ms_p50": round(float(np.median(m["service_time"])) * 1000.0, 2),
             "errors": int((~m["success"].astype(bool)).sum()),
             "scheduled": ts.scheduled_iterations if ts else None, "dropped": ts.dropped_iterations if ts else None,
+            "dropped_driver_late": ts.dropped_late_iterations if ts else None,
             "load_avg_1m_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
 
 
