@@ -167,7 +167,7 @@ class Arrivals:
     operation_type: str
     scheduled: int
     dropped: int
-    dropped_late: int = 0  # of dropped: while the dispatcher ran late (the load driver's)
+    dropped_late: int = 0  # of dropped: the load driver's (see ``bench.driver.arrival_loop.ArrivalCount``)
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,9 +41,9 @@ def dropped_note(ts: TaskSummary) -> str | None:
         return None
     share = ts.dropped_iterations / max(1, ts.scheduled_iterations) * 100.0
     late = ts.dropped_late_iterations
-    whose = (f"; {late:,} of them while the load driver ran more than 1 ms behind its schedule, so its own clients "
-             "may have been busy only because it was late: those are at least partly the load driver's, not the "
-             "cluster's (see the load driver's rows)" if late else "")
+    whose = (f"; at least {late:,} of them were the load driver's, not the cluster's: due while one of its clients "
+             "was still free, which took an earlier iteration only after they were due because the driver ran "
+             "behind its schedule (see the load driver's rows)" if late else "")
     return (f"Task '{ts.task}' dropped {ts.dropped_iterations:,} of its {ts.scheduled_iterations:,} scheduled "
             f"iterations ({share:.2f} %): no client was free when they were due, so they were never sent; its "
             f"throughput is what was sent, below the rate asked for{whose}. Raise max-clients or lower the rate.")

@@ -90,8 +90,8 @@ class TaskSummary(BaseModel):
     # found no client free and were never sent. 0 for a closed-loop task.
     scheduled_iterations: int = 0
     dropped_iterations: int = 0
-    # Of dropped_iterations: those dropped while the load driver ran behind its schedule (its loop late), which
-    # may be the driver's doing rather than the cluster's.
+    # Of dropped_iterations, at least those that were the load driver's: due while a client was still free that
+    # took an earlier iteration only after they were due (the driver behind its schedule).
     dropped_late_iterations: int = 0
 
 
