@@ -92,3 +92,12 @@ def test_the_cli_refuses_a_bad_rate_in_one_line_and_a_non_zero_exit(tmp_path, ca
 def test_a_track_cannot_register_a_scheduler_under_an_arrival_rate_name():
     with pytest.raises(ConfigError, match="built into bench"):
         register_scheduler("constant-arrival-rate", lambda task, rate: None)  # type: ignore[arg-type,return-value]
+
+
+def test_test_mode_keeps_the_rate_and_cuts_the_stages_to_ten_seconds(tmp_path):
+    track = _track(tmp_path, schedule="ramping-arrival-rate", **{
+        "pre-allocated-clients": 2, "warmup-time-period": 5,
+        "stages": [{"target": 100, "duration": "8s"}, {"target": 100, "duration": "1m"}]})
+    t = load_track(track, {}, test_mode=True).challenges[0].tasks()[0]
+    assert t.arrival is not None and t.warmup_time_period == 0
+    assert t.arrival.segments(0.0, None) == [(8.0, 0.0, 100.0), (2.0, 100.0, 100.0)]
