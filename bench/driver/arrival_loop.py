@@ -116,7 +116,7 @@ class _Dispatch:
 async def _wait(stopped: asyncio.Future[Any], seconds: float) -> bool:
     """Sleep ``seconds``; True when the step was stopped."""
     if seconds < _SHORT_WAIT:
-        await asyncio.sleep(max(0.0, seconds))
+        await asyncio.sleep(seconds)
     elif not stopped.done():
         await asyncio.wait((stopped,), timeout=seconds)
     return stopped.done()
@@ -143,11 +143,15 @@ async def run_arrivals(task: Task, slots: list[Slot], ctx: Context, start_at: fl
         for off in due_offsets(segments, arrival.distribution, task.clients, [s.client_id for s in slots],
                                seed=task.name):
             due = start_at + off
-            # Also when it is already due: the loop runs what waits (answers) before the iteration looks for a
-            # free client, so a dispatcher that fell behind sends late rather than drops for clients that got
-            # their iteration in the same burst and never ran.
-            if await _wait(stopped, due - time.monotonic()) or stop.is_set():
+            # Iterations already due go out in one turn of the loop (a dispatcher behind its schedule catches up
+            # without a turn each); one finding no client free lets the loop run once first (answers in).
+            wait = due - time.monotonic()
+            if (wait > 0 and await _wait(stopped, wait)) or stop.is_set():
                 break
+            if not free:
+                await asyncio.sleep(0)
+                if stop.is_set():
+                    break
             if d.error is not None:
                 raise d.error
             if d.exhausted:
