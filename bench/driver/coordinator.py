@@ -20,9 +20,11 @@ from typing import Any, assert_never
 import psutil
 
 from bench.driver import loop_load
+from bench.driver.arrival_counts import arrival_rows
 from bench.driver.bulk.shard_lookup import with_shard_tables
 from bench.driver.bulk.step_corpora import StepCorpora, step_corpora
 from bench.driver.messages import (
+    Arrivals,
     Cancel,
     Cancelled,
     EndStep,
@@ -183,6 +185,8 @@ class _StepRun:
                     self.stop_all()
             case TaskDone(wid=wid, task=name):
                 self._task_done(wid, name)
+            case Arrivals():
+                co.driver_rows.extend(arrival_rows(msg, self.no))
             case Failure(message=text):
                 self.failure = self.failure or text
                 self.stop_all()

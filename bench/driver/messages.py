@@ -158,6 +158,19 @@ class Cancelled:
 
 
 @dataclass(frozen=True, slots=True)
+class Arrivals:
+    """The worker's dispatcher of arrival-rate ``task`` is done: of the iterations due in its measured part,
+    ``scheduled`` were due and ``dropped`` found none of its clients free (sent before its ``TaskDone``)."""
+
+    wid: int
+    task: str
+    operation_type: str
+    scheduled: int
+    dropped: int
+    dropped_late: int = 0  # of dropped: the load driver's (see ``bench.driver.arrival_loop.ArrivalCount``)
+
+
+@dataclass(frozen=True, slots=True)
 class StepDone:
     """The worker finished the step (whatever happened): last message of a step. ``load``: how busy its event
     loop was from the step's start to its end (None when the step never started)."""
@@ -166,4 +179,4 @@ class StepDone:
     load: LoopLoad | None = None
 
 
-Message = Ready | Samples | TaskDone | Failure | WorkerError | Cancelled | StepDone
+Message = Ready | Samples | TaskDone | Arrivals | Failure | WorkerError | Cancelled | StepDone

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+from bench.track.arrival import SCHEDULES
 from bench.track.model import Task
 from bench.util.errors import ConfigError, TrackError
 
@@ -63,6 +64,8 @@ class _Poisson:
 
 
 BUILTIN = ("deterministic", "poisson")
+# Open-model schedules: not a client's pacer but the worker's dispatcher (bench.driver.arrival_loop) runs them.
+ARRIVAL = SCHEDULES
 _lock = threading.Lock()
 _SCHEDULERS: dict[str, SchedulerFactory] = {}
 
@@ -70,7 +73,7 @@ _SCHEDULERS: dict[str, SchedulerFactory] = {}
 def register_scheduler(name: str, factory: SchedulerFactory) -> None:
     """Make ``"schedule": name`` usable in tracks. A built-in name, or a name already taken by another factory,
     is a ConfigError (which scheduler a race uses must not depend on load order)."""
-    if name in BUILTIN:
+    if name in BUILTIN or name in ARRIVAL:
         raise ConfigError(f"scheduler '{name}' is built into bench and cannot be registered again")
     with _lock:
         old = _SCHEDULERS.get(name)
@@ -80,11 +83,11 @@ def register_scheduler(name: str, factory: SchedulerFactory) -> None:
 
 
 def scheduler_names() -> list[str]:
-    return [*BUILTIN, *sorted(_SCHEDULERS)]
+    return [*BUILTIN, *ARRIVAL, *sorted(_SCHEDULERS)]
 
 
 def has_scheduler(name: str) -> bool:
-    return name in BUILTIN or name in _SCHEDULERS
+    return name in BUILTIN or name in ARRIVAL or name in _SCHEDULERS
 
 
 def _make(task: Task, name: str, rate: float | None, seed: Any) -> Scheduler:
@@ -95,6 +98,9 @@ def _make(task: Task, name: str, rate: float | None, seed: Any) -> Scheduler:
         assert rate is not None
         return _Poisson(rate, random.Random(seed))
     factory = _SCHEDULERS.get(name)
+    if name in ARRIVAL:  # a client loop must never pace an open-model task as if it were a closed one
+        raise TrackError(f"task '{task.name}': schedule '{name}' is run by the worker's dispatcher, not a client's "
+                         "pacer")
     if factory is None:
         raise TrackError(f"task '{task.name}': unknown schedule '{name}': use one of {', '.join(scheduler_names())}")
     return factory(task, rate)

@@ -18,10 +18,12 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from bench.driver.arrival_loop import Slot, run_arrivals
 from bench.driver.bulk.step_corpora import CorporaPrepared, prepare_step_documents
 from bench.driver.client_loop import run_client
 from bench.driver.loop_load import LoopLoad, LoopProbe
 from bench.driver.messages import (
+    Arrivals,
     Cancel,
     Cancelled,
     Command,
@@ -387,6 +389,31 @@ class _StepClients:
         await self.cancel.wait()
         self.cancel_clients()
 
+    async def arrivals(self, jobs: list[Job], start_at: float) -> None:
+        """An arrival-rate task's clients on this worker, run by one dispatcher (``bench.driver.arrival_loop``)."""
+        task = jobs[0][0]
+        slots = [Slot(client_id, runner, source) for _, client_id, runner, source, _ in jobs]
+        try:
+            count = await run_arrivals(task, slots, self.ctx, start_at, self.buffer.append, self.stop,
+                                       self.on_failure, on_cancel=self.count_cancelled)
+        except asyncio.CancelledError:
+            if not self.cancel.is_set():
+                raise
+            return
+        self.results.put(Arrivals(self.wid, count.task, count.operation_type, count.scheduled, count.dropped,
+                                  count.dropped_late))
+
+    def start(self, jobs: list[Job], start_at: float) -> None:
+        """A task of its own per closed-loop client; one per arrival-rate task."""
+        open_model: dict[str, list[Job]] = {}
+        for job in jobs:
+            if job[0].arrival is not None:
+                open_model.setdefault(job[0].name, []).append(job)
+            else:
+                self.by_task.setdefault(job[0].name, []).append(asyncio.create_task(self.one(job, start_at)))
+        for name, js in open_model.items():
+            self.by_task[name] = [asyncio.create_task(self.arrivals(js, start_at))]
+
     async def watch(self, name: str, ts: list[asyncio.Task[None]]) -> None:
         await asyncio.gather(*ts)
         self.flush()
@@ -396,8 +423,7 @@ class _StepClients:
         plan = self.plan
         probe = LoopProbe(len(plan.clients), tuple(dict.fromkeys(plan.tasks[ti].name for ti, _ in plan.clients)))
         probe.start()
-        for job in jobs:
-            self.by_task.setdefault(job[0].name, []).append(asyncio.create_task(self.one(job, start_at)))
+        self.start(jobs, start_at)
         fl = asyncio.create_task(self.flusher())
         cn = asyncio.create_task(self.canceller())
         watchers = _routing_watchers(jobs, https, plan.targets, plan.default_cluster)

@@ -13,6 +13,7 @@ from bench.api import ObjectiveResult
 from bench.driver.samples import RequestSample
 from bench.redline.objective import RedlineSpec
 from bench.results.stats import normalize_frame, request_failed
+from bench.track.arrival import CONSTANT
 from bench.track.model import Task
 
 
@@ -50,6 +51,12 @@ def step_task(task: Task, target: float, step: int, spec: RedlineSpec) -> Task:
     params = dict(task.operation.params)
     if task.operation.operation_type == "bulk":
         params["looped"] = True
+    if task.arrival is not None:  # an arrival-rate task stays one: each step at the step's rate, no ramp needed
+        arrival = task.arrival.model_copy(update={"kind": CONSTANT, "rate": target, "stages": [], "start_rate": 0.0})
+        return Task.model_validate({**task.model_dump(by_alias=False), **{
+            "name": step_name(task.name, step), "schedule": CONSTANT, "arrival": arrival,
+            "warmup_time_period": spec.warmup_s, "time_period": spec.measure_s,
+            "operation": task.operation.model_copy(update={"params": params})}})
     ramp = task.clients / target
     return Task.model_validate({**task.model_dump(by_alias=False), **{
         "name": step_name(task.name, step), "target_throughput": target, "throughput_unit": "ops/s",

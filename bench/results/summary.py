@@ -86,9 +86,13 @@ class TaskSummary(BaseModel):
     # How long after its due time each request was sent (latency - service time), percentile -> ms: how far behind
     # its schedule a paced task fell. Empty when no request was sent SCHEDULE_LAG_SHOWN_MS late (unpaced tasks).
     schedule_lag: dict[float, float] = {}
-    # Arrival-rate schedules: iterations due, and those dropped because no client was free (0: not such a task).
-    dropped_iterations: int = 0
+    # Arrival-rate tasks (bench.results.dropped): the iterations due in the measured part, and of them those that
+    # found no client free and were never sent. 0 for a closed-loop task.
     scheduled_iterations: int = 0
+    dropped_iterations: int = 0
+    # Of dropped_iterations, at least those that were the load driver's: due while a client was still free that
+    # took an earlier iteration only after they were due (the driver behind its schedule).
+    dropped_late_iterations: int = 0
 
 
 class Summary(BaseModel):
@@ -256,6 +260,11 @@ def task_rows(t: TaskSummary) -> list[MetricRow]:
         rows.append(MetricRow(metric="error rate", task=t.task, value=t.error_rate * 100.0, unit="%"))
     if t.failed_requests:
         rows.append(MetricRow(metric="failed requests", task=t.task, value=t.failed_requests, unit=""))
+    if t.scheduled_iterations:
+        rows += [MetricRow(metric="scheduled iterations", task=t.task, value=t.scheduled_iterations, unit=""),
+                 MetricRow(metric="dropped iterations", task=t.task, value=t.dropped_iterations, unit=""),
+                 MetricRow(metric="dropped iterations (driver late)", task=t.task,
+                           value=t.dropped_late_iterations, unit="")]
     rows += [MetricRow(metric=name, task=t.task, value=t.k6[key], unit=unit) for key, name, unit in K6_ROWS
              if key in t.k6]
     return rows

@@ -33,6 +33,10 @@ def _g(v: float | None, unit: str = "") -> str:
 
 
 def _throughput(t: Task) -> str:
+    if t.arrival is not None:  # an open model: the rate iterations start at, whatever the answers do
+        if t.arrival.kind == "constant-arrival-rate":
+            return f"{t.arrival.rate:g} it/s arriving"
+        return f"up to {max(t.arrival.start_rate, *(s.target for s in t.arrival.stages)):g} it/s arriving"
     if t.target_interval is not None:
         return f"1 per {t.target_interval:g} s"
     if t.target_throughput is None:
@@ -52,6 +56,8 @@ def _warmup(t: Task) -> str:
 
 
 def _measure(t: Task) -> str:
+    if t.arrival is not None and t.time_period is None:
+        return f"{t.arrival.duration(0.0, None):g} s of stages"
     if t.iterations is not None:
         return f"{t.iterations} it"
     if t.time_period is not None:

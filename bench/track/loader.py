@@ -19,7 +19,7 @@ import re
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import jinja2
 from pydantic import BaseModel, ValidationError
@@ -28,8 +28,8 @@ from bench.driver.param_types import as_bool, as_float
 from bench.driver.runners.core import CORE_RUNNERS
 from bench.driver.runners.request_options import check_assertions
 from bench.driver.schedule import OPS, has_scheduler, scheduler_names
+from bench.track import arrival, legacy, notices, osb_workload, rally_helpers
 from bench.track import dependencies as track_dependencies
-from bench.track import legacy, notices, osb_workload, rally_helpers
 from bench.track import plugins as track_plugins
 from bench.track import processors as track_processors
 from bench.track.formats import OSB, SPEC_FILES, format_at
@@ -58,7 +58,7 @@ PARALLEL_DEFAULTS = (
 )
 # run-on-serverless only filters tasks on serverless clusters, which bench never targets: every task runs, as in Rally.
 _TASK_KEYS = {"name", "operation", *PARALLEL_DEFAULTS, "schedule", "ignore-response-error-level", "tags", "meta",
-              "include-in-reporting", "run-on-serverless"}
+              "include-in-reporting", "run-on-serverless", *arrival.KEYS}
 
 
 class TrackListing(BaseModel):
@@ -376,6 +376,7 @@ def _task(spec: Any, defaults: dict[str, Any], ops: dict[str, Operation], file: 
     data.setdefault("name", op.name)
     if "target-throughput" in data:
         data["target-throughput"], data["throughput-unit"] = _throughput(data["target-throughput"], file, where)
+    _arrival_rate(data, file, where)
     if "include-in-reporting" not in data and "include-in-reporting" in op.params:
         data["include-in-reporting"] = op.params["include-in-reporting"]
     if "include-in-reporting" in data:
@@ -388,6 +389,26 @@ def _task(spec: Any, defaults: dict[str, Any], ops: dict[str, Operation], file: 
     task = _validate(Task, data, file, where)
     task.problem = _task_problem(task, challenge, file)
     return task
+
+
+def _arrival_rate(data: dict[str, Any], file: Path, where: str) -> None:
+    """An arrival-rate task's keys become its ``arrival`` (its clients: max-clients); another task with one of
+    them is refused, as is a bad value: one line naming the file, the task and the field."""
+    name = data.get("name")
+
+    def fail(field: str, why: str) -> NoReturn:
+        raise TrackError(f"{file}: {where} (task '{name}'): {field} {why}")
+
+    if data.get("schedule") not in arrival.SCHEDULES:
+        for key in arrival.KEYS:
+            if key in data:
+                fail(key, f"applies only to schedule {' or '.join(arrival.SCHEDULES)} (this task's schedule is "
+                          f"{data.get('schedule') or 'deterministic'}): remove it or set the schedule")
+        return
+    rate = arrival.parse(data, fail)
+    for key in (*arrival.KEYS, "pre-allocated-clients"):
+        data.pop(key, None)
+    data["clients"], data["arrival"] = rate.max_clients, rate
 
 
 def _schedule(steps: Any, ops: dict[str, Operation], file: Path, where: str, challenge: str) -> list[Task | Parallel]:

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bench.track.arrival import ArrivalRate
+
 
 def _hyphen(name: str) -> str:
     return name.replace("_", "-")
@@ -184,8 +186,10 @@ class Task(_RallyModel):
     target_throughput: float | None = Field(default=None, gt=0)
     throughput_unit: str = "ops/s"
     target_interval: float | None = Field(default=None, gt=0)
-    # deterministic, poisson, or a scheduler the track's track.py registers (checked when the track loads)
+    # deterministic, poisson, or a scheduler the track's track.py registers (checked when the track loads);
+    # constant-arrival-rate or ramping-arrival-rate: an open model, its parameters in ``arrival``
     schedule: str | None = None
+    arrival: ArrivalRate | None = None
     ignore_response_error_level: Literal["non-fatal"] | None = None
     tags: list[str] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict)
@@ -226,6 +230,19 @@ class Task(_RallyModel):
             if self.time_period < self.ramp_down_time_period:
                 raise ValueError(f"task '{self.name}': time-period ({self.time_period:g} s) must be at least the "
                                  f"ramp-down-time-period ({self.ramp_down_time_period:g} s)")
+        return self
+
+    @model_validator(mode="after")
+    def _open_model_is_not_paced_as_closed(self) -> "Task":
+        # Whatever builds the task (the loader, a redline step, an extension): a closed-loop target beside an
+        # arrival rate would be silently ignored by the worker's dispatcher.
+        if self.arrival is not None:
+            given = [k for k, v in (("target-throughput", self.target_throughput),
+                                    ("target-interval", self.target_interval), ("iterations", self.iterations),
+                                    ("ramp-up-time-period", self.ramp_up_time_period)) if v is not None]
+            if given or self.schedule != self.arrival.kind:
+                raise ValueError(f"task '{self.name}': schedule '{self.arrival.kind}' cannot run with "
+                                 f"{', '.join(given) or f'schedule {self.schedule!r}'}")
         return self
 
     def stop_delay(self, client_index: int) -> float:

@@ -1,7 +1,8 @@
 """Test mode (Rally's --test-mode): shrink a track so it runs in seconds and shows that it works.
 
 1000 documents per document set, no warmup (and so no ramp-up), time periods of at most 10 s, at most one iteration per
-client, and no throttling. Waits (retry-until-success, cluster health, recovery, snapshots, async searches) end after
+client, and no throttling (an arrival-rate task keeps its rate, its stages cut to 10 s in all). Waits
+(retry-until-success, cluster health, recovery, snapshots, async searches) end after
 30 s instead of bench's 600 s unless the track sets ``retry-max-duration``: a test run that cannot get there says so
 quickly.
 """
@@ -41,6 +42,8 @@ def apply_test_mode(track: Track) -> Track:
                 task.iterations = 1
             task.target_throughput = None
             task.target_interval = None
+            if task.arrival is not None:  # an open model keeps its rate (it is the schedule) for less time
+                task.arrival = task.arrival.shortened(TEST_MODE_MAX_TIME_PERIOD)
             own = code is not None and code.runs(task.operation.operation_type)  # track code: its params as given
             if not own and "retry-max-duration" not in task.operation.params:
                 params = {**task.operation.params, "retry-max-duration": TEST_MODE_MAX_WAIT}

@@ -38,6 +38,17 @@ def driver_loop_enricher(summary: Summary | None, trials: TrialReader, trial_id:
                                 [*busy_notes(section), *schedule_notes(section, summary.tasks)])
 
 
+def dropped_enricher(summary: Summary | None, trials: TrialReader, trial_id: str) -> Summary | None:
+    """The core's counts of arrival-rate tasks (``bench.results.dropped``): scheduled and dropped iterations on
+    their task summaries, a note for each that dropped any. Idempotent: it runs again on a stored summary."""
+    from bench.results.dropped import arrival_counts, with_arrivals
+
+    counts = arrival_counts(trials.telemetry(trial_id))
+    if not counts:
+        return summary
+    return with_arrivals(summary if summary is not None else Summary(), counts)
+
+
 def vector_recall_enricher(summary: Summary | None, trials: TrialReader, trial_id: str) -> Summary | None:
     """The core's recall section of vector searches (``bench.results.vector_recall``), when any sample has one."""
     from bench.results.vector_recall import SECTION, recall_section
@@ -49,12 +60,14 @@ def vector_recall_enricher(summary: Summary | None, trials: TrialReader, trial_i
 
 
 def _register_core_sections() -> None:
-    """The core's own stored sections: the load driver's event loop, vector search recall, thresholds."""
-    from bench.results import thresholds, vector_recall
+    """The core's own stored sections: the load driver's event loop, dropped iterations, vector search recall,
+    thresholds."""
+    from bench.results import dropped, thresholds, vector_recall
     from bench.results.driver_loop import SECTION, section_rows
     from bench.results.sections import register_section
 
     register_enricher(SECTION, driver_loop_enricher)
+    register_enricher(dropped.SECTION, dropped_enricher)
     register_section(SECTION, rows=section_rows, title="Load driver", order=14)
     register_enricher(vector_recall.SECTION, vector_recall_enricher)
     # The thresholds' verdicts: their own table in every report format (bench.results.threshold_report), no rows.
