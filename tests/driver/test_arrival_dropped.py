@@ -1,6 +1,7 @@
 """Arrival-rate tasks against a null sink of known capacity (clients / its answer delay): above it, the iterations
 that found no client free are dropped and counted, as many as the schedule had beyond the capacity; below it,
-none is; every report format shows the counts."""
+none is; every report format shows the counts, and a ``*:dropped<1%`` threshold judges them (fails above, holds
+below)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import json
 import pytest
 
 from bench.cli import main
+from bench.results.exit_status import EXIT_OK, EXIT_THRESHOLD
 from bench.results.report import FORMATS, render_summary
+from bench.results.thresholds import results_of
 from bench.trials.sqlite import TrialStore
 from bench.trials.summary import stored_summary
 from benchmarks.nullsink import running
@@ -27,12 +30,13 @@ def slow_sink():
         yield url
 
 
-def _race(tmp_path, sink: str, rate: float, workers: int = 1):
+def _race(tmp_path, sink: str, rate: float, workers: int = 1, rc: int = EXIT_OK):
     track = write_track(tmp_path / "t", [{
         "operation": {"name": "q", "operation-type": "search", "index": "logs", "body": {"query": {"match_all": {}}}},
         "schedule": "constant-arrival-rate", "rate": rate, "pre-allocated-clients": CLIENTS,
         "warmup-time-period": 1, "time-period": SECONDS}], indices=[{"name": "logs"}])
-    assert race(f"--track-path={track}", f"--target-hosts={sink}", f"--worker-processes={workers}") == 0
+    assert race(f"--track-path={track}", f"--target-hosts={sink}", f"--worker-processes={workers}",
+                "--threshold=*:dropped<1%") == rc
     with TrialStore() as store:
         trial = only_trial(store)
         summary = stored_summary(store, trial.id)
@@ -43,7 +47,7 @@ def _race(tmp_path, sink: str, rate: float, workers: int = 1):
 
 def test_a_rate_above_the_sinks_capacity_drops_what_the_clients_could_not_send(tmp_path, slow_sink):
     rate = 4 * CAPACITY  # 320/s: a client is free again every 50 ms, an iteration is due every ~3 ms
-    trial_id, summary, measured = _race(tmp_path, slow_sink, rate)
+    trial_id, summary, measured = _race(tmp_path, slow_sink, rate, rc=EXIT_THRESHOLD)
     ts = summary.tasks[0]
     assert ts.scheduled_iterations == pytest.approx(rate * SECONDS, abs=2)
     expected = ts.scheduled_iterations - CAPACITY * SECONDS
@@ -51,6 +55,9 @@ def test_a_rate_above_the_sinks_capacity_drops_what_the_clients_could_not_send(t
     # every measured iteration was either sent (a sample) or dropped, never both, never lost
     assert len(measured) + ts.dropped_iterations == ts.scheduled_iterations
     assert measured["success"].all()
+    [verdict] = results_of(summary)
+    assert verdict.result == "failed" and verdict.value == pytest.approx(ts.dropped_iterations
+                                                                        / ts.scheduled_iterations), verdict
     note = next(n for n in summary.notes if "dropped" in n)
     assert note.startswith(f"Task 'q' dropped {ts.dropped_iterations:,} of its {ts.scheduled_iterations:,} "
                            "scheduled iterations")
@@ -72,6 +79,7 @@ def test_a_rate_below_the_capacity_drops_nothing_and_goes_out_on_time(tmp_path, 
     ts = summary.tasks[0]
     assert ts.scheduled_iterations == pytest.approx(rate * SECONDS, abs=2)
     assert ts.dropped_iterations == 0 and len(measured) == ts.scheduled_iterations
+    assert [(v.result, v.value) for v in results_of(summary)] == [("passed", 0.0)]
     assert not any("dropped" in n for n in summary.notes)
     # evenly spaced due times, 25 ms apart: not a burst of every client at once (each worker process derives wall
     # times from its own clock reading, a few µs apart)
