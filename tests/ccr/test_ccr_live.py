@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench.ccr.engine import FollowerProgress, NoStats, OpenSearchReplication
+from bench.ccr.section import SECTION, CcrSection
 from bench.ccr.sync import leader_targets, wait_for_sync
 from bench.cli import main
 from bench.driver.runners.core import Context
@@ -27,6 +28,7 @@ from bench.results.summary import status_label
 from bench.telemetry.ccr_stats import CcrStats
 from bench.telemetry.device import TelemetryContext
 from bench.trials.sqlite import TrialStore
+from bench.util.home import trials_dir
 from tests.support.ccr_pair import (
     PLUGIN_ENV,
     CcrPairInfo,
@@ -157,8 +159,11 @@ def test_race_reports_the_catch_up_time_of_a_real_sync(os_ccr_pair: CcrPairInfo,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     track = write_ccr_track(tmp_path / "track")
     os_ccr_pair.fresh("race-synced")
-    # a lag threshold on the real pair rides along: judged on the CCR section's own value (none measured: exit 4)
-    rc, out, rows = _race(os_ccr_pair, track, "index:race-synced", capsys, "--threshold", "ccr:lag_max<600s")
+    # Riding along on the same race: a lag threshold (judged on the CCR section's own value; none measured: exit 4),
+    # the live page with the followers' lag, and the report's lag per interval.
+    page = tmp_path / "live.html"
+    rc, out, rows = _race(os_ccr_pair, track, "index:race-synced", capsys, "--threshold", "ccr:lag_max<600s",
+                          f"--live-html={page}")
     try:
         assert rc == 0, out
         [lag] = json.loads(out[out.index("{"):out.rindex("}") + 1])["thresholds"]
@@ -171,10 +176,46 @@ def test_race_reports_the_catch_up_time_of_a_real_sync(os_ccr_pair: CcrPairInfo,
         with TrialStore() as store:
             [trial] = store.list_trials(1)
         assert trial.status == "complete"
+        _live_page_shows_the_followers_lag(trial.id, "race-synced", page)
+        _report_has_the_lag_per_interval(trial.id, "race-synced", capsys)
         print(f"\nrace catch-up time {catch_up:,.0f} ms, max lag {rows[('Max CCR lag', 'follower/race-synced')]:.0f} "
               f"ops")
     finally:
         os_ccr_pair.stop_replication("race-synced")
+
+
+def _live_page_shows_the_followers_lag(trial_id: str, index: str, page: Path) -> None:
+    """The ccr-stats device's samples reached the live page through the registered live-rows source, one line per
+    follower, its lag over time, kept with the trial."""
+    with TrialStore() as store:
+        lag = store.telemetry(trial_id)
+    record = json.loads((trials_dir() / trial_id / "live" / "live.json").read_text())
+    points = record["extras"]["Follower lag"][f"follower/{index}"]
+    measured = [p["values"]["lag ops"] for p in points if p["values"]["lag ops"] is not None]
+    assert measured, points
+    # every lag the page drew is one the device stored for that follower (never a made-up 0)
+    stored = set(lag[(lag["device"] == "ccr-stats") & (lag["node"] == index) & (lag["metric"] == "lag_ops")]["value"])
+    assert set(measured) <= stored, (measured, stored)
+    html = page.read_text()
+    assert "Follower lag: lag ops" in html and f'data-extra="follower/{index}"' in html
+
+
+def _report_has_the_lag_per_interval(trial_id: str, index: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The markdown report shows the follower's lag time per interval, and its windows add up to the run's lag rows."""
+    capsys.readouterr()
+    assert main(["report", trial_id]) == 0
+    text = capsys.readouterr().out
+    title = next(line for line in text.splitlines() if line.startswith("## CCR lag time per interval of "))
+    assert title.endswith(f": follower/{index}")
+    table = text[text.index(title):].split("\n\n")[1].splitlines()
+    assert table[0].split("|")[1].strip() == "From" and len(table) == 2 + 10  # header, rule, ten intervals
+    with TrialStore() as store:
+        summary = store.summary(trial_id)
+    assert summary is not None
+    [f] = [f for f in CcrSection.model_validate(summary.sections[SECTION]).followers if f.index == index]
+    ws = f.lag_over_time
+    assert sum(w.samples for w in ws) == f.lag_samples > 3  # every sample with a known lag is in a window
+    assert max(w.max for w in ws if w.max is not None) == f.lag_s_max
 
 
 @pytest.mark.timeout(600)
