@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from bench.trials.sqlite import TrialStore
-from benchmarks.nullsink import free_port, start_in_background
+from benchmarks.nullsink import running
 from tests.race.test_race import write_track
 
 TMUX = shutil.which("tmux")
@@ -33,12 +33,8 @@ DELAY = 0.02  # the sink's answers: every latency is at least this
 
 @pytest.fixture
 def delayed_sink():
-    port = free_port()
-    procs = start_in_background(port, delay=DELAY)
-    yield f"127.0.0.1:{port}"
-    for p in procs:
-        p.terminate()
-        p.join(10)
+    with running(delay=DELAY) as sink:
+        yield sink
 
 
 def _track(root: Path, seconds: int) -> Path:

@@ -11,7 +11,7 @@ from bench import extensions
 from bench.redline.redline_extension import setup as redline_setup
 from bench.redline.section import SECTION, RedlineSection
 from bench.trials.sqlite import TrialStore
-from benchmarks.nullsink import free_port, start_in_background
+from benchmarks.nullsink import running
 from tests.race.test_race import only_trial, race, write_track
 
 CLIENTS = 4
@@ -25,12 +25,8 @@ def _redline_extension():
 
 @pytest.fixture(scope="module")
 def slow_sink():
-    port = free_port()
-    procs = start_in_background(port, delay=DELAY)
-    yield f"127.0.0.1:{port}"
-    for p in procs:
-        p.terminate()
-        p.join(10)
+    with running(delay=DELAY) as sink:
+        yield sink
 
 
 def _track(tmp_path, clients: int = CLIENTS):
