@@ -179,10 +179,14 @@ def trial_links(info: TrialInfo) -> list[dict[str, Any]]:
 
 
 def _configured(link: dict[str, Any]) -> str:
-    """``follower->leader over bench's emulated link (rtt 50 ms, rate unlimited)``: what the race asked for."""
+    """``follower->leader over bench's emulated link (rtt 50 ms, rate unlimited)``: what the race asked for; a
+    cloud's link, which nothing shapes, with what bench measured of it."""
     name = f"{link.get('from')}->{link.get('to')}"
     if link.get("kind") == "emulated":
         return f"{name} over bench's emulated link (rtt {link.get('rtt_ms', 0):g} ms, rate {link.get('rate')})"
+    m = link.get("measured")
+    if link.get("kind") == "measured" and isinstance(m, dict):
+        return f"{name} over the network between their hosts (measured before the race: {_measured([link])})"
     return f"{name} over the real network"
 
 
