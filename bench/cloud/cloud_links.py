@@ -1,8 +1,10 @@
 """A cloud topology's links: every remote-cluster connection (a CCR follower to its leader) is the real network
 between the hosts, measured before the race from a host of the connecting cluster, and stored as a fact.
 
-Round trip: ``link_probe.py``'s answer probe (an HTTP line to the leader's transport port, first byte back),
-median of several, run on the follower's first node host with ``python3 -c`` (node hosts have no bench).
+Round trip: ``link_probe.py``'s connect probe (the TCP handshake with the leader's transport port: with no proxy
+between, one round trip of the network), median of several, run on the follower's first node host with
+``python3 -c`` (node hosts have no bench). Not the answer probe bench uses through its own proxy: a transport port
+with TLS (the security mixin) closes a plain-text line without answering.
 Throughput: a timed transfer from the leader's first node host to a sink on the follower's, in the direction
 CCR's data flows, on a port next to the follower's transport port (the topology's security group opens
 transport_port..transport_port+100 between its machines)."""
@@ -60,10 +62,10 @@ def _json(host: RemoteHost, args: list[str], what: str) -> Any:
 
 
 def measure_rtt_from(host: RemoteHost, address: str, samples: int = SAMPLES) -> LinkMeasurement:
-    values = _json(host, ["rtt", address, str(samples)], f"the round trip to {address}")
+    values = _json(host, ["rtt", address, str(samples), "connect"], f"the round trip to {address}")
     return LinkMeasurement(rtt_ms=statistics.median(values), rtt_min_ms=min(values),
                            rtt_samples_ms=[round(v, 3) for v in values],
-                           rtt_method=f"answer round trip on the transport port from {host.host}, median of {samples}")
+                           rtt_method=f"TCP connect to the transport port from {host.host}, median of {samples}")
 
 
 def measure_transfer(sender: RemoteHost, receiver: RemoteHost, receiver_ip: str, ports: tuple[int, int],

@@ -1,7 +1,8 @@
 """The probes of a link, standard library only: bench runs this file's text with ``python3 -c`` on a cloud
 host that has no bench installed (a node host), and imports it here (``link_measure.py``).
 
-``rtt ADDRESS SAMPLES``: round trips to a transport port (an HTTP line sent, first byte of the answer timed).
+``rtt ADDRESS SAMPLES [answer|connect]``: round trips to a transport port: ``answer`` sends an HTTP line and times
+the first byte of the answer; ``connect`` times the TCP handshake.
 ``sink PORT_LO PORT_HI BYTES``: listen on the first free port of the range, print it, take one connection and
 print, as JSON, the bytes received and the time from the first byte to the last. ``send ADDRESS BYTES``: send
 that many bytes. Each prints one line of JSON; a failure exits non-zero with one line on stderr."""
@@ -80,7 +81,8 @@ def send(address: str, total: int, timeout: float = 120.0) -> dict[str, int]:
 def main(argv: list[str]) -> int:
     try:
         if argv[0] == "rtt":
-            out: object = [answer_rtt_ms(argv[1]) for _ in range(int(argv[2]))]
+            probe = connect_rtt_ms if argv[3:] == ["connect"] else answer_rtt_ms
+            out: object = [probe(argv[1]) for _ in range(int(argv[2]))]
         elif argv[0] == "sink":
             out = sink(int(argv[1]), int(argv[2]), int(argv[3]))
         else:

@@ -221,11 +221,13 @@ def _measure_links(dep: lifecycle.Deployment, hosts: dict[str, RemoteHost],
     console.print(f"measuring the link{'s' if len(pairs) > 1 else ''} "
                   f"{', '.join(f'{a}->{b}' for a, b in pairs)} from the clusters' hosts ...", highlight=False)
     ips = {c.name: r.private_ip or "" for c in dep.topology.clusters for r in dep.instances("node", c.name)[:1]}
+    began = time.monotonic()
     facts = measure_links(dep.topology, ips, hosts)
     for fact in (f for fs in facts.values() for f in fs):
         m = fact["measured"]
         console.print(f"link {fact['from']}->{fact['to']}: round trip {m['rtt_ms']:.2f} ms, "
                       f"{m['throughput_bps'] / 1e6:.1f} Mbit/s", highlight=False)
+    console.print(f"links measured in {time.monotonic() - began:.1f} s", highlight=False)
     return facts
 
 

@@ -142,8 +142,10 @@ def _where(info: TrialInfo) -> tuple[str, str]:
     unknown = [str(c.get("name")) for c in info.clusters if not isinstance(c.get("host"), dict)]
     ids = {c["host"].get("machine_id") or c["host"].get("hostname") for c in hosted}
     if not hosted:
+        links = trial_links(info)
         return "", (f"{', '.join(names) or 'the cluster'} not started by bench (host not recorded); the load driver "
-                    f"on {m.get('hostname', '?')} ({m.get('cpu_count', '?')} CPUs{_gib(m.get('memory_bytes'))})")
+                    f"on {m.get('hostname', '?')} ({m.get('cpu_count', '?')} CPUs{_gib(m.get('memory_bytes'))})"
+                    + ("; " + ", ".join(_configured(k) for k in links) if links else ""))
     subject = ""
     if ids == {driver_id} and not unknown:
         subject = f"{', '.join(names)} and the load driver"
