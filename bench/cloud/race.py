@@ -193,14 +193,9 @@ def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[Dri
     local_dir = trials_dir() / dep.trial_id
     snapshot = head.fetch_trial(remote_id, local_dir)
     provider = dep.topology.provider
-    clusters = [{"name": c.name, "provider": provider, "nodes": c.nodes, "engine": c.engine,
-                 "version": c.version, "hosts": dep.http_hosts(c.name), "car": "+".join(c.car),
-                 **({"car_params": c.car_params} if c.car_params else {}),
-                 "instance_type": c.instance_type.get(provider),
-                 "instances": [r.name for r in dep.instances("node", c.name)],
-                 **({"links": links[c.name]} if c.name in links else {})} for c in dep.topology.clusters]
     with TrialStore() as store:
-        import_trial(store, snapshot, remote_id, as_id=dep.trial_id, updates={"clusters": clusters})
+        import_trial(store, snapshot, remote_id, as_id=dep.trial_id,
+                     updates={"clusters": cluster_facts(dep, links)})
         # The driver host's own facts stay; its instance type is what the placement line names.
         machine = store.get_trial(dep.trial_id).machine
         drivers = [d.instance_type.get(provider) for d in dep.topology.drivers for _ in range(d.count)]
@@ -211,6 +206,17 @@ def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[Dri
     for name, node_host in (node_log_hosts or {}).items():
         fetch_node_files(dep, name, node_host, local_dir, console)
     return dep.trial_id
+
+
+def cluster_facts(dep: lifecycle.Deployment, links: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The trial's clusters as the topology made them, each with the links it connected over."""
+    provider = dep.topology.provider
+    return [{"name": c.name, "provider": provider, "nodes": c.nodes, "engine": c.engine,
+             "version": c.version, "hosts": dep.http_hosts(c.name), "car": "+".join(c.car),
+             **({"car_params": c.car_params} if c.car_params else {}),
+             "instance_type": c.instance_type.get(provider),
+             "instances": [r.name for r in dep.instances("node", c.name)],
+             **({"links": links[c.name]} if c.name in links else {})} for c in dep.topology.clusters]
 
 
 def _measure_links(dep: lifecycle.Deployment, hosts: dict[str, RemoteHost],
