@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from bench.cloud.cloud_links import connections, probe_command
+from bench.cloud.plan import make_plan, render_plan
 from bench.cloud.topology import parse_topology
 from bench.reporting.placement import PlacedTrial, placement_line, where_text
 from bench.trials.model import TrialInfo
@@ -23,6 +24,8 @@ def test_every_remote_cluster_connection_is_measured() -> None:
         {"name": "f1", "instance_type": "c5d.large", "remote_clusters": ["leader"]},
         {"name": "f2", "instance_type": "c5d.large", "remote_clusters": ["leader", "f1"]}]})
     assert connections(topo) == [("f1", "leader"), ("f2", "leader"), ("f2", "f1")]
+    plan = render_plan(make_plan(topo, "t" * 32), topo)
+    assert "Remote clusters: f1 -> leader; f2 -> leader, f1 (each link measured before the race" in plan
 
 
 def _answering_server() -> tuple[socket.socket, threading.Thread]:
