@@ -3,7 +3,8 @@
 Round trip: through a proxy a TCP connect completes at the proxy, so bench times an application round trip
 instead: a line of HTTP sent to the transport port, which OpenSearch and Elasticsearch answer at once ("This is not
 an HTTP port"), first byte back. Without a proxy (a real network) the TCP connect time is the round trip too.
-Throughput: bytes pushed through the link (the same proxy settings) into a local sink, timed at the sink."""
+Throughput: bytes pushed through the link (the same proxy settings) into a local sink, timed at the sink.
+The probes themselves are in ``link_probe.py`` (standard library only: a cloud host runs them too)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,10 @@ import time
 
 from pydantic import BaseModel
 
+from bench.cloud.link_probe import answer_rtt_ms, connect_rtt_ms
 from bench.cloud.link_process import LinkProcess
 from bench.cloud.links import Link
 from bench.util.errors import ClusterError
-
-_PROBE = b"GET / HTTP/1.0\r\n\r\n"
 
 
 class LinkMeasurement(BaseModel):
@@ -32,28 +32,6 @@ class LinkMeasurement(BaseModel):
     rtt_method: str = ""
     throughput_bps: float | None = None
     throughput_bytes: int | None = None
-
-
-def _split(address: str) -> tuple[str, int]:
-    host, _, port = address.rpartition(":")
-    return host, int(port)
-
-
-def answer_rtt_ms(address: str, timeout: float = 10.0) -> float:
-    """One application round trip: send an HTTP line to the transport port, time the first byte of its answer."""
-    with socket.create_connection(_split(address), timeout=timeout) as s:
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        t0 = time.perf_counter()
-        s.sendall(_PROBE)
-        if not s.recv(1):
-            raise ClusterError(f"{address} closed the connection without answering the round-trip probe")
-        return (time.perf_counter() - t0) * 1000.0
-
-
-def connect_rtt_ms(address: str, timeout: float = 10.0) -> float:
-    t0 = time.perf_counter()
-    with socket.create_connection(_split(address), timeout=timeout):
-        return (time.perf_counter() - t0) * 1000.0
 
 
 def measure_rtt(address: str, samples: int = 7, method: str = "answer") -> LinkMeasurement:

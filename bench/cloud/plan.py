@@ -137,7 +137,9 @@ def render_plan(plan: Plan, topo: Topology) -> str:
     lines.append(load_driver_line(plan))
     remote = [f"{c.name} -> {', '.join(c.remote_clusters)}" for c in topo.clusters if c.remote_clusters]
     if remote:
-        lines.append("Remote clusters: " + "; ".join(remote))
+        lines.append("Remote clusters: " + "; ".join(remote) + " (each link measured before the race from the "
+                     "connecting cluster's first node over SSH: TCP connects to the transport port, 32 MiB sent on "
+                     "a port of transport_port+1..+100; node hosts need python3)")
     types = ", ".join(f"{n} x {t}" for t, n in plan.by_type().items())
     lines.append(f"{len(plan.instances)} instances ({types}); estimated {plan.instance_hours:g} instance-hours for "
                  f"{plan.hours:g} h")

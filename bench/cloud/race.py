@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from bench.cloud import lifecycle
+from bench.cloud.cloud_links import connections, measure_links
 from bench.cloud.collect import import_trial
 from bench.cloud.providers import get_provider
 from bench.cloud.race_options import driver_ini, refuse_unsent
@@ -129,11 +130,14 @@ def check_one_scheme(topo: Topology) -> None:
 def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[DriverHost], console: Console, *,
                    system_site_packages: bool = False, offline: bool = False, boot_timeout: float = 1200,
                    node_log_hosts: dict[str, RemoteHost] | None = None,
-                   ray_options: dict[str, Any] | None = None) -> str:
+                   ray_options: dict[str, Any] | None = None,
+                   link_hosts: dict[str, RemoteHost] | None = None) -> str:
     """Everything after the machines exist: install bench on the driver hosts, wait for the clusters, run the
     race on the first (with several hosts: their Ray cluster, head on the first, drives), and import its trial
     (as dep.trial_id) with driver and node logs. Returns the local trial id. ``ray_options``: RayDrivers'
-    settings (temp_dir, num_cpus, object_store_bytes)."""
+    settings (temp_dir, num_cpus, object_store_bytes). ``link_hosts``: cluster -> an SSH connection to its first
+    node's host, from which the topology's remote-cluster connections are measured before the race (stored on the
+    connecting cluster's facts); without it, nothing is measured."""
     head = hosts[0]
     ray_ips = [r.private_ip or r.public_ip or "" for r in dep.instances("driver")][:len(hosts)]
     extras = ("ray",) if len(hosts) > 1 else ()
@@ -171,6 +175,7 @@ def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[Dri
     console.print("waiting for the clusters to form ...", highlight=False)
     try:
         wait_clusters(head, dep, boot_timeout, ca_file)
+        links = _measure_links(dep, link_hosts, console) if link_hosts is not None else {}
         if len(hosts) > 1:
             ray = RayDrivers([RayHost(h, ip) for h, ip in zip(hosts, ray_ips)], **(ray_options or {}))
             console.print(f"starting a Ray cluster on the {len(hosts)} driver hosts (head {ray_ips[0]}) ...",
@@ -189,13 +194,9 @@ def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[Dri
     local_dir = trials_dir() / dep.trial_id
     snapshot = head.fetch_trial(remote_id, local_dir)
     provider = dep.topology.provider
-    clusters = [{"name": c.name, "provider": provider, "nodes": c.nodes, "engine": c.engine,
-                 "version": c.version, "hosts": dep.http_hosts(c.name), "car": "+".join(c.car),
-                 **({"car_params": c.car_params} if c.car_params else {}),
-                 "instance_type": c.instance_type.get(provider),
-                 "instances": [r.name for r in dep.instances("node", c.name)]} for c in dep.topology.clusters]
     with TrialStore() as store:
-        import_trial(store, snapshot, remote_id, as_id=dep.trial_id, updates={"clusters": clusters})
+        import_trial(store, snapshot, remote_id, as_id=dep.trial_id,
+                     updates={"clusters": cluster_facts(dep, links)})
         # The driver host's own facts stay; its instance type is what the placement line names.
         machine = store.get_trial(dep.trial_id).machine
         drivers = [d.instance_type.get(provider) for d in dep.topology.drivers for _ in range(d.count)]
@@ -206,6 +207,35 @@ def drive_on_hosts(opts: RaceOptions, dep: lifecycle.Deployment, hosts: list[Dri
     for name, node_host in (node_log_hosts or {}).items():
         fetch_node_files(dep, name, node_host, local_dir, console)
     return dep.trial_id
+
+
+def cluster_facts(dep: lifecycle.Deployment, links: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The trial's clusters as the topology made them, each with the links it connected over."""
+    provider = dep.topology.provider
+    return [{"name": c.name, "provider": provider, "nodes": c.nodes, "engine": c.engine,
+             "version": c.version, "hosts": dep.http_hosts(c.name), "car": "+".join(c.car),
+             **({"car_params": c.car_params} if c.car_params else {}),
+             "instance_type": c.instance_type.get(provider),
+             "instances": [r.name for r in dep.instances("node", c.name)],
+             **({"links": links[c.name]} if c.name in links else {})} for c in dep.topology.clusters]
+
+
+def _measure_links(dep: lifecycle.Deployment, hosts: dict[str, RemoteHost],
+                   console: Console) -> dict[str, list[dict[str, Any]]]:
+    pairs = connections(dep.topology)
+    if not pairs:
+        return {}
+    console.print(f"measuring the link{'s' if len(pairs) > 1 else ''} "
+                  f"{', '.join(f'{a}->{b}' for a, b in pairs)} from the clusters' hosts ...", highlight=False)
+    ips = {c.name: r.private_ip or "" for c in dep.topology.clusters for r in dep.instances("node", c.name)[:1]}
+    began = time.monotonic()
+    facts = measure_links(dep.topology, ips, hosts)
+    for fact in (f for fs in facts.values() for f in fs):
+        m = fact["measured"]
+        console.print(f"link {fact['from']}->{fact['to']}: round trip {m['rtt_ms']:.2f} ms, "
+                      f"{m['throughput_bps'] / 1e6:.1f} Mbit/s", highlight=False)
+    console.print(f"links measured in {time.monotonic() - began:.1f} s", highlight=False)
+    return facts
 
 
 def stop_node_command(base_dir: str, timeout: int = NODE_STOP_TIMEOUT) -> str:
@@ -287,7 +317,8 @@ def run_cloud_race(opts: RaceOptions, topo: Topology, console: Console,
                     wait_file(host, f"{lifecycle.NODE_BASE_DIR}/ready.json", "driver startup", 900)
                 nodes = {r.name: RemoteHost(r.public_ip or r.private_ip or "", topo.ssh.user, topo.ssh.private_key,
                                             topo.ssh.port, known_hosts=known_hosts) for r in dep.instances("node")}
-                drive_on_hosts(opts, dep, hosts, console, node_log_hosts=nodes)
+                firsts = {c.name: nodes[r[0].name] for c in topo.clusters if (r := dep.instances("node", c.name))}
+                drive_on_hosts(opts, dep, hosts, console, node_log_hosts=nodes, link_hosts=firsts)
     except (KeyboardInterrupt, lifecycle.CloudInterrupted):
         lifecycle.teardown(provider, trial_id, dep.resources, console)
         raise RaceInterrupted(f"cloud race {trial_id} interrupted; its machines were deleted") from None

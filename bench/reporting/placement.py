@@ -142,8 +142,10 @@ def _where(info: TrialInfo) -> tuple[str, str]:
     unknown = [str(c.get("name")) for c in info.clusters if not isinstance(c.get("host"), dict)]
     ids = {c["host"].get("machine_id") or c["host"].get("hostname") for c in hosted}
     if not hosted:
+        links = trial_links(info)
         return "", (f"{', '.join(names) or 'the cluster'} not started by bench (host not recorded); the load driver "
-                    f"on {m.get('hostname', '?')} ({m.get('cpu_count', '?')} CPUs{_gib(m.get('memory_bytes'))})")
+                    f"on {m.get('hostname', '?')} ({m.get('cpu_count', '?')} CPUs{_gib(m.get('memory_bytes'))})"
+                    + ("; " + ", ".join(_configured(k) for k in links) if links else ""))
     subject = ""
     if ids == {driver_id} and not unknown:
         subject = f"{', '.join(names)} and the load driver"
@@ -179,10 +181,14 @@ def trial_links(info: TrialInfo) -> list[dict[str, Any]]:
 
 
 def _configured(link: dict[str, Any]) -> str:
-    """``follower->leader over bench's emulated link (rtt 50 ms, rate unlimited)``: what the race asked for."""
+    """``follower->leader over bench's emulated link (rtt 50 ms, rate unlimited)``: what the race asked for; a
+    cloud's link, which nothing shapes, with what bench measured of it."""
     name = f"{link.get('from')}->{link.get('to')}"
     if link.get("kind") == "emulated":
         return f"{name} over bench's emulated link (rtt {link.get('rtt_ms', 0):g} ms, rate {link.get('rate')})"
+    m = link.get("measured")
+    if link.get("kind") == "measured" and isinstance(m, dict):
+        return f"{name} over the network between their hosts (measured before the race: {_measured([link])})"
     return f"{name} over the real network"
 
 

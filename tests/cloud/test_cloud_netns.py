@@ -35,6 +35,7 @@ from bench.provision.distribution import distribution_url, download_archive
 from bench.provision.java import resolve_java
 from bench.provision.model import ENGINES
 from bench.race.options import RaceOptions
+from bench.reporting.placement import where_text
 from bench.trials.sqlite import TrialStore
 from bench.util.redact import register_secret
 from tests.support.esnode import LocalEngines, default_cache
@@ -167,8 +168,13 @@ def _ssh_keys(work: Path) -> Path:
 def _sshd_host(lab: NetnsLab, work: Path, octet: int) -> tuple[str, subprocess.Popen]:
     """A "driver host": a namespace running Debian's sshd that accepts work's client key; (address, sshd)."""
     ns = lab.add_host(octet)
+    return lab.hosts[ns], _sshd(lab, work, ns)
+
+
+def _sshd(lab: NetnsLab, work: Path, ns: str) -> subprocess.Popen:
+    """Debian's sshd in namespace ns (a driver host, or a node's host), accepting work's client key."""
     addr = lab.hosts[ns]
-    conf = work / f"sshd-{octet}"
+    conf = work / f"sshd-{addr.rsplit('.', 1)[-1]}"
     conf.mkdir()
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(conf / "host_key")], check=True)
     (conf / "sshd_config").write_text(
@@ -177,9 +183,23 @@ def _sshd_host(lab: NetnsLab, work: Path, octet: int) -> tuple[str, subprocess.P
         "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
         "Subsystem sftp internal-sftp\n")
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-    sshd = lab.popen(ns, [str(SSHD), "-D", "-e", "-f", str(conf / "sshd_config")],
+    return lab.popen(ns, [str(SSHD), "-D", "-e", "-f", str(conf / "sshd_config")],
                      stdout=subprocess.DEVNULL, stderr=open(conf / "sshd.log", "w"))
-    return addr, sshd
+
+
+LINK_RATE_MBIT = 200
+
+
+def _cap_egress(lab: NetnsLab, ns: str, mbit: int | None) -> None:
+    """An htb rate limit on what ns sends (its eth0), inside the lab's own namespace only; None removes it."""
+    if mbit is None:
+        lab.run(ns, ["tc", "qdisc", "del", "dev", "eth0", "root"])
+        return
+    for argv in (["tc", "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "htb", "default", "10"],
+                 ["tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:10", "htb", "rate",
+                  f"{mbit}mbit"]):
+        res = lab.run(ns, argv)
+        assert res.returncode == 0, res.stderr
 
 
 def _deployment(ccr_lab: CcrLab, trial_id: str, drivers: list[str]) -> lifecycle.Deployment:
@@ -205,6 +225,9 @@ def test_driver_host_over_ssh_runs_race_and_copies_trial_back(ccr_lab: CcrLab, t
     work = ccr_lab.work / "driver"
     key = _ssh_keys(work)
     addr, sshd = _sshd_host(lab, work, 31)
+    # the first leader and follower hosts answer SSH too: bench measures the link between them from there
+    node_sshd = [_sshd(lab, work, ccr_lab.leader[0]), _sshd(lab, work, ccr_lab.follower[0])]
+    _cap_egress(lab, ccr_lab.leader[0], LINK_RATE_MBIT)  # what the leader host sends: a throughput to find
     try:
         trial_id = "c0ffee" + "0" * 26
         dep = _deployment(ccr_lab, trial_id, [addr])
@@ -220,12 +243,16 @@ def test_driver_host_over_ssh_runs_race_and_copies_trial_back(ccr_lab: CcrLab, t
         orchestrator = lab.add_host(3)
         # The node logs are read over SSH like on a cloud node (the namespaces share one filesystem).
         node_hosts = {"leader-1": RemoteHost(addr, "root", key, known_hosts=tmp_path / "known_hosts")}
+        link_hosts = {c: RemoteHost(ccr_lab.boots[f"{c}-0"].bind_host, "root", key,
+                                    known_hosts=tmp_path / "known_hosts") for c in ("leader", "follower")}
         with inside(orchestrator):
             host.connect(timeout=60)
             node_hosts["leader-1"].connect(timeout=60)
+            for h in link_hosts.values():
+                h.connect(timeout=60)
         with host:
             got = drive_on_hosts(opts, dep, [host], Console(stderr=True), offline=True, boot_timeout=120,
-                                 node_log_hosts=node_hosts)
+                                 node_log_hosts=node_hosts, link_hosts=link_hosts)
             _, out, _ = host.run(f"{host.venv}/bin/bench --version")
             _, path, _ = host.run(f"{host.venv}/bin/python -c 'import json, sys; print(json.dumps(sys.path))'")
         assert got == trial_id
@@ -246,11 +273,37 @@ def test_driver_host_over_ssh_runs_race_and_copies_trial_back(ccr_lab: CcrLab, t
         assert ccr_lab.password not in json.dumps(trial.model_dump(mode="json"))
         assert trial.options["client_options"]["timeout"] == 45
         assert trial.options["client_options"]["basic_auth_user"]
+        _check_measured_link(ccr_lab, trial.clusters, trial_id)
         logs = Path(os.environ["BENCH_HOME"]) / "trials" / trial_id / "logs" / "leader" / "leader-1"
         assert (logs / "leader.log").stat().st_size > 0 and (logs / "startup.log").exists()
     finally:
-        sshd.terminate()
-        sshd.wait(timeout=30)
+        _cap_egress(lab, ccr_lab.leader[0], None)
+        for h in link_hosts.values() if "link_hosts" in locals() else ():
+            h.close()
+        for p in (sshd, *node_sshd):
+            p.terminate()
+            p.wait(timeout=30)
+
+
+def _check_measured_link(ccr_lab: CcrLab, clusters: list[dict], trial_id: str) -> None:
+    """The follower's facts hold the link to the leader as bench measured it from the follower's host before the
+    race: a round trip on the leader's transport port, and the leader host's capped sending rate."""
+    leader = ccr_lab.boots["leader-0"].bind_host
+    assert "links" not in clusters[0]
+    (link,) = clusters[1]["links"]
+    print(json.dumps(link, indent=1))  # the fact, for whoever reads the test's output
+    assert {k: link[k] for k in ("from", "to", "kind", "from_host", "leader_transport")} == {
+        "from": "follower", "to": "leader", "kind": "measured", "from_host": ccr_lab.boots["follower-0"].bind_host,
+        "leader_transport": f"{leader}:9300"}
+    m = link["measured"]
+    assert len(m["rtt_samples_ms"]) == 7 and 0 < m["rtt_min_ms"] <= m["rtt_ms"] < 50  # no netem: about 0 here
+    assert m["throughput_bytes"] == 32 << 20
+    assert abs(m["throughput_bps"] / (LINK_RATE_MBIT * 1e6) - 1) < 0.1, m["throughput_bps"]
+    with TrialStore() as store:
+        info = store.get_trial(trial_id)
+    mbit = m["throughput_bps"] / 1e6
+    assert where_text(info).endswith(f"; follower->leader over the network between their hosts (measured before "
+                                     f"the race: round trip {m['rtt_ms']:.1f} ms, {mbit:.1f} Mbit/s)")
 
 
 def _ray_processes(marker: str) -> list[psutil.Process]:
