@@ -102,8 +102,8 @@ class Ready:
 
 @dataclass(frozen=True, slots=True)
 class Samples:
-    """The samples recorded since the worker's last batch (it flushes every ``FLUSH_INTERVAL`` and when a task's
-    clients are done)."""
+    """The samples recorded since the worker's last batch (it flushes every ``FLUSH_INTERVAL``, every ``FLUSH_SAMPLES``
+    and when a task's clients are done)."""
 
     wid: int
     batch: list[RequestSample]
