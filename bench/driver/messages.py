@@ -18,6 +18,7 @@ other than the coordinator's (``prepare_corpora``) first prepares its step's doc
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,27 +103,38 @@ class Ready:
 
 @dataclass(frozen=True, slots=True)
 class Samples:
-    """The samples recorded since the worker's last batch (it flushes every ``FLUSH_INTERVAL`` and when a task's
-    clients are done)."""
+    """The samples recorded since the worker's last batch (it flushes every ``FLUSH_INTERVAL``, every ``FLUSH_SAMPLES``
+    and when a task's clients are done)."""
 
     wid: int
     batch: list[RequestSample]
+    # The batch's columns already pickled by the worker's loop thread (``of``), so the transport's own thread
+    # only copies bytes while it holds the GIL: pickling there made the loop wait for that thread to get the
+    # GIL, run and give it back, a few milliseconds on a busy machine at every batch.
+    columns: bytes | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, wid: int, fields: list[SampleFields]) -> Samples:
         """The message of a worker's buffered plain tuples (``SampleFields``). Every transport between a worker
         and the coordinator pickles it (a multiprocessing queue, Ray's return values), by columns, and the
         receiver rebuilds RequestSamples: ``batch`` holds RequestSamples wherever it is read."""
-        return cls(wid, fields)  # type: ignore[arg-type]  # pickled by columns, rebuilt on arrival
+        columns = pickle.dumps(list(zip(*fields)), protocol=pickle.HIGHEST_PROTOCOL)
+        return cls(wid, fields, columns)  # type: ignore[arg-type]  # pickled by columns, rebuilt on arrival
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled by columns: a third of the worker's cost of pickling each sample as a NamedTuple (its
         # __getnewargs__ is a Python call per sample); the receiver rebuilds the same samples.
+        if self.columns is not None:
+            return _samples_from_pickled, (self.wid, self.columns)
         return _samples_from_columns, (self.wid, list(zip(*self.batch)))
 
 
 def _samples_from_columns(wid: int, columns: list[tuple[Any, ...]]) -> Samples:
     return Samples(wid, list(map(RequestSample._make, zip(*columns))))
+
+
+def _samples_from_pickled(wid: int, columns: bytes) -> Samples:
+    return _samples_from_columns(wid, pickle.loads(columns))  # the worker's own message
 
 
 @dataclass(frozen=True, slots=True)

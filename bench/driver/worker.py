@@ -56,6 +56,10 @@ from bench.util.errors import BenchError
 from bench.util.memory import out_of_memory
 
 FLUSH_INTERVAL = 0.5
+# A batch is flushed at this many samples too: the transport pickles a batch in one C call that holds the GIL
+# (multiprocessing's feeder thread), so the worker's event loop stalls as long as that takes. Half a second of
+# 20,000 requests/s took 6-8 ms, every half second: the requests due then went out that late.
+FLUSH_SAMPLES = 1000
 
 log = logging.getLogger(__name__)
 
@@ -342,7 +346,8 @@ async def _run_step(wid: int, plan: StepPlan, results: Results, stop: asyncio.Ev
 
 class _StepClients:
     """The clients of one worker's step from their common start: each in a task of its own, their samples flushed
-    to the coordinator every FLUSH_INTERVAL and when a task's clients end, all cancelled on Cancel."""
+    to the coordinator every FLUSH_INTERVAL, every FLUSH_SAMPLES and when a task's clients end, all cancelled on
+    Cancel."""
 
     def __init__(self, wid: int, plan: StepPlan, results: Results, stop: asyncio.Event, cancel: asyncio.Event,
                  ctx: Context) -> None:
@@ -360,6 +365,11 @@ class _StepClients:
     def count_cancelled(self) -> None:
         self.cancelled += 1
 
+    def record(self, sample: SampleFields) -> None:
+        self.buffer.append(sample)
+        if len(self.buffer) >= FLUSH_SAMPLES:
+            self.flush()
+
     def flush(self) -> None:
         if self.buffer:
             batch = self.buffer[:]
@@ -374,7 +384,7 @@ class _StepClients:
     async def one(self, job: Job, start_at: float) -> None:
         task, client_id, runner, source, offsets = job
         try:
-            await run_client(task, client_id, self.ctx, runner, source, start_at, self.buffer.append, self.stop,
+            await run_client(task, client_id, self.ctx, runner, source, start_at, self.record, self.stop,
                              self.on_failure, on_cancel=self.count_cancelled, offsets=offsets)
         except asyncio.CancelledError:
             if not self.cancel.is_set():
@@ -394,7 +404,7 @@ class _StepClients:
         task = jobs[0][0]
         slots = [Slot(client_id, runner, source) for _, client_id, runner, source, _ in jobs]
         try:
-            count = await run_arrivals(task, slots, self.ctx, start_at, self.buffer.append, self.stop,
+            count = await run_arrivals(task, slots, self.ctx, start_at, self.record, self.stop,
                                        self.on_failure, on_cancel=self.count_cancelled)
         except asyncio.CancelledError:
             if not self.cancel.is_set():
