@@ -333,7 +333,9 @@ class Coordinator:
         self._stop_requested_at = None
         # As in the workers: what exists now (modules, the track) lives through the step, so it is kept out of
         # the collector's full walks, which took 50-600 ms each of a core the workers and a local target share.
-        gc.collect()
+        # Frozen without a collection first: that would block this loop (and the telemetry sampling in it) for as
+        # long as a full walk of a large heap takes, at every step's start; garbage frozen with it waits until the
+        # step ends.
         gc.freeze()
         try:
             await self._drive(run)
