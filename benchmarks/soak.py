@@ -27,8 +27,11 @@ from pathlib import Path
 
 import psutil
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: bench and the tests' support
+
 from bench.provision.local import LocalProvisioner
 from bench.provision.model import ClusterInfo, ClusterSpec
+from tests.support.ccr_pair import write_ccr_corpus
 
 INDEX = "soak"
 TRACK = {
@@ -54,12 +57,7 @@ TRACK = {
 
 
 def write_track(root: Path, *, seconds: int, rate: float, bulk_size: int, docs: int = 20_000) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "docs.json").write_text("".join(
-        json.dumps({"n": i, "message": f"GET /item/{i} HTTP/1.1 200 {i * 7 % 5000}"}) + "\n" for i in range(docs)))
-    (root / "index.json").write_text(json.dumps({
-        "settings": {"number_of_shards": 2, "number_of_replicas": 0},
-        "mappings": {"dynamic": "strict", "properties": {"n": {"type": "long"}, "message": {"type": "text"}}}}))
+    write_ccr_corpus(root, docs)  # the live CCR tests' corpus and index
     track = json.loads(json.dumps(TRACK))
     track["corpora"][0]["documents"][0]["document-count"] = docs
     task = track["schedule"][3]

@@ -162,14 +162,20 @@ CCR_TRACK = """{
 """
 
 
-def write_ccr_track(root: Path, docs: int = 4000) -> Path:
-    """A small CCR track (its index, pause and sync timeout are track params: index, pause, sync_timeout)."""
+def write_ccr_corpus(root: Path, docs: int) -> None:
+    """The CCR tracks' corpus (``docs.json``, ``docs`` log lines) and leader index (``index.json``, 2 shards, no
+    replica, strict mapping) in ``root``; the soak benchmark's track uses them too."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "docs.json").write_text("".join(
         json.dumps({"n": i, "message": f"GET /item/{i} HTTP/1.1 200 {i * 7 % 5000}"}) + "\n" for i in range(docs)))
     (root / "index.json").write_text(json.dumps({
         "settings": {"number_of_shards": 2, "number_of_replicas": 0},
         "mappings": {"dynamic": "strict", "properties": {"n": {"type": "long"}, "message": {"type": "text"}}}}))
+
+
+def write_ccr_track(root: Path, docs: int = 4000) -> Path:
+    """A small CCR track (its index, pause and sync timeout are track params: index, pause, sync_timeout)."""
+    write_ccr_corpus(root, docs)
     (root / "track.json").write_text(CCR_TRACK.replace("{{ docs }}", str(docs)))
     return root
 
