@@ -9,7 +9,10 @@ its due time (latency - service time); printed as median and p99 per run with th
 iterations and the machine's load average (this machine is shared: a loaded run says so):
 
     python benchmarks/arrival_lateness.py [--rate 20000] [--clients 64] [--workers 1] [--pairs 1]
-        [--time-period 20] [--distribution even]
+        [--time-period 20] [--distribution even] [--driver-cpus 1 --sink-cpus 0]
+
+``--driver-cpus`` is bench's option (its workers on those CPUs, its own process off them); ``--sink-cpus`` pins the
+sink, which stands in for a cluster on machines of its own, to others.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 import numpy as np
 import psutil
 
+from bench.provision.cpus import parse_cpu_list, pin_process
 from bench.trials.sqlite import TrialStore
 from bench.trials.summary import stored_summary
 from benchmarks.nullsink import free_port, start_in_background
@@ -45,7 +49,7 @@ def race(a: argparse.Namespace, port: int, mode: str) -> dict[str, Any]:
     load_before = os.getloadavg()[0]
     cmd = [sys.executable, "-m", "bench", "--quiet", "race", f"--track-path={HERE / 'tracks' / track}",
            f"--target-hosts=127.0.0.1:{port}", f"--track-params={params}", f"--worker-processes={a.workers}",
-           "--report-format=json"]
+           "--report-format=json", *([f"--driver-cpus={a.driver_cpus}"] if a.driver_cpus else [])]
     done = subprocess.run(cmd, env={**os.environ, "BENCH_HOME": home}, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"race failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -58,7 +62,7 @@ def race(a: argparse.Namespace, port: int, mode: str) -> dict[str, Any]:
     late = (m["latency"].to_numpy() - m["service_time"].to_numpy()) * 1000.0
     dur = float((m["absolute_time"] + m["latency"]).max() - m["absolute_time"].min())
     ts = summary.tasks[0] if summary is not None else None
-    return {"schedule": mode, "rate": a.rate, "clients": a.clients, "workers": a.workers,
+    return {"schedule": mode, "driver_cpus": a.driver_cpus, "sink_cpus": a.sink_cpus, "rate": a.rate, "clients": a.clients, "workers": a.workers,
             "sent_per_s": round(len(m) / dur), "lateness_ms_p50": round(float(np.percentile(late, 50)), 2),
             "lateness_ms_p99": round(float(np.percentile(late, 99)), 2),
             "service_ms_p50": round(float(np.median(m["service_time"])) * 1000.0, 2),
@@ -78,6 +82,8 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=1, help="rounds of rally then arrival, then reversed (ABBA)")
     ap.add_argument("--distribution", default="even", choices=["even", "poisson"])
     ap.add_argument("--only", choices=["rally", "arrival"], help="run one schedule only")
+    ap.add_argument("--driver-cpus", help="bench's --driver-cpus for every race")
+    ap.add_argument("--sink-cpus", help="pin the sink's process to these CPUs (a Linux CPU list)")
     a = ap.parse_args()
     modes = [a.only] if a.only else ["rally", "arrival"]
     order: list[str] = []
@@ -85,6 +91,10 @@ def main() -> None:
         order += modes if i % 2 == 0 else modes[::-1]
     port = free_port()
     sinks = start_in_background(port, 1)
+    if a.sink_cpus:
+        for s in sinks:
+            assert s.pid is not None
+            pin_process(s.pid, parse_cpu_list(a.sink_cpus))
     try:
         for mode in order:
             print(json.dumps(race(a, port, mode)), flush=True)

@@ -50,6 +50,7 @@ class LocalTopology(Provisioned):
             check_cpus(cpus, f"topology {topology.name}: clusters[{name}].cpus")
         check_cpus(self.cpus.driver, f"topology {topology.name}: driver_cpus")
         self.driver_cpus = self.cpus.driver
+        self.cluster_cpus = tuple(self.cpus.clusters.values())
         self.pinning_note = self.cpus.note
         self.links = LocalLinks(topology)
 

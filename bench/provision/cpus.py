@@ -9,7 +9,9 @@ applies.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from bench.util.errors import ConfigError
@@ -76,6 +78,21 @@ def pin_process(pid: int, cpus: frozenset[int]) -> None:
             os.sched_setaffinity(tid, cpus)
         except ProcessLookupError:  # a thread that just ended
             pass
+
+
+@contextlib.contextmanager
+def own_process_on(cpus: frozenset[int] | None) -> Iterator[None]:
+    """Within the block, every thread of this process (and what they start) runs on ``cpus``; after it, where they
+    ran before (an experiment races again from this process). None: nothing changes."""
+    if cpus is None:
+        yield
+        return
+    before = frozenset(os.sched_getaffinity(0))
+    pin_process(os.getpid(), cpus)
+    try:
+        yield
+    finally:
+        pin_process(os.getpid(), before)
 
 
 def allowed_cpus(pid: int) -> frozenset[int] | None:

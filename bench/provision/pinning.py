@@ -71,3 +71,14 @@ def plan_text(plan: CpuPlan) -> str:
     parts.append(f"load driver on CPU {cpu_list_text(plan.driver)}" if plan.driver is not None
                  else "load driver unpinned")
     return ", ".join(parts)
+
+
+def own_cpus(usable: frozenset[int], driver: frozenset[int] | None,
+             clusters: list[frozenset[int] | None]) -> frozenset[int] | None:
+    """Where bench's own process runs while its workers are pinned: the usable CPUs no cluster and no worker is
+    pinned to, so that it never takes a worker's core (a worker that waits for a core sends late); None (anywhere)
+    when the driver is not pinned or no CPU is left over."""
+    if driver is None:
+        return None
+    rest = usable - driver - frozenset().union(*(c for c in clusters if c is not None))
+    return rest or None

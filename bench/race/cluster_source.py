@@ -50,6 +50,7 @@ class RaceClusters(ABC):
 
     planned: list[PlannedCluster]  # what start() will start (empty when it starts nothing)
     driver_cpus: frozenset[int] | None = None  # the CPUs the load driver's local workers are pinned to
+    cluster_cpus: tuple[frozenset[int] | None, ...] = ()  # the CPU set of each cluster bench starts here
     pinning_note: str | None = None  # what CPU pinning did, or why it did not pin, in one line (stored)
     _jvm_options: dict[str, list[str]] | None = None  # cluster -> JVM options the race adds (add_jvm_options)
 
@@ -259,6 +260,7 @@ class LocalCluster(Provisioned):
         slots = auto_slots(opts.pinning, 1) if opts.pinning else None
         self._cpus = auto_plan([DEFAULT_CLUSTER], usable_cpus(), slots) if slots else None
         self.driver_cpus = self._cpus.driver if self._cpus else None
+        self.cluster_cpus = tuple(self._cpus.clusters.values()) if self._cpus else ()
         self.pinning_note = self._cpus.note if self._cpus else None
 
     def provision(self, provisioner: LocalProvisioner, console: Console) -> list[ClusterInfo]:

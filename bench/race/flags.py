@@ -359,6 +359,16 @@ RACE_OPTIONS: tuple[RaceOption, ...] = (
                                    "auto divides the CPUs into one slot per cluster plus one for the driver (auto:N "
                                    "into N; the clusters take the first, the driver the last) when there are at "
                                    "least 4; default: a topology's own pinning"),), "here", moot_with=_STARTING),
+    RaceOption("driver_cpus", (_f("--driver-cpus", metavar="LIST",
+                                  help="run the load driver's worker processes on these CPUs (a Linux CPU list, as "
+                                       "taskset -c takes: 1, 2-3,6) and bench's own process on the others, so "
+                                       "neither waits for the other's core"),), "given",
+               doc="run the load driver's local worker processes on these CPUs (a Linux CPU list as `taskset -c` "
+                   "takes: `1`, `2-3,6`) and bench's own process (sample store, telemetry, live view) on the CPUs "
+                   "no cluster and no worker is pinned to, so that an open-model schedule's requests do not wait "
+                   "for a core bench itself holds. Refused beside a topology's `driver_cpus` or `--pinning`, which "
+                   "pin the driver themselves, and with `--load-driver`. See the "
+                   "[load model](../guide/load-model.md#giving-the-driver-its-own-cpus)"),
     RaceOption("enable_driver_profiling", (_f("--enable-driver-profiling", action="store_true",
                                               help="sample the load driver's worker processes (Python stacks, every "
                                                    "10 ms): a flame graph per worker kept with the trial "

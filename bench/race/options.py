@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bench.provision.cpus import parse_cpu_list
 from bench.provision.pinning import PINNING_PATTERN
 from bench.results.threshold_spec import ThresholdSpec, specs_of
 from bench.track.model import QueryRandomization
@@ -93,6 +94,9 @@ class RaceOptions(BaseModel):
     # --pinning=auto[:N]: the clusters bench starts here and the load driver on disjoint CPU sets (N equal slots;
     # bench/provision/pinning.py); off: none; None: a topology's own pinning, else none.
     pinning: str | None = Field(default=None, pattern=PINNING_PATTERN)
+    # --driver-cpus=LIST: the load driver's local workers on these CPUs and bench's own process off them (a Linux
+    # CPU list, as taskset -c takes); kept as typed, checked against this machine when the race starts.
+    driver_cpus: str | None = None
     enable_driver_profiling: bool = False  # Rally's flag: the load-driver workers sampled (bench/driver/profiling.py)
     # --redline=task:NAME,p99:500ms,...: the highest throughput NAME sustains within the objective (bench/redline)
     redline: str | None = None
@@ -121,6 +125,16 @@ class RaceOptions(BaseModel):
                 raise ConfigError("--pipeline=benchmark-only benchmarks existing hosts; --topology starts clusters")
             self.target_hosts = "127.0.0.1:9200"  # Rally's default for benchmark-only
         return self
+
+    @field_validator("driver_cpus")
+    @classmethod
+    def _cpu_list(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                parse_cpu_list(v)
+            except ValueError as e:
+                raise ConfigError(f"--driver-cpus={v}: {e}") from None
+        return v
 
     @field_validator("max_error_rate", mode="before")
     @classmethod

@@ -48,8 +48,16 @@ from bench.http.cluster_stats import (
     gc_totals,
     primary_shard_spread,
 )
-from bench.provision.cpus import cpu_list_text, pin_process
+from bench.provision.cpus import (
+    check_cpus,
+    cpu_list_text,
+    own_process_on,
+    parse_cpu_list,
+    pin_process,
+    usable_cpus,
+)
 from bench.provision.facts_text import distribution_text
+from bench.provision.pinning import own_cpus
 from bench.race.cluster_source import RaceClusters, resolve_clusters
 from bench.race.doc_counts import refreshed_doc_counts
 from bench.race.flags import public_options
@@ -152,9 +160,24 @@ def _driver_machine(clusters: RaceClusters) -> dict[str, Any]:
     out = machine_info()
     if clusters.driver_cpus is not None:
         out["cpus"] = cpu_list_text(clusters.driver_cpus)
+    if (own := own_cpus(usable_cpus(), clusters.driver_cpus, list(clusters.cluster_cpus))) is not None:
+        out["bench_cpus"] = cpu_list_text(own)
     if clusters.pinning_note:
         out["pinning"] = clusters.pinning_note
     return out
+
+
+def pin_driver(clusters: RaceClusters, text: str) -> None:
+    """--driver-cpus: the workers on those CPUs (checked against this machine); refused where the topology or
+    --pinning already placed them."""
+    cpus = parse_cpu_list(text)
+    if clusters.driver_cpus is not None:
+        raise ConfigError(f"--driver-cpus={text}: the load driver is already pinned to CPU "
+                          f"{cpu_list_text(clusters.driver_cpus)} (the topology's driver_cpus or --pinning): drop "
+                          "one of them")
+    check_cpus(cpus, "--driver-cpus")
+    clusters.driver_cpus = cpus
+    clusters.pinning_note = f"CPU pinning: load driver on CPU {cpu_list_text(cpus)}"
 
 
 def plan_clusters(opts: RaceOptions, track: Track, challenge: Challenge, clusters: RaceClusters) -> list[RaceHook]:
@@ -183,9 +206,11 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
         local.check_intact()
 
     clusters = resolve_clusters(opts)
+    if opts.driver_cpus is not None:
+        pin_driver(clusters, opts.driver_cpus)
     if clusters.driver_cpus is not None and opts.load_driver:
-        raise ConfigError(f"--load-driver={opts.load_driver} runs the workers elsewhere, but the topology pins the "
-                          f"load driver to CPU {cpu_list_text(clusters.driver_cpus)} of this machine: drop one of them")
+        raise ConfigError(f"--load-driver={opts.load_driver} runs the workers elsewhere, but the load driver is pinned "
+                          f"to CPU {cpu_list_text(clusters.driver_cpus)} of this machine: drop one of them")
     hooks = plan_clusters(opts, track, challenge, clusters)
     result = clusters.take_over(opts, console)
     if result is not None:
@@ -327,11 +352,13 @@ async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, tr
     if clusters.driver_cpus is not None:  # before any step: the workers only import and wait so far
         for pid in coord.worker_pids():
             pin_process(pid, clusters.driver_cpus)
+    own = own_cpus(usable_cpus(), clusters.driver_cpus, list(clusters.cluster_cpus))
     # The hooks' store also shows the telemetry they store in the live view (e.g. a follower's lag).
     schedule = RaceSchedule(opts, trial_id, LiveTelemetry(store, progress.extension_rows), targets, facts,
                             clusters.node_processes(), coord.worker_pids, clusters.kill_cluster())
     try:
         async with contextlib.AsyncExitStack() as around:
+            around.enter_context(own_process_on(own))  # first in, last out: the hooks' threads inherit it
             for hook in hooks:
                 await around.enter_async_context(hook.around_schedule(schedule))
             gc_before = await _gc_reading(targets[0]) if targets else None

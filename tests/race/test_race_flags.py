@@ -96,6 +96,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "live_html": ("--live-html=/tmp/live.html", Path("/tmp/live.html")),
     "telemetry": ("--telemetry=host", ["host"]), "telemetry_params": ("--telemetry-params=a:1", {"a": 1}),
     "telemetry_profile": ("--telemetry-profile=ccr", "ccr"), "pinning": ("--pinning=auto", "auto"),
+    "driver_cpus": ("--driver-cpus=1", "1"),
     "enable_driver_profiling": ("--enable-driver-profiling", True), "redline": ("--redline=task:x,p99:1s",
                                                                                 "task:x,p99:1s"),
     "thresholds": ("--threshold=q:p99_latency<1s,abort-on-fail", ["q:p99_latency<1s,abort-on-fail"]),
@@ -130,6 +131,7 @@ GIVEN: dict[str, Any] = {
     "exclude_tasks": ["tag:slow"], "ignore_unused_track_params": True, "challenge": "append", "test_mode": True,
     "offline": True, "generate_corpora": 7, "on_error": "abort", "user_tags": {"study": "x"}, "worker_processes": 3,
     "repository_kind": "workloads", "thresholds": ["q:p(95)<500,abort-on-fail,delay-abort-eval=2s"],
+    "driver_cpus": "2-3",
 }
 
 

@@ -1,0 +1,115 @@
+"""``--driver-cpus``: the load driver's workers on the CPUs named, bench's own process on the others (while the race
+runs, and back where it was after), what the trial stores of it, and its refusals in one line.
+
+The race is a real ``bench race`` against the null sink; where each process and thread may run is read from
+``/proc/<pid>/task/<tid>/status`` (``Cpus_allowed_list``), as the kernel applies it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from bench.provision.cpus import allowed_cpus, cpu_list_text, own_process_on, usable_cpus
+from bench.provision.pinning import own_cpus
+from benchmarks.nullsink import running
+from tests.race.test_race import write_track
+
+
+def test_bench_runs_where_no_worker_and_no_cluster_is_pinned():
+    eight = frozenset(range(8))
+    assert own_cpus(eight, frozenset({7}), []) == frozenset(range(7))
+    assert own_cpus(eight, frozenset({6, 7}), [frozenset({0, 1, 2}), None]) == frozenset({3, 4, 5})
+    assert own_cpus(eight, None, [frozenset({0})]) is None  # workers not pinned: bench stays where it was
+    assert own_cpus(frozenset({0, 1}), frozenset({1}), [frozenset({0})]) is None  # nothing left: anywhere
+
+
+def _thread_cpus(pid: int) -> set[str]:
+    return {Path(f"/proc/{pid}/task/{tid}/status").read_text().split("Cpus_allowed_list:")[1].split()[0]
+            for tid in os.listdir(f"/proc/{pid}/task")}
+
+
+def test_own_process_on_moves_every_thread_and_puts_them_back():
+    usable = usable_cpus()
+    if len(usable) < 2:
+        pytest.skip(f"one usable CPU ({cpu_list_text(usable)}): nothing to move bench's process to")
+    one = frozenset({min(usable)})
+    done = threading.Event()
+    t = threading.Thread(target=done.wait, daemon=True)
+    t.start()  # a thread that exists before: moved too
+    try:
+        with own_process_on(one):
+            assert _thread_cpus(os.getpid()) == {cpu_list_text(one)}
+        assert _thread_cpus(os.getpid()) == {cpu_list_text(usable)}
+        with own_process_on(None):
+            assert _thread_cpus(os.getpid()) == {cpu_list_text(usable)}
+    finally:
+        done.set()
+        t.join()
+
+
+def _race(home: Path, sink: str, *extra: str, seconds: int = 3) -> subprocess.Popen[str]:
+    track = write_track(home / "track", [{"operation": {"name": "q", "operation-type": "search", "index": "logs",
+                                                       "body": {"query": {"match_all": {}}}},
+                                         "schedule": "constant-arrival-rate", "rate": 200,
+                                         "pre-allocated-clients": 4, "time-period": seconds}],
+                        indices=[{"name": "logs"}])
+    return subprocess.Popen([sys.executable, "-m", "bench", "--quiet", "race", f"--track-path={track}",
+                             f"--target-hosts={sink}", "--report-format=json", *extra],
+                            env={**os.environ, "BENCH_HOME": str(home)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_the_workers_run_on_the_driver_cpus_and_bench_on_the_others(tmp_path):
+    usable = usable_cpus()
+    if len(usable) < 2:
+        pytest.skip(f"one usable CPU ({cpu_list_text(usable)}): the driver cannot have one of its own")
+    driver = frozenset({max(usable)})
+    rest = usable - driver
+    with running() as sink:
+        race = _race(tmp_path, sink, f"--driver-cpus={cpu_list_text(driver)}", seconds=4)
+        seen: dict[str, set[str]] = {"bench": set(), "worker": set()}
+        deadline = time.monotonic() + 60
+        while race.poll() is None and time.monotonic() < deadline:
+            proc = psutil.Process(race.pid)
+            workers = [c for c in proc.children() if "resource_tracker" not in " ".join(c.cmdline())]
+            try:
+                if workers and allowed_cpus(workers[0].pid) == driver:  # pinned: the step is about to run
+                    time.sleep(1.5)
+                    seen["bench"] |= _thread_cpus(race.pid)
+                    seen["worker"] |= _thread_cpus(workers[0].pid)
+                    break
+            except (psutil.Error, FileNotFoundError):
+                pass
+            time.sleep(0.05)
+        out, err = race.communicate(timeout=120)
+    assert race.returncode == 0, err[-2000:]
+    # Every thread of each process, the results reader and the queue feeders included.
+    assert seen == {"bench": {cpu_list_text(rest)}, "worker": {cpu_list_text(driver)}}, seen
+    trial = json.loads(out)
+    machine = trial["trial"]["machine"] if "trial" in trial else trial["machine"]
+    assert machine["cpus"] == cpu_list_text(driver) and machine["bench_cpus"] == cpu_list_text(rest)
+    assert machine["pinning"] == f"CPU pinning: load driver on CPU {cpu_list_text(driver)}"
+
+
+@pytest.mark.parametrize(("flags", "line"), [
+    (["--driver-cpus=1-x"], "--driver-cpus=1-x: '1-x' is not a CPU number or range (use a list like 0-1,4)"),
+    (["--driver-cpus=4096"], "--driver-cpus 4096: CPU(s) 4096 are not usable here"),
+    (["--driver-cpus=0", "--load-driver=other:x"],
+     "--load-driver=other:x runs the workers elsewhere, but the load driver is pinned to CPU 0 of this machine: drop "
+     "one of them"),
+])
+def test_a_driver_cpu_list_bench_cannot_use_is_one_line(tmp_path, flags, line):
+    with running() as sink:
+        race = _race(tmp_path, sink, *flags)
+        out, err = race.communicate(timeout=120)
+    assert race.returncode != 0
+    assert line in err and "Traceback" not in err, err
