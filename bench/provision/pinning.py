@@ -3,7 +3,7 @@
 Explicit sets (a topology's ``cpus:`` per cluster and ``driver_cpus:``), or ``auto``: on a machine where bench may
 use at least ``AUTO_MIN_CPUS`` CPUs, the CPUs are divided into equal disjoint slots (by default one per cluster plus
 one for the load driver; ``auto:N`` makes N); the clusters take the first slots in their order, the load driver the
-last, and the division's rest stays unpinned for bench's own process and the OS. A study gives every variant the
+last, and the division's rest stays for bench's own process (``own_cpus``) and the OS. A study gives every variant the
 same number of slots (``pinning: auto:3`` in its ``race:`` options), so the baseline's one cluster runs on the CPUs
 the CCR leader runs on, and the driver on the same CPUs in both. On a smaller machine nothing is pinned and the
 plan's note says so in one line (printed, and stored with the trial so its report says which kind of run it was).
