@@ -132,6 +132,18 @@ def es_cluster(tmp_path_factory: pytest.TempPathFactory, local_engines: LocalEng
         provisioner.stop_all()
 
 
+@pytest.fixture(scope="session")
+def opensearch_store(tmp_path_factory: pytest.TempPathFactory, local_engines: LocalEngines) -> Iterator[ClusterInfo]:
+    """One real single-node OpenSearch 2.19.1 for the session's metrics-store tests (bench's and OSB's layouts): each
+    writes under index names of its own (its prefix, or OSB's names) and reads back by trial id."""
+    provisioner, info = local_engines.start_cluster(tmp_path_factory.mktemp("store-os"), engine="opensearch",
+                                                    version="2.19.1", car=["defaults", "512mheap"])
+    try:
+        yield info
+    finally:
+        provisioner.stop_all()
+
+
 @pytest.fixture
 def es_target(es_cluster: ClusterInfo) -> str:
     """--target-hosts value for the session cluster."""

@@ -50,16 +50,13 @@ def secure_es_store(tmp_path_factory: pytest.TempPathFactory, local_engines: Loc
         prov.stop_all()
 
 
-@pytest.fixture(scope="module")
-def opensearch_store(tmp_path_factory: pytest.TempPathFactory, local_engines: LocalEngines) -> Iterator[ClusterInfo]:
-    prov, info = local_engines.start_cluster(tmp_path_factory.mktemp("store-os"), engine="opensearch",
-                                             version="2.19.1", car=["defaults", "512mheap"])
-    try:
-        yield info
-    finally:
-        if os.environ.get("BENCH_TEST_STORE_FROZEN"):
-            os.kill(int(os.environ.pop("BENCH_TEST_STORE_FROZEN")), signal.SIGCONT)
-        prov.stop_all()
+@pytest.fixture(autouse=True)
+def _no_store_left_frozen(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The session's OpenSearch store (tests/conftest.py) is frozen by one test here: resumed after it, whatever
+    happened, as the other store tests share it (torn down before ``monkeypatch`` forgets the variable)."""
+    yield
+    if os.environ.get("BENCH_TEST_STORE_FROZEN"):
+        os.kill(int(os.environ.pop("BENCH_TEST_STORE_FROZEN")), signal.SIGCONT)
 
 
 def _http(url: str, **options: Any) -> StoreHttp:
