@@ -45,9 +45,9 @@ def _docs(http: StoreHttp, index: str, query: dict[str, Any]) -> list[dict[str, 
 
 
 def test_a_race_in_osbs_layout_is_read_back_as_the_local_trial(
-        es_target: str, opensearch_store: ClusterInfo, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        es_target: str, os_cluster: ClusterInfo, capsys: pytest.CaptureFixture[str], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    url = opensearch_store.hosts[0]
+    url = os_cluster.hosts[0]
     flags = [f"--metrics-store={url}", "--metrics-store-options=layout:osb,environment:nightly"]
     assert main(["race", "--track=nginx", "--test-mode", "--quiet", f"--target-hosts={es_target}",
                  "--challenge=index-only", "--track-params=bulk_size:50", "--user-tag=variant:osb", *flags]) == 0
