@@ -132,6 +132,19 @@ def es_cluster(tmp_path_factory: pytest.TempPathFactory, local_engines: LocalEng
         provisioner.stop_all()
 
 
+@pytest.fixture(scope="session")
+def os_cluster(tmp_path_factory: pytest.TempPathFactory, local_engines: LocalEngines) -> Iterator[ClusterInfo]:
+    """One real single-node OpenSearch 2.19.1 (defaults, 512m heap) for the session: the metrics-store tests' store
+    (bench's and OSB's layouts, each under index names of its own, read back by trial id) and the tests of what
+    only OpenSearch serves (data streams, point in time), which remove what they create."""
+    provisioner, info = local_engines.start_cluster(tmp_path_factory.mktemp("store-os"), engine="opensearch",
+                                                    version="2.19.1", car=["defaults", "512mheap"])
+    try:
+        yield info
+    finally:
+        provisioner.stop_all()
+
+
 @pytest.fixture
 def es_target(es_cluster: ClusterInfo) -> str:
     """--target-hosts value for the session cluster."""

@@ -334,7 +334,7 @@ def test_a_template_path_the_file_lacks_is_a_load_error(tmp_path):
         load_track(track, {})
 
 
-def test_opensearch_creates_data_streams_and_serves_point_in_time(tmp_path, local_engines):
+def test_opensearch_creates_data_streams_and_serves_point_in_time(tmp_path, os_cluster):
     # OpenSearch's zip has data streams in its core (the Elasticsearch integ-test zip has not) and its own point in
     # time API: one OpenSearch node for what only it can show.
     track = _track(tmp_path / "os", {
@@ -358,13 +358,13 @@ def test_opensearch_creates_data_streams_and_serves_point_in_time(tmp_path, loca
         "ct.json": {"template": {"mappings": {"properties": {"n": {"type": "long"}, "tag": {"type": "keyword"}}}}},
         "it.json": {"index_patterns": ["os-logs-*"], "data_stream": {}, "composed_of": ["os-ct"], "priority": 500},
     })
-    with local_engines.running_cluster(tmp_path / "cluster", engine="opensearch", version="2.19.1") as info:
-        host = info.hosts[0]
-        target = ",".join(h.removeprefix("http://") for h in info.hosts)
-        # seen before the data stream is deleted: a second race would find it gone
-        trial, df, summary = _run(track, target)
-        pits = _get(host, "/_search/point_in_time/_all").get("pits", [])
-        streams = _get(host, "/_data_stream").get("data_streams", [])
+    # The session's OpenSearch (tests/conftest.py): the race deletes the data stream it makes and closes its PIT.
+    host = os_cluster.hosts[0]
+    target = ",".join(h.removeprefix("http://") for h in os_cluster.hosts)
+    # seen before the data stream is deleted: a second race would find it gone
+    trial, df, summary = _run(track, target)
+    pits = _get(host, "/_search/point_in_time/_all").get("pits", [])
+    streams = _get(host, "/_data_stream").get("data_streams", [])
     assert summary.failed_requests == 0, [t.error_messages for t in summary.tasks]
     assert _task(df, "ds")["units"] == 1 and _task(df, "drop-ds")["units"] == 1
     assert df[df["task"] == "load"]["units"].sum() == 100

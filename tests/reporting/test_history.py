@@ -41,7 +41,7 @@ order: interleaved
 race:
   track-path: {track}
   target-hosts: "{target}"
-  track-params: {{bulk_size: 10, time_period: 3}}
+  track-params: {{bulk_size: 10, time_period: 2}}
 variants:
   paced: {{track-params: {{target: {rate}}}}}
   paced-small: {{track-params: {{target: {rate}, bulk_size: 5}}}}

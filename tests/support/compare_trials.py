@@ -1,6 +1,6 @@
 """Real trials for the compare/report tests, made once per session against the session cluster.
 
-- 6 trials of one configuration (unthrottled bulk, 1 client, 3 s over a looped corpus), tagged group=g1 / g2,
+- 6 trials of one configuration (unthrottled bulk, 1 client, 2 s over a looped corpus), tagged group=g1 / g2,
   run interleaved
   (g1, g2, g1, ...) so drift over time does not favour one group; node-stats + host telemetry every 0.5 s;
 - 3 + 3 trials of two genuinely different configurations: bulks of 10 docs throttled to 10 vs 2.5 requests/s
@@ -89,10 +89,11 @@ def compare_trials(tmp_path_factory: pytest.TempPathFactory, es_target_session: 
                 # Time-bounded (looped corpus): however fast the machine, every run spans several one-second
                 # buckets, so the throughput-over-time plot and per-second statistics always exist.
                 groups[g].append(race(track, es_target_session, f"--user-tag=group:{g}", "--telemetry=node-stats,host",
-                                      "--track-params=time_period:3",
+                                      "--track-params=time_period:2",
                                       "--telemetry-params=node-stats-sample-interval:0.5,host-sample-interval:0.5"))
-            # 30 bulks of 10 docs at 10/s vs 9 at 2.5/s: both ~3 s, so start-up costs weigh alike.
-            for g, target, pct in (("fast", 10, 10), ("slow", 2.5, 3)):
+            # 21 bulks of 10 docs at 10/s vs 6 at 2.5/s: both 2-2.5 s, so start-up costs weigh alike, and each run
+            # spans more than one one-second bucket (the report's throughput-over-time plot needs two).
+            for g, target, pct in (("fast", 10, 7), ("slow", 2.5, 2)):
                 groups[g].append(race(track, es_target_session, f"--user-tag=rate:{g}",
                                       f"--track-params=target:{target},bulk_size:10,ingest_percentage:{pct}"))
     finally:

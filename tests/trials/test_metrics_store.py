@@ -50,16 +50,13 @@ def secure_es_store(tmp_path_factory: pytest.TempPathFactory, local_engines: Loc
         prov.stop_all()
 
 
-@pytest.fixture(scope="module")
-def opensearch_store(tmp_path_factory: pytest.TempPathFactory, local_engines: LocalEngines) -> Iterator[ClusterInfo]:
-    prov, info = local_engines.start_cluster(tmp_path_factory.mktemp("store-os"), engine="opensearch",
-                                             version="2.19.1", car=["defaults", "512mheap"])
-    try:
-        yield info
-    finally:
-        if os.environ.get("BENCH_TEST_STORE_FROZEN"):
-            os.kill(int(os.environ.pop("BENCH_TEST_STORE_FROZEN")), signal.SIGCONT)
-        prov.stop_all()
+@pytest.fixture(autouse=True)
+def _no_store_left_frozen(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The session's OpenSearch store (tests/conftest.py) is frozen by one test here: resumed after it, whatever
+    happened, as the other store tests share it (torn down before ``monkeypatch`` forgets the variable)."""
+    yield
+    if os.environ.get("BENCH_TEST_STORE_FROZEN"):
+        os.kill(int(os.environ.pop("BENCH_TEST_STORE_FROZEN")), signal.SIGCONT)
 
 
 def _http(url: str, **options: Any) -> StoreHttp:
@@ -162,9 +159,9 @@ def _bench(home: Path, *args: str) -> subprocess.Popen[bytes]:
 
 
 def test_store_frozen_mid_race_spools_then_push_and_a_migrated_trial_compares(
-        es_target: str, opensearch_store: ClusterInfo, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        es_target: str, os_cluster: ClusterInfo, capsys: pytest.CaptureFixture[str], tmp_path: Path,
         bench_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store_url = opensearch_store.hosts[0]
+    store_url = os_cluster.hosts[0]
     flags = [f"--metrics-store={store_url}", "--metrics-store-options=index_prefix:spool"]
     http = _http(store_url)
     # 1. A trial stored locally only, before any metrics store (to be migrated).
@@ -175,7 +172,7 @@ def test_store_frozen_mid_race_spools_then_push_and_a_migrated_trial_compares(
                   "--challenge=index-only",
                   "--track-params=doc_count:30000,bulk_size:50,warmup_time_period:0", "--user-tag=variant:cand")
     deadline = time.monotonic() + 90
-    pid = opensearch_store.nodes[0].pid
+    pid = os_cluster.nodes[0].pid
     assert pid is not None
     frozen = False
     try:
@@ -226,9 +223,9 @@ def test_store_frozen_mid_race_spools_then_push_and_a_migrated_trial_compares(
 
 
 def test_downsampling_keeps_every_nth_sample_and_the_full_summary(
-        es_target: str, opensearch_store: ClusterInfo, capsys: pytest.CaptureFixture[str]) -> None:
+        es_target: str, os_cluster: ClusterInfo, capsys: pytest.CaptureFixture[str]) -> None:
     trial_id = _race(capsys, es_target, "--track-params=bulk_size:10")
-    url = opensearch_store.hosts[0]
+    url = os_cluster.hosts[0]
     assert main(["store", "push", f"--metrics-store={url}",
                  "--metrics-store-options=index_prefix:ds,downsample_factor:10"]) == 0
     with TrialStore() as local:
@@ -240,10 +237,10 @@ def test_downsampling_keeps_every_nth_sample_and_the_full_summary(
     assert race["bench"]["summary"]["tasks"] == summary.model_dump(mode="json")["tasks"]  # type: ignore[union-attr]
 
 
-def test_a_mapping_conflict_is_one_line(es_target: str, opensearch_store: ClusterInfo,
+def test_a_mapping_conflict_is_one_line(es_target: str, os_cluster: ClusterInfo,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     trial_id = _race(capsys, es_target)
-    url = opensearch_store.hosts[0]
+    url = os_cluster.hosts[0]
     month = time.strftime("%Y-%m", time.gmtime())
     http = _http(url)
     http.request("PUT", f"/clash-metrics-{month}", {"mappings": {"properties": {"task": {"type": "long"}}}})
@@ -323,10 +320,10 @@ def _tls_proxy(tmp_path: Path, upstream_port: int) -> Iterator[tuple[int, Path]]
         thread.join(5)
 
 
-def test_a_tls_store_needs_its_ca(opensearch_store: ClusterInfo, es_target: str, capsys: pytest.CaptureFixture[str],
+def test_a_tls_store_needs_its_ca(os_cluster: ClusterInfo, es_target: str, capsys: pytest.CaptureFixture[str],
                                   tmp_path: Path) -> None:
     trial_id = _race(capsys, es_target)
-    with _tls_proxy(tmp_path, opensearch_store.nodes[0].http_port) as (port, ca):
+    with _tls_proxy(tmp_path, os_cluster.nodes[0].http_port) as (port, ca):
         url = f"--metrics-store=https://127.0.0.1:{port}"
         assert main(["store", "push", trial_id, url, "--metrics-store-options=index_prefix:tls"]) == 1
         out = capsys.readouterr().out.strip()
@@ -334,7 +331,7 @@ def test_a_tls_store_needs_its_ca(opensearch_store: ClusterInfo, es_target: str,
         assert "template" not in out
         assert main(["store", "push", trial_id, url, f"--metrics-store-options=index_prefix:tls,ca_certs:{ca}"]) == 0
         assert f"{trial_id[:12]}: pushed" in capsys.readouterr().out
-    assert _docs(_http(opensearch_store.hosts[0]), "tls-races-*", {"term": {"race-id": trial_id}})
+    assert _docs(_http(os_cluster.hosts[0]), "tls-races-*", {"term": {"race-id": trial_id}})
 
 
 def test_a_wrong_store_password_names_the_401_and_fails_the_race_before_it_runs(

@@ -17,7 +17,6 @@ from bench.provision.model import ClusterInfo
 from bench.trials.metrics_store import config as store_config
 from bench.trials.metrics_store.http import StoreHttp
 from bench.trials.sqlite import TrialStore
-from tests.support.esnode import LocalEngines
 
 # OSB's names, copied from opensearch-project/opensearch-benchmark (osbenchmark/resources/*-template.json and the
 # writers in osbenchmark/metrics.py: TestRun.as_dict, to_result_dicts, OsMetricsStore._put); the mirror is not in CI.
@@ -30,16 +29,6 @@ OSB_RESULT_FIELDS = {"test-run-id", "test-run-timestamp", "environment", "worklo
                      "cluster-config-instance", "user-tags", "distribution-version", "distribution-flavor", "active",
                      "workload-params", "task", "operation", "name", "value"}
 RALLY_ONLY = {"race-id", "race-timestamp", "track", "challenge", "car", "track-params", "relative-time"}
-
-
-@pytest.fixture(scope="module")
-def opensearch_store(tmp_path_factory: pytest.TempPathFactory, local_engines: LocalEngines) -> Iterator[ClusterInfo]:
-    prov, info = local_engines.start_cluster(tmp_path_factory.mktemp("store-osb"), engine="opensearch",
-                                             version="2.19.1", car=["defaults", "512mheap"])
-    try:
-        yield info
-    finally:
-        prov.stop_all()
 
 
 @pytest.fixture(autouse=True)
@@ -56,9 +45,9 @@ def _docs(http: StoreHttp, index: str, query: dict[str, Any]) -> list[dict[str, 
 
 
 def test_a_race_in_osbs_layout_is_read_back_as_the_local_trial(
-        es_target: str, opensearch_store: ClusterInfo, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        es_target: str, os_cluster: ClusterInfo, capsys: pytest.CaptureFixture[str], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    url = opensearch_store.hosts[0]
+    url = os_cluster.hosts[0]
     flags = [f"--metrics-store={url}", "--metrics-store-options=layout:osb,environment:nightly"]
     assert main(["race", "--track=nginx", "--test-mode", "--quiet", f"--target-hosts={es_target}",
                  "--challenge=index-only", "--track-params=bulk_size:50", "--user-tag=variant:osb", *flags]) == 0

@@ -230,7 +230,7 @@ def leftovers(cache: Path) -> list[str]:
 def test_two_processes_provision_from_an_empty_cache_with_one_download(tmp_path: Path, real_zip: Path,
                                                                        children: list[Child]) -> None:
     cache = tmp_path / "cold-cache"
-    with es_repository(real_zip, seconds=12).serving() as repo:
+    with es_repository(real_zip, seconds=6).serving() as repo:
         children += [Child(tmp_path, f"bench-{i}", provision, str(cache), repo.template) for i in (1, 2)]
         codes = [c.wait(300) for c in children]
     assert codes == [0, 0], [c.result for c in children]
@@ -248,7 +248,7 @@ def test_two_processes_provision_from_an_empty_cache_with_one_download(tmp_path:
 def test_two_processes_prepare_one_corpus_file_with_one_download(tmp_path: Path, children: list[Child]) -> None:
     packed = bz2.compress(docs_bytes(DOCS))
     cache = tmp_path / "cold-cache"
-    with Repository({"/documents.json.bz2": packed}, rate=len(packed) / 8).serving() as repo:
+    with Repository({"/documents.json.bz2": packed}, rate=len(packed) / 4).serving() as repo:
         track = two_corpus_track(tmp_path / "track", repo.base)
         children += [Child(tmp_path, f"bench-{i}", prepare_corpus, str(cache), str(track)) for i in (1, 2)]
         codes = [c.wait(120) for c in children]
@@ -264,7 +264,9 @@ def test_two_processes_prepare_one_corpus_file_with_one_download(tmp_path: Path,
 def test_two_races_start_together_from_an_empty_cache(tmp_path: Path, real_zip: Path,
                                                       race: list[RaceProcess]) -> None:  # noqa: F811
     cache = tmp_path / "cold-cache"
-    with es_repository(real_zip, seconds=20).serving() as repo:
+    # Both start at once and reach the download within a second or two of each other: 8 s of download is time
+    # enough for the second to find the first downloading, which the logs must show (not an overlap assumed).
+    with es_repository(real_zip, seconds=8).serving() as repo:
         runs = [start_race(race, tmp_path / f"home-{i}", "--track=nginx", "--test-mode", "--car=defaults,512mheap",
                            f"--distribution-repository={repo.template}", env={"BENCH_CACHE": str(cache)})
                 for i in (1, 2)]
