@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import nox
+import nox.command
 
 nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = True
@@ -43,23 +44,35 @@ def replication_plugin(root: Path = Path(__file__).resolve().parent) -> Path | N
 
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
-    # The whole suite (CI's `nox -s tests`) queues the checks after it, run whether or not the tests pass; a run of
-    # some tests (`nox -s tests -- tests/results/test_stats.py`) does not.
-    if not session.posargs:
-        session.notify("lint")
-        session.notify("docs")
+    # The whole suite (CI's `nox -s tests`) runs lint and docs after it, whether or not the tests pass, in its own
+    # venv: the two sessions' venvs cost CI another install of bench's dependencies each. A run of some tests
+    # (`nox -s tests -- tests/results/test_stats.py`) runs only them.
+    whole = not session.posargs
     _system_packages(session)
     # Only the project's declared dependencies: no user site-packages (tests/conftest.py also refuses a venv
     # that sees the base interpreter's).
     session.env["PYTHONNOUSERSITE"] = "1"
     # .[ray]: the Ray load-driver tests start a two-node Ray cluster of their own
-    session.install("-e", ".[test,ray]")
+    session.install("-e", ".[test,ray,lint,docs]" if whole else ".[test,ray]")
     # The live CCR tests need the OpenSearch replication plugin, published on no registry reachable here; CI
     # (and a developer with the shared folder) has it beside the project.
     plugin = replication_plugin()
     if plugin is not None and REPLICATION_PLUGIN_ENV not in os.environ:
         session.env[REPLICATION_PLUGIN_ENV] = str(plugin)
-    session.run("pytest", "-q", "-ra", "--durations=25", *session.posargs)
+    try:
+        session.run("pytest", "-q", "-ra", "--durations=25", *session.posargs)
+    except nox.command.CommandFailed:
+        if not whole:
+            raise
+        _checks(session)
+        session.error("the tests failed (lint and docs ran after them, above)")
+    if whole:
+        _checks(session)
+
+
+def _checks(session: nox.Session) -> None:
+    _lint(session)
+    _docs(session)
 
 
 @nox.session(python="3.11")
@@ -78,6 +91,10 @@ def lint(session: nox.Session) -> None:
     # .[lint]: ruff, mypy and the stubs of the dependencies without types of their own; bench's dependencies
     # (.[ray] too) so that mypy checks the calls into them against their own types.
     session.install("-e", ".[lint,ray]")
+    _lint(session)
+
+
+def _lint(session: nox.Session) -> None:
     session.run("ruff", "check", "bench", "tests", "benchmarks")
     session.run("mypy")
 
@@ -87,9 +104,13 @@ def docs(session: nox.Session) -> None:
     """The manual (docs/, mkdocs.yml) built with --strict: a broken link, a missing page or any warning fails.
     The CLI and API references are generated from the code during the build (docs/_gen)."""
     session.install("-e", ".[docs]")
+    _docs(session, *session.posargs)
+
+
+def _docs(session: nox.Session, *args: str) -> None:
     # Banners mkdocs-material and a plugin print about MkDocs 2.0 on every build: noise, not warnings.
     session.env.update({"NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"})
-    session.run("mkdocs", "build", "--strict", *session.posargs)
+    session.run("mkdocs", "build", "--strict", *args)
 
 
 @nox.session(python="3.11")
