@@ -167,10 +167,14 @@ def _driver_machine(clusters: RaceClusters) -> dict[str, Any]:
     return out
 
 
-def pin_driver(clusters: RaceClusters, text: str) -> None:
+def pin_driver(clusters: RaceClusters, opts: RaceOptions) -> None:
     """--driver-cpus: the workers on those CPUs (checked against this machine); refused where the topology or
-    --pinning already placed them."""
-    cpus = parse_cpu_list(text)
+    --pinning already placed them, and with workers elsewhere."""
+    assert opts.driver_cpus is not None
+    text, cpus = opts.driver_cpus, parse_cpu_list(opts.driver_cpus)
+    if opts.load_driver:
+        raise ConfigError(f"--load-driver={opts.load_driver} runs the workers elsewhere, but --driver-cpus={text} "
+                          "pins them to CPUs of this machine: drop one of them")
     if clusters.driver_cpus is not None:
         raise ConfigError(f"--driver-cpus={text}: the load driver is already pinned to CPU "
                           f"{cpu_list_text(clusters.driver_cpus)} (the topology's driver_cpus or --pinning): drop "
@@ -206,15 +210,15 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
         local.check_intact()
 
     clusters = resolve_clusters(opts)
-    if opts.driver_cpus is not None:
-        pin_driver(clusters, opts.driver_cpus)
     if clusters.driver_cpus is not None and opts.load_driver:
         raise ConfigError(f"--load-driver={opts.load_driver} runs the workers elsewhere, but the load driver is pinned "
                           f"to CPU {cpu_list_text(clusters.driver_cpus)} of this machine: drop one of them")
     hooks = plan_clusters(opts, track, challenge, clusters)
-    result = clusters.take_over(opts, console)
+    result = clusters.take_over(opts, console)  # a cloud topology's driver host applies --driver-cpus itself
     if result is not None:
         return result
+    if opts.driver_cpus is not None:  # nothing has started yet
+        pin_driver(clusters, opts)
     with driver_profiling(opts.enable_driver_profiling) as profile_dir:
         return _run(opts, console, resolved, track, challenge, warmups, client_options, clusters, hooks,
                     profile_dir, watch)

@@ -56,14 +56,14 @@ def test_own_process_on_moves_every_thread_and_puts_them_back():
         t.join()
 
 
-def _race(home: Path, sink: str, *extra: str, seconds: int = 3) -> subprocess.Popen[str]:
+def _race(home: Path, sink: str, *extra: str, seconds: int = 3, target: bool = True) -> subprocess.Popen[str]:
     track = write_track(home / "track", [{"operation": {"name": "q", "operation-type": "search", "index": "logs",
                                                        "body": {"query": {"match_all": {}}}},
                                          "schedule": "constant-arrival-rate", "rate": 200,
                                          "pre-allocated-clients": 4, "time-period": seconds}],
                         indices=[{"name": "logs"}])
     return subprocess.Popen([sys.executable, "-m", "bench", "--quiet", "race", f"--track-path={track}",
-                             f"--target-hosts={sink}", "--report-format=json", *extra],
+                             *([f"--target-hosts={sink}"] if target else []), "--report-format=json", *extra],
                             env={**os.environ, "BENCH_HOME": str(home)}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -104,7 +104,7 @@ def test_the_workers_run_on_the_driver_cpus_and_bench_on_the_others(tmp_path):
     (["--driver-cpus=1-x"], "--driver-cpus=1-x: '1-x' is not a CPU number or range (use a list like 0-1,4)"),
     (["--driver-cpus=4096"], "--driver-cpus 4096: CPU(s) 4096 are not usable here"),
     (["--driver-cpus=0", "--load-driver=other:x"],
-     "--load-driver=other:x runs the workers elsewhere, but the load driver is pinned to CPU 0 of this machine: drop "
+     "--load-driver=other:x runs the workers elsewhere, but --driver-cpus=0 pins them to CPUs of this machine: drop "
      "one of them"),
 ])
 def test_a_driver_cpu_list_bench_cannot_use_is_one_line(tmp_path, flags, line):
@@ -113,3 +113,16 @@ def test_a_driver_cpu_list_bench_cannot_use_is_one_line(tmp_path, flags, line):
         out, err = race.communicate(timeout=120)
     assert race.returncode != 0
     assert line in err and "Traceback" not in err, err
+
+
+def test_driver_cpus_beside_a_topologys_own_is_one_line_before_anything_starts(tmp_path):
+    topology = tmp_path / "pinned.yml"
+    topology.write_text("name: pinned\nprovider: local\ndriver_cpus: 0\nclusters:\n  - name: default\n    nodes: 1\n")
+    with running() as sink:
+        race = _race(tmp_path, sink, "--driver-cpus=0", f"--topology={topology}", target=False)
+        out, err = race.communicate(timeout=120)
+    assert race.returncode != 0
+    assert ("--driver-cpus=0: the load driver is already pinned to CPU 0 (the topology's driver_cpus or --pinning): "
+            "drop one of them") in err and "Traceback" not in err, err
+    assert not list(tmp_path.glob("**/nodes/*")), "a node was started before the refusal"
+
