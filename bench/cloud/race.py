@@ -299,6 +299,9 @@ def run_cloud_race(opts: RaceOptions, topo: Topology, console: Console,
     if opts.load_driver or opts.load_driver_hosts:
         raise ConfigError(f"--topology drives from topology {topo.name}'s driver hosts (several of them form a Ray "
                           "cluster): drop --load-driver/--ray-address/--load-driver-hosts, or set drivers[].count")
+    if opts.driver_cpus is not None and sum(d.count for d in topo.drivers) > 1:
+        raise ConfigError(f"--driver-cpus={opts.driver_cpus}: topology {topo.name}'s driver hosts form a Ray cluster, "
+                          "whose workers bench does not pin: drop it, or use one driver host")
     refuse_unsent(opts, topo.name)
     check_one_scheme(topo)
     driver_ini(opts)  # a repository the driver host cannot clone is refused before any machine exists

@@ -52,6 +52,7 @@ GIVEN: dict[str, Any] = {
     "track_params": {"bulk_size": 10}, "ignore_unused_track_params": True, "challenge": "append", "client_options":
     {"timeout": 60}, "test_mode": True, "offline": True, "generate_corpora": 7, "on_error": "abort",
     "user_tags": {"study": "x"}, "worker_processes": 3, "thresholds": ["q:p(95)<500,abort-on-fail"],
+    "driver_cpus": "1",
 }
 
 

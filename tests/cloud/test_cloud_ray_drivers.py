@@ -90,6 +90,14 @@ def test_a_cloud_race_refuses_a_load_driver_of_its_own() -> None:
             run_cloud_race(opts, topo, Console(stderr=True))
 
 
+def test_a_cloud_race_of_several_driver_hosts_refuses_driver_cpus_and_one_host_is_given_it() -> None:
+    opts = RaceOptions(track="nginx", driver_cpus="1")
+    with pytest.raises(ConfigError, match=r"--driver-cpus=1: topology ccr's driver hosts form a Ray cluster"):
+        run_cloud_race(opts, parse_topology(_topology(2)), Console(stderr=True))
+    args = race_args(opts, _deployment(1), "/x")  # one host: its own race pins its workers
+    assert args[args.index("--driver-cpus") + 1] == "1"
+
+
 def test_race_args_carry_the_task_filters() -> None:
     args = race_args(RaceOptions(track="nginx", include_tasks=["index-append", "type:search"]), _deployment(1), "/x")
     assert args[args.index("--include-tasks") + 1] == "index-append,type:search" and "--exclude-tasks" not in args
