@@ -62,7 +62,8 @@ def race(a: argparse.Namespace, port: int, mode: str) -> dict[str, Any]:
     late = (m["latency"].to_numpy() - m["service_time"].to_numpy()) * 1000.0
     dur = float((m["absolute_time"] + m["latency"]).max() - m["absolute_time"].min())
     ts = summary.tasks[0] if summary is not None else None
-    return {"schedule": mode, "driver_cpus": a.driver_cpus, "sink_cpus": a.sink_cpus, "rate": a.rate, "clients": a.clients, "workers": a.workers,
+    return {"schedule": mode, "driver_cpus": a.driver_cpus, "sink_cpus": a.sink_cpus, "rate": a.rate,
+            "clients": a.clients, "workers": a.workers,
             "sent_per_s": round(len(m) / dur), "lateness_ms_p50": round(float(np.percentile(late, 50)), 2),
             "lateness_ms_p99": round(float(np.percentile(late, 99)), 2),
             "service_ms_p50": round(float(np.median(m["service_time"])) * 1000.0, 2),

@@ -30,7 +30,7 @@ from bench.provision.overrides import (
     parse_plugins,
     plugins_for,
 )
-from bench.provision.pinning import auto_plan, auto_slots
+from bench.provision.pinning import auto_plan, auto_slots, own_cpus
 from bench.provision.repositories import resolve_repository
 from bench.race.pipeline import HealthCheck, KillCluster, NodeProcesses, PlannedCluster, RaceResult
 from bench.util.home import trials_dir
@@ -60,6 +60,10 @@ class RaceClusters(ABC):
             if self._jvm_options is None:
                 self._jvm_options = {}
             self._jvm_options.setdefault(cluster, []).extend(options)
+
+    def bench_cpus(self) -> frozenset[int] | None:
+        """Where bench's own process runs while the schedule does (``own_cpus``); None: anywhere."""
+        return own_cpus(usable_cpus(), self.driver_cpus, list(self.cluster_cpus))
 
     def jvm_options(self, cluster: str) -> list[str]:
         return list((self._jvm_options or {}).get(cluster, []))

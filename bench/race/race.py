@@ -54,10 +54,8 @@ from bench.provision.cpus import (
     own_process_on,
     parse_cpu_list,
     pin_process,
-    usable_cpus,
 )
 from bench.provision.facts_text import distribution_text
-from bench.provision.pinning import own_cpus
 from bench.race.cluster_source import RaceClusters, resolve_clusters
 from bench.race.doc_counts import refreshed_doc_counts
 from bench.race.flags import public_options
@@ -160,7 +158,7 @@ def _driver_machine(clusters: RaceClusters) -> dict[str, Any]:
     out = machine_info()
     if clusters.driver_cpus is not None:
         out["cpus"] = cpu_list_text(clusters.driver_cpus)
-    if (own := own_cpus(usable_cpus(), clusters.driver_cpus, list(clusters.cluster_cpus))) is not None:
+    if (own := clusters.bench_cpus()) is not None:
         out["bench_cpus"] = cpu_list_text(own)
     if clusters.pinning_note:
         out["pinning"] = clusters.pinning_note
@@ -356,13 +354,12 @@ async def _drive_and_collect(opts: RaceOptions, store: Trials, trial_id: str, tr
     if clusters.driver_cpus is not None:  # before any step: the workers only import and wait so far
         for pid in coord.worker_pids():
             pin_process(pid, clusters.driver_cpus)
-    own = own_cpus(usable_cpus(), clusters.driver_cpus, list(clusters.cluster_cpus))
     # The hooks' store also shows the telemetry they store in the live view (e.g. a follower's lag).
     schedule = RaceSchedule(opts, trial_id, LiveTelemetry(store, progress.extension_rows), targets, facts,
                             clusters.node_processes(), coord.worker_pids, clusters.kill_cluster())
     try:
         async with contextlib.AsyncExitStack() as around:
-            around.enter_context(own_process_on(own))  # first in, last out: the hooks' threads inherit it
+            around.enter_context(own_process_on(clusters.bench_cpus()))  # first in, last out: hooks' threads inherit it
             for hook in hooks:
                 await around.enter_async_context(hook.around_schedule(schedule))
             gc_before = await _gc_reading(targets[0]) if targets else None

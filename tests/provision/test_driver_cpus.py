@@ -33,8 +33,8 @@ def test_bench_runs_where_no_worker_and_no_cluster_is_pinned():
 
 
 def _thread_cpus(pid: int) -> set[str]:
-    return {Path(f"/proc/{pid}/task/{tid}/status").read_text().split("Cpus_allowed_list:")[1].split()[0]
-            for tid in os.listdir(f"/proc/{pid}/task")}
+    """Each thread's CPUs as the kernel applies them (a thread id reads as a pid in /proc)."""
+    return {cpu_list_text(allowed_cpus(int(tid)) or set()) for tid in os.listdir(f"/proc/{pid}/task")}
 
 
 def test_own_process_on_moves_every_thread_and_puts_them_back():
