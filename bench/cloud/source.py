@@ -50,7 +50,7 @@ class LocalTopology(Provisioned):
             check_cpus(cpus, f"topology {topology.name}: clusters[{name}].cpus")
         check_cpus(self.cpus.driver, f"topology {topology.name}: driver_cpus")
         self.driver_cpus = self.cpus.driver
-        self.cluster_cpus = tuple(self.cpus.clusters.values())
+        self.cluster_cpus = dict(self.cpus.clusters)
         self.pinning_note = self.cpus.note
         self.links = LocalLinks(topology)
 

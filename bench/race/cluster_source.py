@@ -16,6 +16,8 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bench.http.client import DEFAULT_CLUSTER, ClientOptions, ClusterTarget, parse_target_hosts
@@ -50,7 +52,8 @@ class RaceClusters(ABC):
 
     planned: list[PlannedCluster]  # what start() will start (empty when it starts nothing)
     driver_cpus: frozenset[int] | None = None  # the CPUs the load driver's local workers are pinned to
-    cluster_cpus: tuple[frozenset[int] | None, ...] = ()  # the CPU set of each cluster bench starts here
+    # cluster name -> the CPU set of its nodes, for each cluster bench starts here under a CPU plan
+    cluster_cpus: Mapping[str, frozenset[int] | None] = MappingProxyType({})
     pinning_note: str | None = None  # what CPU pinning did, or why it did not pin, in one line (stored)
     _jvm_options: dict[str, list[str]] | None = None  # cluster -> JVM options the race adds (add_jvm_options)
 
@@ -63,7 +66,7 @@ class RaceClusters(ABC):
 
     def bench_cpus(self) -> frozenset[int] | None:
         """Where bench's own process runs while the schedule does (``own_cpus``); None: anywhere."""
-        return own_cpus(usable_cpus(), self.driver_cpus, list(self.cluster_cpus))
+        return own_cpus(usable_cpus(), self.driver_cpus, list(self.cluster_cpus.values()))
 
     def jvm_options(self, cluster: str) -> list[str]:
         return list((self._jvm_options or {}).get(cluster, []))
@@ -264,7 +267,7 @@ class LocalCluster(Provisioned):
         slots = auto_slots(opts.pinning, 1) if opts.pinning else None
         self._cpus = auto_plan([DEFAULT_CLUSTER], usable_cpus(), slots) if slots else None
         self.driver_cpus = self._cpus.driver if self._cpus else None
-        self.cluster_cpus = tuple(self._cpus.clusters.values()) if self._cpus else ()
+        self.cluster_cpus = dict(self._cpus.clusters) if self._cpus else {}
         self.pinning_note = self._cpus.note if self._cpus else None
 
     def provision(self, provisioner: LocalProvisioner, console: Console) -> list[ClusterInfo]:

@@ -56,6 +56,7 @@ from bench.provision.cpus import (
     pin_process,
 )
 from bench.provision.facts_text import distribution_text
+from bench.provision.pinning import explicit_plan
 from bench.race.cluster_source import RaceClusters, resolve_clusters
 from bench.race.doc_counts import refreshed_doc_counts
 from bench.race.flags import public_options
@@ -179,7 +180,8 @@ def pin_driver(clusters: RaceClusters, opts: RaceOptions) -> None:
                           "one of them")
     check_cpus(cpus, "--driver-cpus")
     clusters.driver_cpus = cpus
-    clusters.pinning_note = f"CPU pinning: load driver on CPU {cpu_list_text(cpus)}"
+    # The whole plan: the clusters' own sets (a topology's cpus:) stay in the stored line beside the driver's.
+    clusters.pinning_note = explicit_plan(dict(clusters.cluster_cpus), cpus).note
 
 
 def plan_clusters(opts: RaceOptions, track: Track, challenge: Challenge, clusters: RaceClusters) -> list[RaceHook]:
@@ -217,6 +219,8 @@ def run_race(opts: RaceOptions, *, console: Console | None = None) -> RaceResult
         return result
     if opts.driver_cpus is not None:  # nothing has started yet
         pin_driver(clusters, opts)
+        if not clusters.planned and clusters.pinning_note:  # clusters bench starts print it as they start
+            console.print(clusters.pinning_note, highlight=False, markup=False)
     with driver_profiling(opts.enable_driver_profiling) as profile_dir:
         return _run(opts, console, resolved, track, challenge, warmups, client_options, clusters, hooks,
                     profile_dir, watch)

@@ -18,8 +18,12 @@ from pathlib import Path
 import psutil
 import pytest
 
+from bench import extensions
 from bench.provision.cpus import allowed_cpus, cpu_list_text, own_process_on, usable_cpus
 from bench.provision.pinning import own_cpus
+from bench.race.cluster_source import resolve_clusters
+from bench.race.options import RaceOptions
+from bench.race.race import pin_driver
 from benchmarks.nullsink import running
 from tests.race.test_race import write_track
 
@@ -98,6 +102,7 @@ def test_the_workers_run_on_the_driver_cpus_and_bench_on_the_others(tmp_path):
     machine = trial["trial"]["machine"] if "trial" in trial else trial["machine"]
     assert machine["cpus"] == cpu_list_text(driver) and machine["bench_cpus"] == cpu_list_text(rest)
     assert machine["pinning"] == f"CPU pinning: load driver on CPU {cpu_list_text(driver)}"
+    assert machine["pinning"] in err.splitlines()  # said on the terminal too, where no cluster start says it
 
 
 @pytest.mark.parametrize(("flags", "line"), [
@@ -125,4 +130,16 @@ def test_driver_cpus_beside_a_topologys_own_is_one_line_before_anything_starts(t
     assert ("--driver-cpus=0: the load driver is already pinned to CPU 0 (the topology's driver_cpus or --pinning): "
             "drop one of them") in err and "Traceback" not in err, err
     assert not list(tmp_path.glob("**/nodes/*")), "a node was started before the refusal"
+
+
+def test_the_stored_pinning_line_keeps_a_topologys_cluster_sets_beside_the_driver_cpus(tmp_path):
+    topology = tmp_path / "sets.yml"
+    topology.write_text("name: sets\nprovider: local\nclusters:\n  - name: leader\n    cpus: 0\n"
+                        "  - name: follower\n    cpus: 0\n")
+    extensions.load()  # topologies are an extension's cluster source
+    clusters = resolve_clusters(RaceOptions(track="nginx", topology=topology))
+    assert clusters.cluster_cpus == {"leader": {0}, "follower": {0}}
+    pin_driver(clusters, RaceOptions(track="nginx", topology=topology, driver_cpus="0"))
+    assert clusters.driver_cpus == {0}
+    assert clusters.pinning_note == "CPU pinning: leader on CPU 0, follower on CPU 0, load driver on CPU 0"
 
