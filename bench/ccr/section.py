@@ -70,7 +70,7 @@ class FollowerSection(BaseModel):
     failed_write_requests: float | None = None
     samples_without_checkpoints: int = 0
     paused_samples: int = 0  # of those, the samples in which the follower was paused
-    lag_samples: int = 0  # samples with a known lag
+    lag_samples: int = 0  # samples with a known lag in operations (a lag time may still be only a lower bound)
     lag_over_time: list[Window] = []  # per hour, or per tenth of a shorter run (bench.telemetry.over_time)
     leader_docs: int | None = None
     follower_docs: int | None = None

@@ -97,7 +97,7 @@ class FollowerLag(BaseModel):
     failed_write_requests: float = 0.0
     missing_samples: int = 0  # samples in which the follower was absent / paused / not replicating
     paused_samples: int = 0  # of those, the samples in which it was paused (a state, not a failure)
-    lag_samples: int = 0  # samples with a known lag (the lag rows are over these only)
+    lag_samples: int = 0  # samples with a known lag in operations (the lag-ops rows are over these only)
     lag_over_time: list[Window] = []  # the lag time per hour (runs of 2 h or more) or per tenth of the run
 
 
